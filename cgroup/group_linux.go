@@ -1,0 +1,537 @@
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	peakSourceV1       = "memory.max_usage_in_bytes"
+	peakSourceV2       = "memory.peak"
+	peakSourceV2Create = "memory.peak (since creation)"
+)
+
+// Group is one jail's cgroup (one directory per v1 hierarchy, or one v2
+// directory). Its methods are safe for concurrent use (a watchdog calls
+// CPUTime while the run goes on).
+type Group struct {
+	m       *Manager
+	name    string
+	dirs    []string // every directory of the group
+	memDir  string   // memory.* files ("" without memory controller)
+	pidsDir string   // pids.* files
+	cpuDir  string   // v1 cpuacct.usage / v2 cpu.stat
+	limit   int64    // memory limit in force
+
+	mu       sync.Mutex
+	lockFD   int // flocked directory: marks the group as live (see Stale)
+	cpuFD    int // kept open by CPUTime for pread
+	peakFD   int // v2: memory.peak, reset at Attach; the reset is per fd
+	peakSrc  string
+	attaches int
+	baseOOM  memEvents // OOM counters at Attach (v1: only OOMKill)
+	basePids int64     // pids.events max at Attach
+	removed  []bool
+	deleted  bool
+	oom      *oomWatch
+}
+
+// Create makes the jail group name below the subtree and sets its limits.
+// It fails with ErrExists if the group is already there, and leaves
+// nothing behind on failure.
+func (m *Manager) Create(name string, r Resources) (*Group, error) {
+	if err := validName(name); err != nil {
+		return nil, fmt.Errorf("creating group: %w", err)
+	}
+	l, err := r.limits()
+	if err != nil {
+		return nil, fmt.Errorf("creating group %s: %w", name, err)
+	}
+	switch {
+	case l.memory > 0 && !m.feat.memory:
+		return nil, fmt.Errorf("creating group %s: memory limit: %w", name, ErrNoController)
+	case l.pids > 0 && !m.feat.pids:
+		return nil, fmt.Errorf("creating group %s: pids limit: %w", name, ErrNoController)
+	case l.quotaUS > 0 && !m.feat.cpu:
+		return nil, fmt.Errorf("creating group %s: cpu limit: %w", name, ErrNoController)
+	}
+	g := &Group{
+		m: m, name: name, dirs: m.groupDirs(name),
+		lockFD: -1, cpuFD: -1, peakFD: -1,
+		limit: limitInForce(l.memory, m.pageSize),
+	}
+	g.removed = make([]bool, len(g.dirs))
+	if m.feat.memory {
+		g.memDir = m.ctrlDir("memory", name)
+	}
+	if m.feat.pids {
+		g.pidsDir = m.ctrlDir("pids", name)
+	}
+	if m.feat.cpuacct {
+		g.cpuDir = m.ctrlDir("cpuacct", name)
+	}
+
+	// mkdir (not MkdirAll) everywhere first: an existing group is an
+	// error, never adopted, and never removed by our clean-up.
+	for i, d := range g.dirs {
+		if err := unix.Mkdir(d, 0o755); err != nil {
+			g.rmdirCreated(i)
+			if errors.Is(err, unix.EEXIST) {
+				return nil, fmt.Errorf("creating group %s: %s: %w", name, d, ErrExists)
+			}
+			return nil, fmt.Errorf("creating group %s: mkdir %s: %w", name, d, notWritable(err))
+		}
+	}
+	if g.lockFD, err = lockDir(g.dirs[0]); err != nil {
+		g.rmdirCreated(len(g.dirs))
+		return nil, fmt.Errorf("creating group %s: %w", name, err)
+	}
+	if m.version == V2 {
+		err = g.setV2(l)
+	} else {
+		err = g.setV1(l)
+	}
+	if err != nil {
+		unix.Close(g.lockFD)
+		g.rmdirCreated(len(g.dirs))
+		return nil, fmt.Errorf("creating group %s: setting limits: %w", name, err)
+	}
+	return g, nil
+}
+
+// rmdirCreated removes the first n directories of a failed Create.
+func (g *Group) rmdirCreated(n int) {
+	for i := n - 1; i >= 0; i-- {
+		unix.Rmdir(g.dirs[i])
+	}
+}
+
+// setV1 sets the limits through containerd's cgroup1 (the directories
+// exist already, its MkdirAll only stats them).
+func (g *Group) setV1(l limits) error {
+	zero := uint64(0)
+	res := &specs.LinuxResources{Memory: &specs.LinuxMemory{Swappiness: &zero}}
+	if l.memory > 0 {
+		res.Memory.Limit = &l.memory
+		if g.m.feat.memsw {
+			// memory+swap = memory: no swap. containerd writes
+			// limit_in_bytes first, as the kernel requires.
+			res.Memory.Swap = &l.memory
+		}
+	}
+	if l.pids > 0 {
+		res.Pids = &specs.LinuxPids{Limit: &l.pids}
+	}
+	if l.quotaUS > 0 {
+		period := uint64(cpuPeriodUS)
+		res.CPU = &specs.LinuxCPU{Period: &period, Quota: &l.quotaUS}
+	}
+	_, err := cgroup1.New(g.m.v1path(g.name), res, cgroup1.WithHierarchy(g.m.v1hier))
+	return err
+}
+
+// setV2 sets the limits through containerd's cgroup2.
+func (g *Group) setV2(l limits) error {
+	res := &cgroup2.Resources{}
+	f := g.m.feat
+	if f.memory {
+		mem := &cgroup2.Memory{}
+		if l.memory > 0 {
+			mem.Max = &l.memory
+		}
+		if f.swapMax {
+			zero := int64(0)
+			mem.Swap = &zero
+		}
+		if f.oomGroup {
+			yes := true
+			mem.OOMGroup = &yes
+		}
+		res.Memory = mem
+	}
+	if l.pids > 0 {
+		res.Pids = &cgroup2.Pids{Max: l.pids}
+	}
+	if l.quotaUS > 0 {
+		period := uint64(cpuPeriodUS)
+		res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&l.quotaUS, &period)}
+	}
+	mgr, err := cgroup2.Load(strings.TrimPrefix(g.dirs[0], g.m.mount), cgroup2.WithMountpoint(g.m.mount))
+	if err != nil {
+		return err
+	}
+	return mgr.Update(res)
+}
+
+// deleteV2 deletes an empty v2 group through containerd.
+func deleteV2(mnt, rel string) error {
+	if !exists(filepath.Join(mnt, rel)) {
+		return nil
+	}
+	mgr, err := cgroup2.Load(rel, cgroup2.WithMountpoint(mnt))
+	if err != nil {
+		return err
+	}
+	return mgr.Delete()
+}
+
+// Name is the group's name below the subtree.
+func (g *Group) Name() string { return g.name }
+
+// Attach moves process pid into the group in every hierarchy, then resets
+// the memory high-water mark so that the peak counts only what the process
+// charges from now on (pages it charged before stay with its old group:
+// nothing moves charges, v1 move_charge_at_immigrate is left 0), and
+// records the OOM and pids.events counters as the baseline for Stats.
+func (g *Group) Attach(pid int) error {
+	if pid <= 0 {
+		return fmt.Errorf("attaching pid %d to group %s: invalid pid", pid, g.name)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return fmt.Errorf("attaching pid %d to group %s: %w", pid, g.name, ErrDeleted)
+	}
+	for _, d := range g.dirs {
+		if err := writeProcs(filepath.Join(d, "cgroup.procs"), pid); err != nil {
+			return fmt.Errorf("attaching pid %d to %s: %w", pid, d, err)
+		}
+	}
+	if err := g.resetPeak(); err != nil {
+		return fmt.Errorf("attaching pid %d to group %s: %w", pid, g.name, err)
+	}
+	if err := g.readBaseline(); err != nil {
+		return fmt.Errorf("attaching pid %d to group %s: %w", pid, g.name, err)
+	}
+	g.attaches++
+	return nil
+}
+
+func (g *Group) resetPeak() error {
+	if g.memDir == "" {
+		return nil
+	}
+	if g.m.version == V1 {
+		p := filepath.Join(g.memDir, "memory.max_usage_in_bytes")
+		if err := writeFile(p, []byte("0")); err != nil {
+			return fmt.Errorf("resetting %s: %w", p, err)
+		}
+		g.peakSrc = peakSourceV1
+		return nil
+	}
+	g.peakSrc = ""
+	if !g.m.feat.peak {
+		return nil
+	}
+	g.peakSrc = peakSourceV2Create
+	if !g.m.feat.peakReset {
+		return nil
+	}
+	// 6.12+: a write resets the peak seen through this open file only.
+	if g.peakFD < 0 {
+		fd, err := openFile(filepath.Join(g.memDir, "memory.peak"), unix.O_RDWR)
+		if err != nil {
+			return nil // fall back to the peak since creation
+		}
+		g.peakFD = fd
+	}
+	if err := retryEINTR(func() error { _, err := unix.Write(g.peakFD, []byte("reset")); return err }); err != nil {
+		unix.Close(g.peakFD)
+		g.peakFD = -1
+		return nil
+	}
+	g.peakSrc = peakSourceV2
+	return nil
+}
+
+// readBaseline records the counters Stats reports deltas of.
+func (g *Group) readBaseline() error {
+	g.baseOOM, g.basePids = memEvents{}, 0
+	var b [smallBuf]byte
+	if g.memDir != "" {
+		ev, err := g.readOOM(b[:])
+		if err != nil {
+			return err
+		}
+		g.baseOOM = ev
+	}
+	if g.pidsDir != "" {
+		n, err := g.readPidsEvents(b[:])
+		if err != nil {
+			return err
+		}
+		g.basePids = n
+	}
+	return nil
+}
+
+// readOOM reads the OOM counters: v1 memory.oom_control, v2 memory.events.
+func (g *Group) readOOM(buf []byte) (memEvents, error) {
+	if g.m.version == V1 {
+		p := filepath.Join(g.memDir, "memory.oom_control")
+		data, err := readFile(p, buf)
+		if err != nil {
+			return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
+		}
+		n, err := parseOOMControl(data)
+		if err != nil {
+			return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
+		}
+		return memEvents{OOMKill: n}, nil
+	}
+	p := filepath.Join(g.memDir, "memory.events")
+	data, err := readFile(p, buf)
+	if err != nil {
+		return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
+	}
+	ev, err := parseMemoryEvents(data)
+	if err != nil {
+		return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return ev, nil
+}
+
+func (g *Group) readPidsEvents(buf []byte) (int64, error) {
+	p := filepath.Join(g.pidsDir, "pids.events")
+	data, err := readFile(p, buf)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", p, err)
+	}
+	n, err := parsePidsEvents(data)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return n, nil
+}
+
+// CPUTime is the user+system CPU time of all processes in the group (v1
+// cpuacct.usage, v2 cpu.stat usage_usec). The file stays open: each call
+// after the first is a single pread.
+func (g *Group) CPUTime() (time.Duration, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return 0, fmt.Errorf("reading cpu time of group %s: %w", g.name, ErrDeleted)
+	}
+	return g.cpuTime()
+}
+
+func (g *Group) cpuTime() (time.Duration, error) {
+	if g.cpuDir == "" {
+		return 0, fmt.Errorf("reading cpu time of group %s: cpuacct: %w", g.name, ErrNoController)
+	}
+	file := "cpu.stat"
+	if g.m.version == V1 {
+		file = "cpuacct.usage"
+	}
+	p := filepath.Join(g.cpuDir, file)
+	if g.cpuFD < 0 {
+		fd, err := openFile(p, unix.O_RDONLY)
+		if err != nil {
+			return 0, fmt.Errorf("reading %s: %w", p, err)
+		}
+		g.cpuFD = fd
+	}
+	var b [smallBuf]byte
+	data, err := readAt(g.cpuFD, b[:])
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", p, err)
+	}
+	if g.m.version == V1 {
+		ns, err := parseInt(data)
+		if err != nil {
+			return 0, fmt.Errorf("reading %s: %w", p, err)
+		}
+		return time.Duration(ns), nil
+	}
+	us, err := parseCPUStatUsage(data)
+	if err != nil {
+		return 0, fmt.Errorf("reading %s: %w", p, err)
+	}
+	return time.Duration(us) * time.Microsecond, nil
+}
+
+// Stats reads the figures of the run from the kernel.
+func (g *Group) Stats() (Stats, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := Stats{PeakMemoryBytes: -1, PidsPeak: -1, MemoryLimitBytes: g.limit}
+	if g.deleted {
+		return st, fmt.Errorf("reading stats of group %s: %w", g.name, ErrDeleted)
+	}
+	var b [smallBuf]byte
+	if g.memDir != "" {
+		if err := g.readPeak(&st, b[:]); err != nil {
+			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		}
+		ev, err := g.readOOM(b[:])
+		if err != nil {
+			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		}
+		st.OOMKills = oomKillsSince(g.baseOOM, ev)
+	}
+	if g.cpuDir != "" {
+		t, err := g.cpuTime()
+		if err != nil {
+			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		}
+		st.CPUTime = t
+	}
+	if g.pidsDir != "" {
+		if g.m.feat.pidsPeak {
+			p := filepath.Join(g.pidsDir, "pids.peak")
+			n, err := readInt(p)
+			if err != nil {
+				return st, fmt.Errorf("reading stats of group %s: reading %s: %w", g.name, p, err)
+			}
+			st.PidsPeak = n
+		}
+		n, err := g.readPidsEvents(b[:])
+		if err != nil {
+			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		}
+		st.PidsMaxHits = nonNegative(n - g.basePids)
+	}
+	return st, nil
+}
+
+func (g *Group) readPeak(st *Stats, buf []byte) error {
+	var p string
+	switch {
+	case g.m.version == V1:
+		p = filepath.Join(g.memDir, "memory.max_usage_in_bytes")
+	case g.peakFD >= 0:
+		data, err := readAt(g.peakFD, buf)
+		if err == nil {
+			st.PeakMemoryBytes, err = parseInt(data)
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", filepath.Join(g.memDir, "memory.peak"), err)
+		}
+		st.PeakMemorySource = g.peakSrc
+		return nil
+	case g.m.feat.peak:
+		p = filepath.Join(g.memDir, "memory.peak")
+	default:
+		return nil // kernel < 5.19: unknown
+	}
+	n, err := readInt(p)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	st.PeakMemoryBytes = n
+	st.PeakMemorySource = g.peakSrc
+	if st.PeakMemorySource == "" { // Stats before any Attach
+		st.PeakMemorySource = peakSourceV1
+		if g.m.version == V2 {
+			st.PeakMemorySource = peakSourceV2Create
+		}
+	}
+	return nil
+}
+
+// Kill SIGKILLs every process in the group: v2 cgroup.kill when the kernel
+// has it (returns at once; the kernel also stops concurrent forks), else
+// kill(2) of each pid in cgroup.procs, repeated until the group is empty
+// (at most 2 s). On v1 a pid may be reused between the read and the kill;
+// the window is a few microseconds and the pids limit bounds forks.
+func (g *Group) Kill() error {
+	if g.m.version == V2 && g.m.feat.kill {
+		p := filepath.Join(g.dirs[0], "cgroup.kill")
+		err := writeFile(p, []byte("1"))
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return fmt.Errorf("killing group %s: %w", g.name, err)
+	}
+	deadline := time.Now().Add(deleteTimeout)
+	for _, d := range g.dirs {
+		if err := g.m.killAndWait(d, deadline); err != nil {
+			return fmt.Errorf("killing group %s: %w", g.name, err)
+		}
+		if g.m.version == V1 {
+			// processes are attached to every hierarchy at once; other
+			// directories are handled by Delete if they differ.
+			break
+		}
+	}
+	return nil
+}
+
+// Delete kills what is left in the group, waits (at most 2 s) for it to be
+// empty, removes its directory in every hierarchy and closes what it
+// holds; the OOMEvents channel is closed. It is idempotent, and can be
+// retried after an error (which names the path).
+//
+// The common case, an already empty group, costs one rmdir per directory:
+// rmdir itself is the emptiness test (EBUSY while tasks remain).
+func (g *Group) Delete() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return nil
+	}
+	if g.oom != nil {
+		g.oom.stop()
+	}
+	if g.cpuFD >= 0 {
+		unix.Close(g.cpuFD)
+		g.cpuFD = -1
+	}
+	if g.peakFD >= 0 {
+		unix.Close(g.peakFD)
+		g.peakFD = -1
+	}
+	deadline := time.Now().Add(deleteTimeout)
+	for i, d := range g.dirs {
+		if g.removed[i] {
+			continue
+		}
+		if err := g.rmdir(d, deadline); err != nil {
+			return fmt.Errorf("deleting group %s: %w", g.name, err)
+		}
+		g.removed[i] = true
+	}
+	if g.lockFD >= 0 {
+		unix.Close(g.lockFD)
+		g.lockFD = -1
+	}
+	g.deleted = true
+	return nil
+}
+
+// rmdir removes one directory of the group, killing its processes while
+// rmdir says EBUSY.
+func (g *Group) rmdir(dir string, deadline time.Time) error {
+	backoff := 50 * time.Microsecond
+	for {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("removing %s: %w", dir, err)
+		}
+		pids, perr := readProcs(dir)
+		if time.Now().After(deadline) {
+			if perr == nil && len(pids) > 0 {
+				return fmt.Errorf("removing %s: processes %v: %w", dir, pids, ErrNotEmpty)
+			}
+			return fmt.Errorf("removing %s: %w", dir, err)
+		}
+		if perr == nil && len(pids) > 0 {
+			g.m.signalGroup(dir, pids)
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 20*time.Millisecond)
+	}
+}

@@ -1,0 +1,58 @@
+// Command agentjail runs untrusted Python in a kernel-level jail: see
+// CONTRACT.md for its command line and README.md for how to use it.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"agentjail/nsjail"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// Exit statuses of CONTRACT.md §1.
+const (
+	exitUsage = 2
+	exitSetup = 125
+)
+
+func main() {
+	// The re-executed init stage of a jail: first, before anything else
+	// runs, and it never returns.
+	if nsjail.IsInit() {
+		nsjail.Init()
+	}
+	os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `usage:
+  agentjail run    [--json] [limits] [--stdin FILE] [--file NAME=HOSTPATH]... (FILE.py | -c CODE | -)
+  agentjail check  [--json]
+  agentjail version
+
+Run "agentjail run --help" for the limit flags.
+`
+
+func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdin, stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "agentjail %s\n", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "agentjail: unknown command %q\n%s", args[0], usage)
+	return exitUsage
+}

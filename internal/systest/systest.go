@@ -1,0 +1,145 @@
+// Package systest is the one skip helper of agentjail's tests: a test that
+// needs root, a cgroup controller or a kernel feature says so with Require,
+// and is skipped with the reason where the host lacks it. CI runs as root on
+// a host that has everything, so there every such test runs; set
+// AGENTJAIL_REQUIRE_ALL=1 to turn every skip into a failure.
+//
+// It also holds the host-side checks that attacks.md A.4 asks for after
+// every case: no process left under a jail's host uid, no jail cgroup, no
+// mount.
+package systest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Need is one requirement of a test.
+type Need string
+
+const (
+	Root      Need = "root"
+	UserNS    Need = "user namespaces"
+	CgroupMem Need = "a writable memory cgroup controller"
+	Seccomp   Need = "seccomp user notification"
+	Python    Need = "/usr/bin/python3"
+	KVM       Need = "/dev/kvm"
+)
+
+// Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
+// host has every need.
+func Require(t testing.TB, needs ...Need) {
+	t.Helper()
+	for _, n := range needs {
+		if why := missing(n); why != "" {
+			if os.Getenv("AGENTJAIL_REQUIRE_ALL") == "1" {
+				t.Fatalf("needs %s: %s (AGENTJAIL_REQUIRE_ALL=1)", n, why)
+			}
+			t.Skipf("needs %s: %s", n, why)
+		}
+	}
+}
+
+func missing(n Need) string {
+	switch n {
+	case Root:
+		if os.Geteuid() != 0 {
+			return "not running as root"
+		}
+	case UserNS:
+		b, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
+		if err != nil || strings.TrimSpace(string(b)) == "0" {
+			return "user namespaces are disabled (user.max_user_namespaces)"
+		}
+	case CgroupMem:
+		for _, p := range []string{"/sys/fs/cgroup/memory/cgroup.procs", "/sys/fs/cgroup/cgroup.controllers"} {
+			if b, err := os.ReadFile(p); err == nil && (strings.HasSuffix(p, "procs") || bytes.Contains(b, []byte("memory"))) {
+				return ""
+			}
+		}
+		return "no memory controller on cgroup v1 or v2"
+	case Seccomp:
+		b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+		if err != nil || !bytes.Contains(b, []byte("user_notif")) {
+			return "the kernel has no seccomp user notification"
+		}
+	case Python:
+		if _, err := os.Stat("/usr/bin/python3"); err != nil {
+			return err.Error()
+		}
+	case KVM:
+		if _, err := os.Stat("/dev/kvm"); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// ProcessesOf lists the pids of host processes whose real uid is uid.
+func ProcessesOf(uid uint32) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	want := strconv.FormatUint(uint64(uid), 10)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/status")
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" && f[1] == want {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// CgroupDirs lists the directories named name anywhere under /sys/fs/cgroup.
+func CgroupDirs(name string) []string {
+	var found []string
+	_ = filepath.WalkDir("/sys/fs/cgroup", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if d.Name() == name {
+			found = append(found, p)
+		}
+		return nil
+	})
+	return found
+}
+
+// MountCount is the number of mounts in this process's mount namespace.
+func MountCount() int {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	return bytes.Count(b, []byte("\n"))
+}
+
+// NoLeftovers fails t when a jail that ran as hostUID under the cgroup name
+// left a process, a cgroup directory or a mount behind (mountsBefore is
+// MountCount before the run). Processes get a short grace to finish exiting.
+func NoLeftovers(t testing.TB, hostUID uint32, cgroupName string, mountsBefore int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for len(ProcessesOf(hostUID)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p := ProcessesOf(hostUID); len(p) > 0 {
+		t.Errorf("processes of jail uid %d left behind: %v", hostUID, p)
+	}
+	if d := CgroupDirs(cgroupName); len(d) > 0 {
+		t.Errorf("cgroup directories left behind: %v", d)
+	}
+	if n := MountCount(); n != mountsBefore {
+		t.Errorf("host mount count changed from %d to %d", mountsBefore, n)
+	}
+}

@@ -1,0 +1,79 @@
+package nsjail
+
+import (
+	"os"
+	"sync"
+	"time"
+)
+
+// capture collects stdout and stderr up to one shared limit. Past the limit
+// it keeps draining (and discarding) so that the jail never blocks on a full
+// pipe, and it calls onLimit once so that the caller kills the jail.
+type capture struct {
+	mu        sync.Mutex
+	limit     int64
+	total     int64
+	buf       [2][]byte
+	truncated [2]bool
+	limitHit  bool
+	onLimit   func()
+
+	wg sync.WaitGroup
+}
+
+func (c *capture) add(i int, p []byte) {
+	c.mu.Lock()
+	room := c.limit - c.total
+	if int64(len(p)) > room {
+		if room > 0 {
+			c.buf[i] = append(c.buf[i], p[:room]...)
+			c.total = c.limit
+		}
+		c.truncated[i] = true
+		first := !c.limitHit
+		c.limitHit = true
+		c.mu.Unlock()
+		if first {
+			c.onLimit()
+		}
+		return
+	}
+	c.buf[i] = append(c.buf[i], p...)
+	c.total += int64(len(p))
+	c.mu.Unlock()
+}
+
+// start reads f in the background until EOF.
+func (c *capture) start(i int, f *os.File) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		var b [32 << 10]byte
+		for {
+			n, err := f.Read(b[:])
+			if n > 0 {
+				c.add(i, b[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// wait waits for both readers. Once the jail's processes are gone every
+// write end is closed and EOF comes at once; grace only bounds the odd case
+// of a pipe end still in flight in a dead unix socket's queue.
+func (c *capture) wait(grace time.Duration, files ...*os.File) {
+	done := make(chan struct{})
+	go func() { c.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(grace):
+	}
+	for _, f := range files {
+		_ = f.SetReadDeadline(time.Now())
+	}
+	<-done
+}

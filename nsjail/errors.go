@@ -1,0 +1,56 @@
+package nsjail
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"syscall"
+)
+
+// ErrNotRoot is returned when the host cannot map a dedicated uid for the
+// jail: that needs CAP_SETUID in the initial user namespace.
+var ErrNotRoot = errors.New("running jails needs root (to map a dedicated host uid per jail)")
+
+// StageError is a failure of the jail's set-up, reported by the stage that
+// failed: "init: pivot_root: operation not permitted". It is an internal
+// error of the jail (HTTP 500, exit 125), never a program failure.
+type StageError struct {
+	Stage string        // e.g. "mount /proc", "pivot_root", "exec python3", "cgroup attach"
+	Errno syscall.Errno // 0 when the failure was not a system call
+	Msg   string
+}
+
+func (e *StageError) Error() string {
+	switch {
+	case e.Errno != 0 && e.Msg != "":
+		return fmt.Sprintf("jail setup failed at %s: %s: %v", e.Stage, e.Msg, e.Errno)
+	case e.Errno != 0:
+		return fmt.Sprintf("jail setup failed at %s: %v", e.Stage, e.Errno)
+	default:
+		return fmt.Sprintf("jail setup failed at %s: %s", e.Stage, e.Msg)
+	}
+}
+
+func (e *StageError) Unwrap() error {
+	if e.Errno != 0 {
+		return e.Errno
+	}
+	return nil
+}
+
+func stageErr(stage string, err error) *StageError {
+	var se *StageError
+	if errors.As(err, &se) {
+		return se
+	}
+	e := &StageError{Stage: stage}
+	if errno, ok := err.(syscall.Errno); ok {
+		e.Errno = errno
+		return e
+	}
+	errors.As(err, &e.Errno)
+	e.Msg = err.Error()
+	return e
+}
+
+var errEOF = io.EOF

@@ -1,0 +1,298 @@
+package nsjail
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Each test here is a program that tries to break one property of the jail
+// and must fail to.
+
+func TestHelloWorld(t *testing.T) {
+	res := jailRun(t, "import sys\nprint('hello'); print('err', file=sys.stderr)", nil)
+	assert.Equal(t, StatusOK, res.Status)
+	assert.Equal(t, 0, res.ExitCode)
+	assert.Equal(t, "hello\n", string(res.Stdout))
+	assert.Equal(t, "err\n", string(res.Stderr))
+	assert.Equal(t, KillNone, res.KillReason)
+	assert.Greater(t, res.PeakMemoryBytes, int64(1<<20), "python3 uses a few MiB")
+	assert.Less(t, res.PeakMemoryBytes, int64(64<<20))
+	assert.Greater(t, res.WallTime, time.Duration(0))
+	assert.NotZero(t, res.HostUID)
+}
+
+func TestExitCodeAndException(t *testing.T) {
+	res := jailRun(t, "import sys; sys.exit(3)", nil)
+	assert.Equal(t, StatusError, res.Status)
+	assert.Equal(t, 3, res.ExitCode)
+
+	res = jailRun(t, "x = 1\ny = x / 0\n", nil)
+	assert.Equal(t, StatusError, res.Status)
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Contains(t, string(res.Stderr), "ZeroDivisionError")
+	assert.Contains(t, string(res.Stderr), `File "/code/main.py", line 2`)
+}
+
+func TestPid1AndOwnProcessesOnly(t *testing.T) {
+	res := jailRun(t, `import os
+pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+print(os.getpid(), os.getppid(), pids)
+print(open("/proc/1/cmdline","rb").read().split(b"\0")[0].decode())`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	assert.Equal(t, "1 0 [1]", lines[0], "python3 must be PID 1 and alone")
+	assert.Contains(t, lines[1], "python3")
+}
+
+func TestIdentityAndCapabilities(t *testing.T) {
+	res := jailRun(t, `import os
+st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
+print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())
+for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs"): print(k, st[k].strip())
+print(open("/proc/self/uid_map").read().split(), open("/proc/self/gid_map").read().split(), open("/proc/self/setgroups").read().strip())
+print(open("/proc/self/cgroup").read().strip().splitlines()[-1])`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	out := string(res.Stdout)
+	assert.Contains(t, out, "1000 1000 1000 1000 []\n")
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		assert.Contains(t, out, k+" 0000000000000000\n")
+	}
+	assert.Contains(t, out, "NoNewPrivs 1\n")
+	uid := fmt.Sprint(res.HostUID)
+	assert.Contains(t, out, fmt.Sprintf("['1000', '%s', '1'] ['1000', '%s', '1'] deny", uid, uid))
+	assert.NotEqual(t, uint32(0), res.HostUID)
+	assert.NotEqual(t, uint32(os.Getuid()), res.HostUID)
+	assert.Regexp(t, `:/$`, strings.TrimSpace(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:]), "the jail sees its own cgroup as /")
+}
+
+func TestHostSecretsInvisible(t *testing.T) {
+	res := jailRun(t, `import os
+for p in ("/etc/shadow", "/root", "/home", "/var", "/sys", "/boot", "/run", "/root/.pyenv", "/etc/hostname_host"):
+    try:
+        os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(1)
+        print(p, "OK")
+    except OSError as e:
+        print(p, e.__class__.__name__)
+print(sorted(os.listdir("/")))`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	out := string(res.Stdout)
+	assert.NotContains(t, out, " OK\n")
+	for _, p := range []string{"/etc/shadow", "/root", "/home", "/var", "/sys"} {
+		assert.Contains(t, out, p+" FileNotFoundError\n")
+	}
+	assert.Contains(t, out, "['bin', 'code', 'dev', 'etc', 'lib', 'lib64', 'proc', 'sbin', 'tmp', 'usr', 'workspace']")
+}
+
+func TestWritesOnlyToWorkspaceAndTmp(t *testing.T) {
+	res := jailRun(t, `import os, sysconfig
+for p in ("/x", "/etc/x", "/usr/x", "/code/x", sysconfig.get_paths()["stdlib"] + "/os.py", "/proc/x", "/dev/x", "/proc/sys/kernel/hostname"):
+    try:
+        open(p, "a").write("x"); print(p, "OK")
+    except OSError as e:
+        print(p, e.__class__.__name__)
+for p in ("/workspace/a", "/tmp/a", "/dev/shm/a", "/dev/null"):
+    open(p, "w").write("x"); print(p, "written")
+open("/dev/stdout", "w").write("reopened stdout\n")
+print(os.getcwd())`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	out := string(res.Stdout)
+	assert.NotContains(t, out, " OK\n")
+	assert.Contains(t, out, "/workspace/a written\n/tmp/a written\n/dev/shm/a written\n/dev/null written\nreopened stdout\n/workspace\n")
+}
+
+func TestMountsAreNosuidAndReadOnly(t *testing.T) {
+	res := jailRun(t, `for l in open("/proc/self/mountinfo"):
+    f = l.split()
+    print(f[4], f[5])`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	for _, l := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
+		f := strings.Fields(l)
+		require.Len(t, f, 2)
+		opts := "," + f[1] + ","
+		assert.Contains(t, opts, ",nosuid,", "mount %s", f[0])
+		if strings.Contains(opts, ",rw,") {
+			assert.Contains(t, []string{"/workspace", "/tmp", "/dev/shm"}, f[0], "only scratch may be writable")
+			assert.Contains(t, opts, ",nodev,")
+		}
+	}
+}
+
+func TestNoNetworkButLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	res := jailRun(t, fmt.Sprintf(`import socket
+def t(f):
+    try: f(); return "OK"
+    except OSError as e: return e.__class__.__name__
+s = socket.socket(); s.settimeout(2)
+print("host", t(lambda: s.connect(("127.0.0.1", %d))))
+s = socket.socket(); s.settimeout(2)
+print("out", t(lambda: s.connect(("1.1.1.1", 80))))
+print("ifaces", socket.if_nameindex())
+srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+c = socket.create_connection(srv.getsockname()); print("lo", "OK")`, port), nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	out := string(res.Stdout)
+	assert.Contains(t, out, "host ConnectionRefusedError\n")
+	assert.Contains(t, out, "out OSError\n") // ENETUNREACH: no route at all
+	assert.Contains(t, out, "ifaces [(1, 'lo')]\n")
+	assert.Contains(t, out, "lo OK\n")
+	select {
+	case <-accepted:
+		t.Fatal("the jail reached the host's listener")
+	default:
+	}
+}
+
+func TestHostname(t *testing.T) {
+	host, _ := os.Hostname()
+	res := jailRun(t, `import socket, os; print(socket.gethostname(), os.uname().nodename)`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Equal(t, "sandbox sandbox\n", string(res.Stdout))
+	assert.NotEqual(t, "sandbox", host)
+	now, _ := os.Hostname()
+	assert.Equal(t, host, now, "the host's name must not change")
+}
+
+func TestEnvironmentScrubbed(t *testing.T) {
+	t.Setenv("AGENTJAIL_SECRET_TOKEN", "hunter2")
+	res := jailRun(t, `import os; print(sorted(os.environ.items()))`, func(s *Spec) { s.Env = map[string]string{"MY_FLAG": "1"} })
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Equal(t, "[('HOME', '/workspace'), ('LANG', 'C.UTF-8'), ('MY_FLAG', '1'), ('PATH', '/usr/local/bin:/usr/bin:/bin'), ('TMPDIR', '/tmp')]\n", string(res.Stdout))
+}
+
+func TestFdsClosed(t *testing.T) {
+	res := jailRun(t, `import os
+for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):
+    try: print(fd, os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError: pass`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
+	require.Len(t, lines, 3, "only stdio: %q", lines)
+	assert.Equal(t, "0 /dev/null", lines[0])
+	assert.Regexp(t, `^1 pipe:\[\d+\]$`, lines[1])
+	assert.Regexp(t, `^2 pipe:\[\d+\]$`, lines[2])
+}
+
+func TestStdinAndFiles(t *testing.T) {
+	res := jailRun(t, `import sys; print(sys.stdin.read().upper()); print(open("data/in.csv").read())`, func(s *Spec) {
+		s.Stdin = []byte("hello stdin")
+		s.Files = []File{{Path: "data/in.csv", Content: []byte("a,b\n1,2")}}
+	})
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Equal(t, "HELLO STDIN\na,b\n1,2\n", string(res.Stdout))
+}
+
+func TestMemoryLimitStopsAllocation(t *testing.T) {
+	res := jailRun(t, `x = bytearray(200 << 20)
+for i in range(0, len(x), 4096): x[i] = 1
+print("survived")`, func(s *Spec) { s.Limits.MemoryBytes = 64 << 20 })
+	assert.Equal(t, StatusKilled, res.Status)
+	assert.Equal(t, KillMemoryLimit, res.KillReason)
+	assert.Equal(t, syscall.SIGKILL, res.Signal)
+	assert.NotContains(t, string(res.Stdout), "survived")
+	assert.GreaterOrEqual(t, res.OOMKills, int64(1))
+	assert.LessOrEqual(t, res.PeakMemoryBytes, int64(64<<20))
+	assert.Greater(t, res.PeakMemoryBytes, int64(48<<20))
+}
+
+func TestWallTimeout(t *testing.T) {
+	res := jailRun(t, `import time; time.sleep(30)`, func(s *Spec) { s.Limits.WallTime = time.Second })
+	assert.Equal(t, StatusKilled, res.Status)
+	assert.Equal(t, KillWallTimeout, res.KillReason)
+	assert.InDelta(t, float64(time.Second), float64(res.WallTime), float64(100*time.Millisecond))
+	assert.Less(t, res.CPUTime, 200*time.Millisecond)
+}
+
+func TestForkBombContained(t *testing.T) {
+	res := jailRun(t, `import os, time
+n = 0
+end = time.time() + 1.5
+while time.time() < end:
+    try:
+        if os.fork() == 0:
+            time.sleep(60); os._exit(0)
+        n += 1
+    except OSError:
+        time.sleep(0.01)
+print("forked", n, flush=True)
+time.sleep(60)`, func(s *Spec) {
+		s.Limits.Pids = 32
+		s.Limits.WallTime = 3 * time.Second
+	})
+	assert.Equal(t, KillWallTimeout, res.KillReason)
+	assert.Contains(t, string(res.Stdout), "forked 31\n", "python3 itself and 31 children")
+	assert.Greater(t, res.PidsMaxHits, int64(0))
+	// The host can still fork.
+	require.NoError(t, exec1("/bin/true"))
+}
+
+func exec1(path string) error {
+	p, err := os.StartProcess(path, []string{path}, &os.ProcAttr{})
+	if err != nil {
+		return err
+	}
+	_, err = p.Wait()
+	return err
+}
+
+func TestTmpSizeLimit(t *testing.T) {
+	res := jailRun(t, `import errno
+n = 0
+try:
+    with open("/tmp/big", "wb") as f:
+        for i in range(100):
+            f.write(b"x" * (1 << 20)); f.flush(); n += 1
+except OSError as e:
+    print(errno.errorcode[e.errno], n)`, func(s *Spec) { s.Limits.TmpBytes = 16 << 20 })
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Regexp(t, `^ENOSPC 1[56]\n$`, string(res.Stdout))
+}
+
+func TestOrphanDoesNotHoldTheRun(t *testing.T) {
+	start := time.Now()
+	res := jailRun(t, `import os, signal, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT): signal.signal(s, signal.SIG_IGN)
+        time.sleep(3600)
+    os._exit(0)
+print("main exiting", flush=True)`, nil)
+	assert.Equal(t, StatusOK, res.Status)
+	assert.Less(t, time.Since(start), 3*time.Second)
+}
+
+func TestSetupErrors(t *testing.T) {
+	r := testRunner(t)
+	_, err := r.Run(t.Context(), &Spec{Program: []byte("pass"), Python: "/usr/bin/no-such-python"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no-such-python")
+
+	_, err = r.Run(t.Context(), &Spec{Program: []byte("pass"), Python: "/root/.pyenv/shims/python3"})
+	require.Error(t, err)
+
+	l := DefaultLimits()
+	l.MemoryBytes = 1 << 20
+	_, err = r.Run(t.Context(), &Spec{Program: []byte("pass"), Limits: l})
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "limits.memory_bytes", fe.Field)
+}

@@ -1,0 +1,71 @@
+package nsjail
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
+)
+
+// The test binary is also the jail's init stage: the runner re-executes
+// /proc/self/exe, which here is this binary.
+func TestMain(m *testing.M) {
+	if IsInit() {
+		Init()
+	}
+	os.Exit(m.Run())
+}
+
+var (
+	runnerOnce sync.Once
+	runner     *Runner
+	runnerErr  error
+)
+
+// testRunner is the shared Runner of the integration tests, which need
+// root, user namespaces and a memory cgroup.
+func testRunner(t *testing.T) *Runner {
+	t.Helper()
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
+	runnerOnce.Do(func() { runner, runnerErr = NewRunner() })
+	require.NoError(t, runnerErr)
+	return runner
+}
+
+// jailRun runs code with the default limits changed by mod, and checks the
+// host afterwards: no process, cgroup or mount may be left behind.
+func jailRun(t *testing.T, code string, mod func(*Spec)) *Result {
+	t.Helper()
+	r := testRunner(t)
+	s := &Spec{Program: []byte(code), Limits: DefaultLimits()}
+	if mod != nil {
+		mod(s)
+	}
+	s.ID = NewID()
+	mounts := systest.MountCount()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := r.Run(ctx, s)
+	require.NoError(t, err)
+	require.NotNil(t, res)
+	systest.NoLeftovers(t, res.HostUID, s.ID, mounts)
+	if t.Failed() || testing.Verbose() {
+		t.Logf("status=%s exit=%d reason=%q wall=%v cpu=%v peak=%d\nstdout: %s\nstderr: %s",
+			res.Status, res.ExitCode, res.KillReason, res.WallTime, res.CPUTime, res.PeakMemoryBytes, trim(res.Stdout), trim(res.Stderr))
+	}
+	return res
+}
+
+func trim(b []byte) string {
+	s := string(b)
+	if len(s) > 2000 {
+		s = s[:2000] + "…"
+	}
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,105 @@
+package nsjail
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// The parent and the init stage talk over a socketpair that the init stage
+// sees as fd 3 (syncFd). Every message is framed as
+//
+//	type (1 byte) | length (4 bytes, little endian) | payload
+//
+// and the conversation is always this one:
+//
+//	parent                                   init (pid 1 of the new namespaces)
+//	  ---- msgConfig (initConfig, JSON) ---->
+//	                                           mounts, pivot_root, hostname, lo up,
+//	                                           files, rlimits
+//	  <--- msgReady, or msgError ------------
+//	  attach to the jail cgroup, reset the
+//	  memory high-water mark
+//	  ---- msgGo --------------------------->
+//	                                           unshare(CLONE_NEWCGROUP), drop every
+//	                                           capability, mark fds close-on-exec,
+//	                                           no_new_privs, seccomp, execve(python3)
+//	  <--- EOF (fd 3 is close-on-exec: the
+//	       exec succeeded), or msgError -----
+//
+// msgError carries a StageError as JSON. The init stage never waits for the
+// parent without a message in flight, and it exits on any error, so a
+// failing set-up cannot hang either side.
+const syncFd = 3
+
+const (
+	msgConfig byte = iota + 1
+	msgReady
+	msgGo
+	msgError
+)
+
+// maxMsg bounds a message: the program, files and configuration.
+const maxMsg = 256 << 20
+
+func writeMsg(w io.Writer, typ byte, payload []byte) error {
+	var hdr [5]byte
+	hdr[0] = typ
+	binary.LittleEndian.PutUint32(hdr[1:], uint32(len(payload)))
+	if len(payload) < 4096 {
+		_, err := w.Write(append(hdr[:], payload...))
+		return err
+	}
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(payload)
+	return err
+}
+
+func readMsg(r io.Reader) (typ byte, payload []byte, err error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.LittleEndian.Uint32(hdr[1:])
+	if n > maxMsg {
+		return 0, nil, fmt.Errorf("message of %d bytes is too large", n)
+	}
+	payload = make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, nil, err
+	}
+	return hdr[0], payload, nil
+}
+
+func writeJSON(w io.Writer, typ byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return writeMsg(w, typ, b)
+}
+
+// initConfig is everything the init stage needs, computed by the parent.
+type initConfig struct {
+	RootDir  string     // host directory the new root tmpfs is mounted on (in the jail's private mount namespace only)
+	RootSize int64      // bytes of the root tmpfs: /etc, /code
+	Binds    []string   // host directories bound read-only at the same path (always /usr)
+	Links    []initLink // symlinks in the new root, e.g. /bin -> usr/bin
+	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm
+	Files    []File     // written into /workspace
+	Code     []byte     // written to /code/<CodeName>
+	CodeName string
+	Argv     []string // argv of python3; Argv[0] is the path inside the jail
+	Env      []string
+	Rlimits  []initRlimit
+}
+
+type initLink struct{ Path, Target string }
+
+type initRlimit struct {
+	Resource int
+	Cur, Max uint64
+}

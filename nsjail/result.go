@@ -1,0 +1,63 @@
+package nsjail
+
+import (
+	"syscall"
+	"time"
+)
+
+// Status is how the program ended (CONTRACT.md §3).
+type Status string
+
+const (
+	StatusOK       Status = "ok"       // exit 0, not killed
+	StatusError    Status = "error"    // non-zero exit
+	StatusSignaled Status = "signaled" // died by a signal that no limit sent
+	StatusKilled   Status = "killed"   // a limit or the daemon ended it; KillReason says which
+)
+
+// KillReason says which limit or which daemon decision ended a jail. Each is
+// decided from evidence the kernel or this process holds, never from an
+// exit code alone.
+type KillReason string
+
+const (
+	KillNone          KillReason = ""
+	KillMemoryLimit   KillReason = "memory_limit"    // the cgroup's OOM-kill counter rose
+	KillWallTimeout   KillReason = "wall_timeout"    // our wall-clock timer fired
+	KillCPUTimeout    KillReason = "cpu_timeout"     // cgroup CPU time passed the limit
+	KillOutputLimit   KillReason = "output_limit"    // stdout+stderr passed the limit
+	KillSeccomp       KillReason = "seccomp"         // forbidden system call in kill mode
+	KillFileSizeLimit KillReason = "file_size_limit" // died of SIGXFSZ
+	KillCancelled     KillReason = "cancelled"       // the caller went away
+	KillShutdown      KillReason = "shutdown"        // the daemon was stopping
+)
+
+// Error lets a KillReason be the cause of a cancelled context: cancel a
+// run's context with context.WithCancelCause(ctx)(nsjail.KillShutdown) and
+// the result says "shutdown"; any other cause says "cancelled".
+func (k KillReason) Error() string { return "jail killed: " + string(k) }
+
+// Result is what one run did, from kernel evidence.
+type Result struct {
+	ID         string
+	Status     Status
+	ExitCode   int            // exit status; 128+N when the program died by signal N
+	Signal     syscall.Signal // 0 unless the program died by a signal
+	KillReason KillReason
+
+	Stdout, Stderr                   []byte
+	StdoutTruncated, StderrTruncated bool
+
+	WallTime time.Duration // exec of python3 to the end of the last process
+	CPUTime  time.Duration // user+system of every process (cgroup accounting)
+
+	PeakMemoryBytes  int64  // cgroup high-water mark since exec; -1 when the kernel cannot tell
+	PeakMemorySource string // the kernel file the peak came from; "" when unknown
+	MemoryLimitBytes int64
+	OOMKills         int64 // OOM kills in the jail's cgroup
+	PidsPeak         int64 // most tasks at once; -1 when the kernel cannot tell
+	PidsMaxHits      int64 // forks refused by the pids limit
+
+	CgroupVersion string // "v1" or "v2"
+	HostUID       uint32 // the host uid the jail ran as (uid 1000 inside)
+}

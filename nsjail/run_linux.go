@@ -1,0 +1,588 @@
+package nsjail
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"agentjail/cgroup"
+)
+
+// Runner starts jails. One Runner serves any number of concurrent runs.
+type Runner struct {
+	Cgroups *cgroup.Manager
+	UIDs    *UIDRange
+	// Exe is the binary re-executed as the init stage; its main must
+	// dispatch IsInit first. Default /proc/self/exe.
+	Exe string
+	// RootDir is a host directory on which each jail mounts its root tmpfs,
+	// inside the jail's private mount namespace only (the host's mount
+	// table never changes). Every jail uses the same one.
+	RootDir string
+
+	pyMu    sync.Mutex
+	pyCheck map[string]error
+}
+
+// DefaultRootDir is where jail roots are mounted (privately) by default.
+const DefaultRootDir = "/run/agentjail/root"
+
+// NewRunner opens the cgroup subtree "agentjail" below the caller's own
+// cgroup and prepares the root mount point. Only root can run jails.
+func NewRunner() (*Runner, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	cg, err := cgroup.Open("agentjail")
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %w", err)
+	}
+	r := &Runner{Cgroups: cg, UIDs: &UIDRange{Base: DefaultUIDBase, Size: DefaultUIDSize}, Exe: "/proc/self/exe", RootDir: DefaultRootDir}
+	if err := r.UIDs.Validate(os.Getuid()); err != nil {
+		return nil, err
+	}
+	if err := PrepareRootDir(r.RootDir); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// PrepareRootDir creates the mount point for jail roots. The init stage
+// runs as an unprivileged host uid, so every directory on the way must be
+// searchable by others.
+func PrepareRootDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("create jail root mount point: %w", err)
+	}
+	for d := dir; d != "/"; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("jail root mount point: %w", err)
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("jail root mount point: %s is not searchable by other users (mode %v); jails run as unprivileged uids", d, st.Mode().Perm())
+		}
+	}
+	return nil
+}
+
+// runtimeBinds are the host directories every jail sees read-only: Debian's
+// python3, its standard library, dist-packages and the shared libraries it
+// links all live under /usr.
+var runtimeBinds = []string{"/usr"}
+
+// CheckPython tells whether py can be a jail's interpreter with the
+// default binds.
+func (r *Runner) CheckPython(py string) error { return r.checkPython(py, runtimeBinds) }
+
+// checkPython makes sure the interpreter resolves, on the host, to an
+// executable file inside the directories the jail binds (so that it
+// resolves the same way inside). Checked once per path.
+func (r *Runner) checkPython(py string, binds []string) error {
+	key := py + "\x00" + strings.Join(binds, "\x00")
+	r.pyMu.Lock()
+	defer r.pyMu.Unlock()
+	if err, ok := r.pyCheck[key]; ok {
+		return err
+	}
+	err := func() error {
+		if !filepath.IsAbs(py) {
+			return fmt.Errorf("python %q: must be an absolute path", py)
+		}
+		real, err := filepath.EvalSymlinks(py)
+		if err != nil {
+			return fmt.Errorf("python %q: %w", py, err)
+		}
+		st, err := os.Stat(real)
+		if err != nil {
+			return fmt.Errorf("python %q: %w", py, err)
+		}
+		if !st.Mode().IsRegular() || st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("python %q: %s is not a file executable by others", py, real)
+		}
+		for _, b := range binds {
+			if within(py, b) && within(real, b) {
+				return nil
+			}
+		}
+		return fmt.Errorf("python %q (%s) is outside the directories bound into the jail (%s); add its directory to the read-only mounts", py, real, strings.Join(binds, ", "))
+	}()
+	if r.pyCheck == nil {
+		r.pyCheck = map[string]error{}
+	}
+	r.pyCheck[key] = err
+	return err
+}
+
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// hostLinks mirrors the host's top-level links into /usr (merged /usr:
+// /bin -> usr/bin, ...), so that #! lines and ld.so paths work.
+func hostLinks() []initLink {
+	var links []initLink
+	for _, n := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		t, err := os.Readlink("/" + n)
+		if err == nil && within(filepath.Join("/", t), "/usr") {
+			links = append(links, initLink{Path: "/" + n, Target: t})
+		}
+	}
+	return links
+}
+
+var hostLinksOnce = sync.OnceValue(hostLinks)
+
+// baseEnv is the whole environment of the program before the request's
+// own variables: nothing of the caller's environment ever enters.
+var baseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+
+func (r *Runner) initConfig(s *Spec) (*initConfig, error) {
+	binds := append(append([]string{}, runtimeBinds...), s.ReadOnlyMounts...)
+	if err := r.checkPython(s.Python, binds); err != nil {
+		return nil, err
+	}
+	env := append([]string{}, baseEnv...)
+	for k, v := range s.Env {
+		env = append(env, k+"="+v)
+	}
+	name := s.ProgramName
+	if name == "" {
+		name = "main.py"
+	}
+	l := s.Limits
+	cpuSoft := uint64(math.Ceil(l.CPUTime.Seconds())) + 1 // a per-process backstop: the cgroup watchdog is the real limit
+	return &initConfig{
+		RootDir:  r.RootDir,
+		RootSize: int64(len(s.Program)) + 1<<20,
+		Binds:    binds,
+		Links:    hostLinksOnce(),
+		TmpBytes: l.TmpBytes,
+		Files:    s.Files,
+		Code:     s.Program,
+		CodeName: name,
+		Argv:     []string{s.Python, "-I", "-u", "/code/" + name},
+		Env:      env,
+		Rlimits: []initRlimit{
+			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
+			{unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)},
+			{unix.RLIMIT_CORE, 0, 0},
+			{unix.RLIMIT_CPU, cpuSoft, cpuSoft + 1},
+		},
+	}, nil
+}
+
+// setupTimeout bounds the init stage's set-up (a few milliseconds normally).
+const setupTimeout = 10 * time.Second
+
+// ErrCleanup marks a run whose result is valid but whose cgroup could not
+// be removed; a later start-up sweep (Manager.Stale) removes it.
+var ErrCleanup = errors.New("jail cleanup failed")
+
+// Run runs one program and returns its result. A program that fails or is
+// killed is a Result, not an error; an error means the jail could not be
+// set up (a *StageError or a *FieldError). When ctx is cancelled the jail is
+// killed with KillCancelled, or with the KillReason given as the cause.
+func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
+	spec := *s
+	if spec.ID == "" {
+		spec.ID = NewID()
+	}
+	if spec.Python == "" {
+		spec.Python = DefaultPython
+	}
+	if spec.Limits == (Limits{}) {
+		spec.Limits = DefaultLimits()
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := r.initConfig(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	uid, err := r.UIDs.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer r.UIDs.Release(uid)
+
+	j := &jail{runner: r, spec: &spec, uid: uid}
+	res, err := j.run(ctx, cfg)
+	if cerr := j.cleanup(); cerr != nil {
+		if err == nil && res != nil {
+			return res, fmt.Errorf("%w: %v", ErrCleanup, cerr)
+		}
+		err = errors.Join(err, cerr)
+	}
+	return res, err
+}
+
+// jail is the parent's view of one run.
+type jail struct {
+	runner *Runner
+	spec   *Spec
+	uid    uint32
+
+	cg      *cgroup.Group
+	cmd     *exec.Cmd
+	sync    *os.File // parent's end of the socketpair
+	closers []io.Closer
+
+	mu     sync.Mutex
+	reason KillReason // the first evidence that ended the jail
+}
+
+// kill ends the whole jail: SIGKILL to its PID 1 makes the kernel kill
+// every process of its pid namespace. The first reason recorded wins.
+func (j *jail) kill(reason KillReason) {
+	j.mu.Lock()
+	first := j.reason == ""
+	if first {
+		j.reason = reason
+	}
+	j.mu.Unlock()
+	if first && j.cmd != nil && j.cmd.Process != nil {
+		_ = j.cmd.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+func (j *jail) killReason() KillReason {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.reason
+}
+
+func (j *jail) cleanup() error {
+	for _, c := range j.closers {
+		c.Close()
+	}
+	j.closers = nil
+	if j.cmd != nil && j.cmd.Process != nil && j.cmd.ProcessState == nil {
+		// Set-up failed after the start: the init stage must not outlive us.
+		_ = j.cmd.Process.Kill()
+		_, _ = j.cmd.Process.Wait()
+	}
+	if j.cg != nil {
+		err := j.cg.Delete()
+		j.cg = nil
+		return err
+	}
+	return nil
+}
+
+func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
+	l := j.spec.Limits
+	var err error
+	j.cg, err = j.runner.Cgroups.Create(j.spec.ID, cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs})
+	if err != nil {
+		return nil, stageErr("create cgroup", err)
+	}
+
+	stdin, err := stdinFile(j.spec.Stdin)
+	if err != nil {
+		return nil, stageErr("stdin", err)
+	}
+	j.closers = append(j.closers, stdin)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, stageErr("stdout pipe", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, stageErr("stderr pipe", err)
+	}
+	j.closers = append(j.closers, outR, errR, outW, errW)
+	// The jail's user owns its ends of the pipes, so that a program may
+	// reopen them (open("/dev/stdout", "w") goes through /proc/self/fd/1
+	// and checks the pipe's owner and mode 0600, as runc's setupIO knows).
+	for _, w := range []*os.File{outW, errW} {
+		if err := unix.Fchown(int(w.Fd()), int(j.uid), int(j.uid)); err != nil {
+			return nil, stageErr("chown stdio pipe", err)
+		}
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, stageErr("socketpair", err)
+	}
+	childSync := os.NewFile(uintptr(fds[1]), "sync-child")
+	if err := unix.SetNonblock(fds[0], true); err != nil { // pollable: deadlines work
+		unix.Close(fds[0])
+		childSync.Close()
+		return nil, stageErr("socketpair", err)
+	}
+	j.sync = os.NewFile(uintptr(fds[0]), "sync")
+	j.closers = append(j.closers, j.sync, childSync)
+
+	j.cmd = &exec.Cmd{
+		Path:       j.runner.Exe,
+		Args:       []string{initArg0},
+		Env:        []string{"GOMAXPROCS=1", "GOGC=off"},
+		Stdin:      stdin,
+		Stdout:     outW,
+		Stderr:     errW,
+		ExtraFiles: []*os.File{childSync}, // fd 3 = syncFd
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			// The init stage runs as the jail's user from its first
+			// instruction, holding only the namespace capabilities that
+			// set-up needs; it drops them before exec.
+			Credential:  &syscall.Credential{Uid: 1000, Gid: 1000, NoSetGroups: true},
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
+			Setsid:      true,
+			// If this thread dies (the daemon crashed), the jail dies. The
+			// signal is tied to the creating OS thread, hence the lock
+			// below, held until the jail has been waited for.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := j.cmd.Start(); err != nil {
+		j.cmd = nil
+		return nil, stageErr("start init stage", err)
+	}
+	// The child holds its own copies now.
+	childSync.Close()
+	outW.Close()
+	errW.Close()
+	stdin.Close()
+
+	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
+	if err := writeMsg(j.sync, msgConfig, mustJSON(cfg)); err != nil {
+		return nil, j.initFailure("send config", err)
+	}
+	if err := j.expect(msgReady); err != nil {
+		return nil, err
+	}
+	if err := j.cg.Attach(j.cmd.Process.Pid); err != nil {
+		return nil, stageErr("attach to cgroup", err)
+	}
+	if err := writeMsg(j.sync, msgGo, nil); err != nil {
+		return nil, j.initFailure("send go", err)
+	}
+	if err := j.expect(0); err != nil { // EOF: python3 is running
+		return nil, err
+	}
+	start := time.Now()
+
+	// From here on every path waits for the jail to end.
+	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}
+	out.start(0, outR)
+	out.start(1, errR)
+	done := make(chan struct{})
+	wall := time.AfterFunc(l.WallTime, func() { j.kill(KillWallTimeout) })
+	go j.watchCPU(l.CPUTime, l.CPUs, done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			reason := KillCancelled
+			if errors.Is(context.Cause(ctx), KillShutdown) {
+				reason = KillShutdown
+			}
+			j.kill(reason)
+		case <-done:
+		}
+	}()
+	if j.runner.Cgroups.Version() == cgroup.V1 {
+		// cgroup v1 has no memory.oom.group: when the OOM killer picks
+		// any process of the jail, end the whole jail.
+		if oom, err := j.cg.OOMEvents(); err == nil {
+			go func() {
+				select {
+				case <-oom:
+					j.kill(KillMemoryLimit)
+				case <-done:
+				}
+			}()
+		}
+	}
+
+	werr := j.cmd.Wait()
+	end := time.Now()
+	wall.Stop()
+	close(done)
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return nil, stageErr("wait", werr)
+	}
+	stats, err := j.cg.Stats()
+	if err != nil {
+		return nil, stageErr("read cgroup", err)
+	}
+	out.wait(time.Second, outR, errR)
+
+	res := &Result{
+		ID:               j.spec.ID,
+		Stdout:           out.buf[0],
+		Stderr:           out.buf[1],
+		StdoutTruncated:  out.truncated[0],
+		StderrTruncated:  out.truncated[1],
+		WallTime:         end.Sub(start),
+		CPUTime:          stats.CPUTime,
+		PeakMemoryBytes:  stats.PeakMemoryBytes,
+		PeakMemorySource: stats.PeakMemorySource,
+		MemoryLimitBytes: l.MemoryBytes,
+		OOMKills:         stats.OOMKills,
+		PidsPeak:         stats.PidsPeak,
+		PidsMaxHits:      stats.PidsMaxHits,
+		CgroupVersion:    string(j.runner.Cgroups.Version()),
+		HostUID:          j.uid,
+	}
+	ws := j.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	res.decide(ws, j.killReason())
+	return res, nil
+}
+
+// decide sets status, exit code, signal and kill reason from the wait
+// status and the evidence gathered during the run. A reason recorded by
+// this process (timer, watchdog, output cap, cancel, OOM notification) is
+// trusted only if the jail did die of SIGKILL: a program that exited on its
+// own just before the kill landed ended by itself. The first recorded
+// reason wins a race between two causes.
+func (res *Result) decide(ws syscall.WaitStatus, recorded KillReason) {
+	switch {
+	case ws.Exited():
+		res.ExitCode = ws.ExitStatus()
+		res.Status = StatusOK
+		if res.ExitCode != 0 {
+			res.Status = StatusError
+		}
+		return
+	case !ws.Signaled():
+		res.Status, res.ExitCode = StatusError, -1
+		return
+	}
+	res.Signal = ws.Signal()
+	res.ExitCode = 128 + int(res.Signal)
+	res.Status = StatusSignaled
+	switch {
+	case res.Signal == syscall.SIGKILL && recorded != KillNone:
+		res.KillReason = recorded
+	case res.Signal == syscall.SIGKILL && res.OOMKills > 0:
+		// The kernel's OOM killer (cgroup v2 memory.oom.group) ended the
+		// jail before we saw an event.
+		res.KillReason = KillMemoryLimit
+	case res.Signal == syscall.SIGXFSZ:
+		res.KillReason = KillFileSizeLimit
+	case res.Signal == syscall.SIGXCPU:
+		// RLIMIT_CPU, the per-process backstop of the cgroup watchdog.
+		res.KillReason = KillCPUTimeout
+	}
+	if res.KillReason != KillNone {
+		res.Status = StatusKilled
+	}
+}
+
+// watchCPU kills the jail when the CPU time of all its processes passes
+// limit. It sleeps until the earliest moment the limit could be reached at
+// the jail's CPU quota, so a short run costs no reads at all.
+func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{}) {
+	t := time.NewTimer(time.Duration(float64(limit) / cpus))
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		used, err := j.cg.CPUTime()
+		if err != nil {
+			return
+		}
+		if used >= limit {
+			j.kill(KillCPUTimeout)
+			return
+		}
+		wait := time.Duration(float64(limit-used) / cpus)
+		t.Reset(max(wait, time.Millisecond))
+	}
+}
+
+// expect reads the next message from the init stage: want, or EOF when
+// want is 0. A msgError becomes the stage error it carries.
+func (j *jail) expect(want byte) error {
+	typ, payload, err := readMsg(j.sync)
+	if want == 0 && errors.Is(err, io.EOF) {
+		return nil
+	}
+	if err != nil {
+		return j.initFailure("wait for init stage", err)
+	}
+	if typ == msgError {
+		var se StageError
+		if json.Unmarshal(payload, &se) != nil {
+			return &StageError{Stage: "init", Msg: string(payload)}
+		}
+		return &se
+	}
+	if typ != want {
+		return &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected message %d", typ)}
+	}
+	return nil
+}
+
+// initFailure explains a broken conversation with the init stage, with
+// its exit status when it died.
+func (j *jail) initFailure(stage string, err error) error {
+	_ = j.cmd.Process.Kill()
+	if werr := j.cmd.Wait(); werr != nil {
+		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, werr)}
+	}
+	return stageErr(stage, err)
+}
+
+// stdinFile is the program's stdin: /dev/null, or a sealed memfd holding
+// the request's bytes (no writer goroutine, and a program that never reads
+// its stdin blocks nothing).
+func stdinFile(data []byte) (*os.File, error) {
+	if data == nil {
+		return os.Open(os.DevNull)
+	}
+	fd, err := unix.MemfdCreate("stdin", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, os.NewSyscallError("memfd_create", err)
+	}
+	f := os.NewFile(uintptr(fd), "stdin")
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		f.Close()
+		return nil, os.NewSyscallError("seal stdin", err)
+	}
+	return f, nil
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

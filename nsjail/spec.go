@@ -1,0 +1,187 @@
+package nsjail
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Limits bound one run. Every field is required to be positive after
+// defaults are applied; DefaultLimits gives the values of CONTRACT.md.
+type Limits struct {
+	MemoryBytes   int64         // cgroup memory limit, swap off; default 256 MiB, at least MinMemoryBytes
+	WallTime      time.Duration // wall clock from the exec of python3; default 10 s
+	CPUTime       time.Duration // CPU time of all processes in the jail (cgroup accounting); default 10 s
+	Pids          int64         // tasks (processes and threads); default 64
+	OutputBytes   int64         // stdout+stderr captured; the jail is killed past it; default 1 MiB
+	TmpBytes      int64         // size of the scratch tmpfs shared by /workspace, /tmp and /dev/shm; default 64 MiB
+	OpenFiles     int64         // RLIMIT_NOFILE; default 256
+	FileSizeBytes int64         // RLIMIT_FSIZE; default 32 MiB
+	CPUs          float64       // CPU bandwidth in CPUs (cgroup quota); default 1
+}
+
+// MinMemoryBytes is the smallest memory limit accepted: below it python3
+// cannot even start, and the answer would be a kill that explains nothing.
+const MinMemoryBytes = 16 << 20
+
+// DefaultLimits are the limits of CONTRACT.md §3.
+func DefaultLimits() Limits {
+	return Limits{
+		MemoryBytes:   256 << 20,
+		WallTime:      10 * time.Second,
+		CPUTime:       10 * time.Second,
+		Pids:          64,
+		OutputBytes:   1 << 20,
+		TmpBytes:      64 << 20,
+		OpenFiles:     256,
+		FileSizeBytes: 32 << 20,
+		CPUs:          1,
+	}
+}
+
+// FieldError is a validation error that names the offending field by its
+// JSON name in CONTRACT.md (e.g. "limits.memory_bytes"), so that the daemon
+// can answer 400 with it and the command line can name its flag instead.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+func fieldErr(field, format string, a ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+// Validate checks that every limit is usable.
+func (l Limits) Validate() error {
+	switch {
+	case l.MemoryBytes < MinMemoryBytes:
+		return fieldErr("limits.memory_bytes", "must be at least 16 MiB (python3 needs about 10 MiB to start), got %d bytes", l.MemoryBytes)
+	case l.WallTime < time.Millisecond:
+		return fieldErr("limits.wall_time_ms", "must be at least 1 ms, got %v", l.WallTime)
+	case l.CPUTime < time.Millisecond:
+		return fieldErr("limits.cpu_time_ms", "must be at least 1 ms, got %v", l.CPUTime)
+	case l.Pids < 1:
+		return fieldErr("limits.pids", "must be at least 1, got %d", l.Pids)
+	case l.OutputBytes < 1:
+		return fieldErr("limits.output_bytes", "must be at least 1, got %d", l.OutputBytes)
+	case l.TmpBytes < 4096:
+		return fieldErr("limits.tmp_bytes", "must be at least 4096, got %d", l.TmpBytes)
+	case l.OpenFiles < 16:
+		return fieldErr("limits.open_files", "must be at least 16 (python3 needs a few to start), got %d", l.OpenFiles)
+	case l.FileSizeBytes < 1:
+		return fieldErr("limits.file_size_bytes", "must be at least 1, got %d", l.FileSizeBytes)
+	case !(l.CPUs > 0) || l.CPUs > 1024:
+		return fieldErr("limits.cpus", "must be above 0 and at most 1024, got %v", l.CPUs)
+	}
+	return nil
+}
+
+// File is a file written into /workspace before the program starts.
+type File struct {
+	Path    string // relative to /workspace; no "..", not absolute
+	Content []byte
+}
+
+// Spec is one run: pure data. Run fills in defaults for zero fields.
+type Spec struct {
+	ID          string // job id; Run assigns one when empty
+	Python      string // host path of the interpreter; default /usr/bin/python3
+	Program     []byte // the Python source to run as __main__
+	ProgramName string // its file name inside the jail, under /code; default "main.py"
+	Stdin       []byte // nil: stdin is /dev/null
+	Env         map[string]string
+	Files       []File
+	Limits      Limits
+	// ReadOnlyMounts are extra host directories bound read-only, nosuid,
+	// nodev at the same path (for example a virtualenv). /usr is always bound.
+	ReadOnlyMounts []string
+}
+
+// DefaultPython is Debian's interpreter; the python3 on a developer's PATH
+// may live under /root or /home, which a jail never sees.
+const DefaultPython = "/usr/bin/python3"
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reservedEnv are set by the jail itself and may not be overridden.
+var reservedEnv = map[string]bool{"HOME": true, "PATH": true, "TMPDIR": true}
+
+// MaxFilesBytes caps the total size of Spec.Files (they live in tmpfs
+// charged to the caller until the jail ends).
+const MaxFilesBytes = 64 << 20
+
+// Validate checks the spec without touching the host (Runner.Run checks the
+// python path on the host).
+func (s *Spec) Validate() error {
+	if err := s.Limits.Validate(); err != nil {
+		return err
+	}
+	if s.ProgramName != "" && !validFileName(s.ProgramName) {
+		return fieldErr("program name", "%q must be a plain file name", s.ProgramName)
+	}
+	for k, v := range s.Env {
+		if !envName.MatchString(k) {
+			return fieldErr("env", "%q is not a valid variable name", k)
+		}
+		if reservedEnv[k] {
+			return fieldErr("env", "%s is set by the jail and cannot be overridden", k)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fieldErr("env", "value of %s contains a NUL byte", k)
+		}
+	}
+	var total int64
+	seen := map[string]bool{}
+	for i, f := range s.Files {
+		field := fmt.Sprintf("files[%d].path", i)
+		p, err := CleanRelPath(f.Path)
+		if err != nil {
+			return fieldErr(field, "%v", err)
+		}
+		if seen[p] {
+			return fieldErr(field, "%q is given twice", f.Path)
+		}
+		seen[p] = true
+		total += int64(len(f.Content))
+	}
+	if total > MaxFilesBytes || total > s.Limits.TmpBytes {
+		return fieldErr("files", "total size %d bytes is above the limit (%d bytes, and at most limits.tmp_bytes)", total, int64(MaxFilesBytes))
+	}
+	for i, m := range s.ReadOnlyMounts {
+		if !path.IsAbs(m) || path.Clean(m) != m || m == "/" {
+			return fieldErr(fmt.Sprintf("read_only_mounts[%d]", i), "%q must be a clean absolute path other than /", m)
+		}
+	}
+	return nil
+}
+
+func validFileName(n string) bool {
+	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00") && len(n) <= 255
+}
+
+// CleanRelPath checks a path relative to /workspace given by a client and
+// returns it cleaned: not empty, not absolute, no ".." element, no NUL.
+func CleanRelPath(p string) (string, error) {
+	switch {
+	case p == "":
+		return "", fmt.Errorf("path is empty")
+	case strings.IndexByte(p, 0) >= 0:
+		return "", fmt.Errorf("path %q contains a NUL byte", p)
+	case path.IsAbs(p):
+		return "", fmt.Errorf("path %q must be relative to /workspace", p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return "", fmt.Errorf("path %q must not contain ..", p)
+		}
+	}
+	c := path.Clean(p)
+	if c == "." {
+		return "", fmt.Errorf("path %q names the workspace itself", p)
+	}
+	return c, nil
+}

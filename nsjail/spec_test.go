@@ -1,0 +1,147 @@
+package nsjail
+
+import (
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLimitsValidate(t *testing.T) {
+	require.NoError(t, DefaultLimits().Validate())
+	for field, mod := range map[string]func(*Limits){
+		"limits.memory_bytes":    func(l *Limits) { l.MemoryBytes = 1 << 20 },
+		"limits.wall_time_ms":    func(l *Limits) { l.WallTime = 0 },
+		"limits.cpu_time_ms":     func(l *Limits) { l.CPUTime = -1 },
+		"limits.pids":            func(l *Limits) { l.Pids = 0 },
+		"limits.output_bytes":    func(l *Limits) { l.OutputBytes = -5 },
+		"limits.tmp_bytes":       func(l *Limits) { l.TmpBytes = 0 },
+		"limits.open_files":      func(l *Limits) { l.OpenFiles = 3 },
+		"limits.file_size_bytes": func(l *Limits) { l.FileSizeBytes = 0 },
+		"limits.cpus":            func(l *Limits) { l.CPUs = 0 },
+	} {
+		l := DefaultLimits()
+		mod(&l)
+		err := l.Validate()
+		var fe *FieldError
+		require.ErrorAs(t, err, &fe, field)
+		assert.Equal(t, field, fe.Field)
+	}
+}
+
+func TestCleanRelPath(t *testing.T) {
+	for in, want := range map[string]string{"a.txt": "a.txt", "data/in.csv": "data/in.csv", "./x//y": "x/y"} {
+		got, err := CleanRelPath(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got)
+	}
+	for _, bad := range []string{"", "/etc/passwd", "../x", "a/../../x", "a/..", ".", "a\x00b"} {
+		_, err := CleanRelPath(bad)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	ok := Spec{Program: []byte("pass"), Limits: DefaultLimits()}
+	require.NoError(t, ok.Validate())
+	for name, mod := range map[string]func(*Spec){
+		"dotdot file":   func(s *Spec) { s.Files = []File{{Path: "../x"}} },
+		"abs file":      func(s *Spec) { s.Files = []File{{Path: "/etc/x"}} },
+		"dup file":      func(s *Spec) { s.Files = []File{{Path: "a"}, {Path: "./a"}} },
+		"env name":      func(s *Spec) { s.Env = map[string]string{"A=B": "1"} },
+		"env reserved":  func(s *Spec) { s.Env = map[string]string{"HOME": "/"} },
+		"env nul":       func(s *Spec) { s.Env = map[string]string{"A": "x\x00"} },
+		"mount":         func(s *Spec) { s.ReadOnlyMounts = []string{"rel"} },
+		"program name":  func(s *Spec) { s.ProgramName = "../x.py" },
+		"files too big": func(s *Spec) { s.Limits.TmpBytes = 4096; s.Files = []File{{Path: "a", Content: make([]byte, 8192)}} },
+	} {
+		s := ok
+		mod(&s)
+		assert.Error(t, s.Validate(), name)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	exited := func(code int) syscall.WaitStatus { return syscall.WaitStatus(code << 8) }
+	signaled := func(sig syscall.Signal) syscall.WaitStatus { return syscall.WaitStatus(sig) }
+	for _, c := range []struct {
+		name     string
+		ws       syscall.WaitStatus
+		recorded KillReason
+		oom      int64
+		status   Status
+		reason   KillReason
+		exit     int
+	}{
+		{"ok", exited(0), "", 0, StatusOK, "", 0},
+		{"error", exited(1), "", 0, StatusError, "", 1},
+		// A program that exits 137 by itself is not a kill (attacks.md S05).
+		{"exit 137", exited(137), "", 0, StatusError, "", 137},
+		// It exited before our kill landed: it ended by itself.
+		{"exit beats timer", exited(0), KillWallTimeout, 0, StatusOK, "", 0},
+		{"wall", signaled(syscall.SIGKILL), KillWallTimeout, 0, StatusKilled, KillWallTimeout, 137},
+		// The first recorded evidence wins over a later OOM count.
+		{"wall then oom", signaled(syscall.SIGKILL), KillWallTimeout, 1, StatusKilled, KillWallTimeout, 137},
+		{"oom by kernel", signaled(syscall.SIGKILL), "", 1, StatusKilled, KillMemoryLimit, 137},
+		// A program that SIGKILLs itself is not a memory kill.
+		{"self sigkill", signaled(syscall.SIGKILL), "", 0, StatusSignaled, "", 137},
+		{"segv", signaled(syscall.SIGSEGV), "", 0, StatusSignaled, "", 139},
+		{"segv during timer", signaled(syscall.SIGSEGV), KillWallTimeout, 0, StatusSignaled, "", 139},
+		{"xfsz", signaled(syscall.SIGXFSZ), "", 0, StatusKilled, KillFileSizeLimit, 128 + 25},
+		{"xcpu", signaled(syscall.SIGXCPU), "", 0, StatusKilled, KillCPUTimeout, 128 + 24},
+	} {
+		r := &Result{OOMKills: c.oom}
+		r.decide(c.ws, c.recorded)
+		assert.Equal(t, c.status, r.Status, c.name)
+		assert.Equal(t, c.reason, r.KillReason, c.name)
+		assert.Equal(t, c.exit, r.ExitCode, c.name)
+	}
+}
+
+func TestUIDRange(t *testing.T) {
+	r := &UIDRange{Base: 1000000, Size: 3}
+	require.NoError(t, r.Validate(0))
+	require.Error(t, (&UIDRange{Base: 0, Size: 10}).Validate(5))
+	require.Error(t, (&UIDRange{Base: 10, Size: 10}).Validate(15))
+	seen := map[uint32]bool{}
+	for i := 0; i < 3; i++ {
+		u, err := r.Acquire()
+		require.NoError(t, err)
+		assert.False(t, seen[u])
+		assert.GreaterOrEqual(t, u, uint32(1000000))
+		seen[u] = true
+	}
+	_, err := r.Acquire()
+	require.Error(t, err, "the range is exhausted")
+	for u := range seen {
+		r.Release(u)
+		got, err := r.Acquire()
+		require.NoError(t, err)
+		assert.Equal(t, u, got)
+	}
+}
+
+func TestNewID(t *testing.T) {
+	a, b := NewID(), NewID()
+	assert.Regexp(t, `^j-[0-9A-HJKMNP-TV-Z]{26}$`, a)
+	assert.NotEqual(t, a, b)
+}
+
+func TestCapture(t *testing.T) {
+	hits := 0
+	c := &capture{limit: 10, onLimit: func() { hits++ }}
+	c.add(0, []byte("12345"))
+	c.add(1, []byte("abc"))
+	c.add(0, []byte("6789"))
+	c.add(1, []byte("more"))
+	assert.Equal(t, "1234567", string(c.buf[0]), "filled up to the limit exactly")
+	assert.Equal(t, "abc", string(c.buf[1]))
+	assert.True(t, c.truncated[0])
+	assert.True(t, c.truncated[1])
+	assert.Equal(t, 1, hits)
+
+	c = &capture{limit: 4, onLimit: func() { t.Fatal("exactly the limit is not past it") }}
+	c.add(0, []byte("1234"))
+	assert.False(t, c.truncated[0])
+}

@@ -146,7 +146,7 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 	default:
 		b, err := os.ReadFile(positional[0])
 		if err != nil {
-			return nil, fmt.Errorf("read program: %w", err)
+			return nil, usagef("read program: %v", err)
 		}
 		s.Program = b
 		s.ProgramName = filepath.Base(positional[0])
@@ -163,7 +163,7 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 	case stdinPath != "":
 		b, err := os.ReadFile(stdinPath)
 		if err != nil {
-			return nil, fmt.Errorf("--stdin: %w", err)
+			return nil, usagef("--stdin: %v", err)
 		}
 		s.Stdin = b
 	}
@@ -178,7 +178,7 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		}
 		b, err := os.ReadFile(host)
 		if err != nil {
-			return nil, fmt.Errorf("--file %s: %w", name, err)
+			return nil, usagef("--file %s: %v", name, err)
 		}
 		s.Files = append(s.Files, nsjail.File{Path: clean, Content: b})
 	}
@@ -215,6 +215,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	case err != nil:
 		return setupFailed(ra, err, stdout, stderr)
+	}
+	if err := (&nsjail.Runner{}).CheckPython(ra.spec.Python); err != nil {
+		fmt.Fprintf(stderr, "agentjail run: --python: %v\n", err)
+		return exitUsage
 	}
 	runner, err := nsjail.NewRunner()
 	if err != nil {
@@ -259,7 +263,7 @@ func summary(r *nsjail.Result) string {
 	b.WriteString("agentjail: ")
 	switch r.Status {
 	case nsjail.StatusKilled:
-		fmt.Fprintf(&b, "killed (%s)", r.KillReason)
+		fmt.Fprintf(&b, "killed (%s)", string(r.KillReason))
 	case nsjail.StatusSignaled:
 		fmt.Fprintf(&b, "signal %s", daemon.FromJail(r).Signal)
 	default:

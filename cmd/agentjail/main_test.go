@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
+	"agentjail/nsjail"
+)
+
+// The test binary doubles as the jail's init stage, like the real one.
+func TestMain(m *testing.M) {
+	if nsjail.IsInit() {
+		nsjail.Init()
+	}
+	os.Exit(m.Run())
+}
+
+func run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = dispatch(args, strings.NewReader(stdin), &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{},
+		{"nope"},
+		{"run"},
+		{"run", "--bogus", "-c", "pass"},
+		{"run", "--memory", "0", "-c", "pass"},
+		{"run", "--memory", "-5MiB", "-c", "pass"},
+		{"run", "--memory", "10XB", "-c", "pass"},
+		{"run", "--memory", "1MiB", "-c", "pass"},
+		{"run", "--timeout", "soon", "-c", "pass"},
+		{"run", "--pids", "0", "-c", "pass"},
+		{"run", "--file", "../x=/etc/hostname", "-c", "pass"},
+		{"run", "--file", "/abs=/etc/hostname", "-c", "pass"},
+		{"run", "--file", "x=" + filepath.Join(dir, "missing"), "-c", "pass"},
+		{"run", filepath.Join(dir, "missing.py")},
+		{"run", "--python", "/no/such/python3", "-c", "pass"},
+		{"run", "-c", "pass", "extra.py"},
+		{"check", "extra"},
+	} {
+		code, stdout, stderr := run(t, "", args...)
+		assert.Equal(t, exitUsage, code, "%q: %s", args, stderr)
+		assert.Empty(t, stdout, "%q", args)
+		assert.NotEmpty(t, stderr, "%q must say what is wrong", args)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := run(t, "", "version")
+	assert.Equal(t, 0, code)
+	assert.Regexp(t, `^agentjail \S+\n$`, stdout)
+}
+
+func TestRunExitStatuses(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
+	code, stdout, stderr := run(t, "", "run", "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)")
+	assert.Equal(t, 3, code)
+	assert.Equal(t, "out\n", stdout)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, "err", lines[0])
+	assert.Regexp(t, `^agentjail: exit 3 · wall \d+ ms · cpu \d+ ms · peak \d+\.\d MiB$`, lines[1])
+
+	code, _, stderr = run(t, "", "run", "--timeout", "300ms", "-c", "import time; time.sleep(10)")
+	assert.Equal(t, 137, code)
+	assert.Contains(t, stderr, "agentjail: killed (wall_timeout) · wall ")
+
+	code, _, stderr = run(t, "", "run", "--memory", "32MiB", "-c", "x = b'x' * (100 << 20)")
+	assert.Equal(t, 137, code)
+	assert.Regexp(t, `killed \(memory_limit\) · .* · peak \d+\.\d MiB of 32\.0 MiB`, stderr)
+
+	// A real fault: kill(getpid(), SIGSEGV) from PID 1 of a pid namespace
+	// is dropped by the kernel when no handler is installed.
+	code, _, stderr = run(t, "", "run", "-c", "import ctypes; ctypes.string_at(0)")
+	assert.Equal(t, 128+11, code)
+	assert.Contains(t, stderr, "agentjail: signal SIGSEGV")
+}
+
+func TestRunJSON(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "prog.py")
+	require.NoError(t, os.WriteFile(prog, []byte("import sys\nprint(sys.stdin.read(), open('in/data.txt').read())\n1/0\n"), 0o644))
+	data := filepath.Join(dir, "data.txt")
+	require.NoError(t, os.WriteFile(data, []byte("DATA"), 0o644))
+	code, stdout, stderr := run(t, "STDIN", "run", prog, "--json", "--stdin", "-", "--file", "in/data.txt="+data)
+	assert.Equal(t, 1, code, stderr)
+	assert.Empty(t, stderr, "with --json nothing but the result is printed")
+	var res map[string]any
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	require.NoError(t, dec.Decode(&res))
+	assert.False(t, dec.More(), "exactly one JSON object")
+	assert.Equal(t, "error", res["status"])
+	assert.Equal(t, float64(1), res["exit_code"])
+	assert.Equal(t, "STDIN DATA\n", res["stdout"])
+	assert.Contains(t, res["stderr"], `File "/code/prog.py", line 3`)
+	for _, k := range []string{"id", "signal", "kill_reason", "seccomp", "stdout_truncated", "stderr_truncated", "wall_time_ms", "cpu_time_ms",
+		"peak_memory_bytes", "memory_limit_bytes", "exception", "tests", "feedback", "files"} {
+		assert.Contains(t, res, k)
+	}
+	assert.Equal(t, float64(256<<20), res["memory_limit_bytes"])
+
+	// The program from stdin.
+	code, stdout, _ = run(t, "print('from stdin')", "run", "-")
+	assert.Equal(t, 0, code)
+	assert.Equal(t, "from stdin\n", stdout)
+}

@@ -1,0 +1,187 @@
+package nsjail
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The kill-reason matrix: each reason is provoked and must be named from
+// evidence; each negative case must not be mistaken for a kill.
+
+func TestCPUTimeoutSingleProcess(t *testing.T) {
+	res := jailRun(t, "while True: pass", func(s *Spec) { s.Limits.CPUTime = 500 * time.Millisecond })
+	assert.Equal(t, StatusKilled, res.Status)
+	assert.Equal(t, KillCPUTimeout, res.KillReason)
+	assert.GreaterOrEqual(t, res.CPUTime, 500*time.Millisecond)
+	assert.LessOrEqual(t, res.CPUTime, 600*time.Millisecond, "overshoot at most 100 ms")
+}
+
+func TestCPUTimeoutSpreadOverProcessesAndThreads(t *testing.T) {
+	res := jailRun(t, `import os, threading
+for _ in range(3):
+    if os.fork() == 0: break
+def spin():
+    while True: pass
+for _ in range(2): threading.Thread(target=spin, daemon=True).start()
+spin()`, func(s *Spec) {
+		s.Limits.CPUTime = 600 * time.Millisecond
+		s.Limits.CPUs = 2
+	})
+	assert.Equal(t, KillCPUTimeout, res.KillReason)
+	assert.GreaterOrEqual(t, res.CPUTime, 600*time.Millisecond)
+	assert.LessOrEqual(t, res.CPUTime, 700*time.Millisecond, "overshoot at most 100 ms")
+	assert.Less(t, res.WallTime, 600*time.Millisecond, "several CPUs burn the budget faster than the wall clock")
+}
+
+func TestCPUTimeoutCatchingSIGXCPU(t *testing.T) {
+	res := jailRun(t, `import resource, signal
+signal.signal(signal.SIGXCPU, lambda *a: print("got SIGXCPU", flush=True))
+try:
+    resource.setrlimit(resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    print("raised")
+except ValueError:
+    print("raise refused", flush=True)
+while True: pass`, func(s *Spec) { s.Limits.CPUTime = 1500 * time.Millisecond })
+	assert.Equal(t, KillCPUTimeout, res.KillReason)
+	assert.Contains(t, string(res.Stdout), "raise refused")
+	assert.LessOrEqual(t, res.CPUTime, 1600*time.Millisecond)
+}
+
+func TestOutputLimit(t *testing.T) {
+	res := jailRun(t, `import os
+buf = b"A" * 65536
+while True: os.write(1, buf)`, func(s *Spec) { s.Limits.OutputBytes = 100 << 10 })
+	assert.Equal(t, StatusKilled, res.Status)
+	assert.Equal(t, KillOutputLimit, res.KillReason)
+	assert.Len(t, res.Stdout, 100<<10, "exactly up to the limit")
+	assert.True(t, res.StdoutTruncated)
+	assert.False(t, res.StderrTruncated)
+	assert.Less(t, res.WallTime, 2*time.Second)
+}
+
+func TestOutputLimitBothStreams(t *testing.T) {
+	res := jailRun(t, `import os
+while True:
+    os.write(1, b"o" * 1000); os.write(2, b"e" * 1000)`, func(s *Spec) { s.Limits.OutputBytes = 10000 })
+	assert.Equal(t, KillOutputLimit, res.KillReason)
+	assert.Equal(t, 10000, len(res.Stdout)+len(res.Stderr))
+	assert.True(t, res.StdoutTruncated || res.StderrTruncated)
+}
+
+func TestFileSizeLimit(t *testing.T) {
+	// RLIMIT_FSIZE holds. python3 ignores SIGXFSZ, so its write fails with
+	// EFBIG; and as PID 1 of its pid namespace it could not die of SIGXFSZ
+	// even with the default action (the kernel drops such signals to a
+	// namespace's init), so file_size_limit names only a jail whose PID 1
+	// died of SIGXFSZ (decide's unit test). A child process does die of it.
+	res := jailRun(t, `import errno, os, signal, subprocess
+try:
+    with open("/tmp/big", "wb") as f:
+        while True: f.write(b"x" * (1 << 20)); f.flush()
+except OSError as e: print(errno.errorcode[e.errno], os.path.getsize("/tmp/big"))
+print(subprocess.run(["/bin/sh", "-c", "head -c 10000000 /dev/zero > /tmp/x"]).returncode)`, func(s *Spec) { s.Limits.FileSizeBytes = 4 << 20 })
+	assert.Equal(t, StatusOK, res.Status)
+	assert.Equal(t, "EFBIG 4194304\n153\n", string(res.Stdout), "the shell died of SIGXFSZ: 128+25")
+	assert.Equal(t, KillNone, res.KillReason)
+}
+
+func TestMemoryLimitInAChildKillsTheWholeJail(t *testing.T) {
+	res := jailRun(t, `import os, time
+pid = os.fork()
+if pid == 0:
+    x = b"x" * (200 << 20)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent survived", flush=True)
+time.sleep(5)`, func(s *Spec) { s.Limits.MemoryBytes = 64 << 20 })
+	assert.Equal(t, StatusKilled, res.Status)
+	assert.Equal(t, KillMemoryLimit, res.KillReason)
+	assert.Less(t, res.WallTime, 4*time.Second, "the OOM kill of a child ends the jail")
+}
+
+func TestNotKills(t *testing.T) {
+	// attacks.md S05: exit 137 by itself is an exit, not a kill.
+	res := jailRun(t, `import os, sys; sys.stdout.write("S05\n"); sys.stdout.flush(); os._exit(137)`, nil)
+	assert.Equal(t, StatusError, res.Status)
+	assert.Equal(t, 137, res.ExitCode)
+	assert.Equal(t, KillNone, res.KillReason)
+	assert.Zero(t, int(res.Signal))
+	assert.Zero(t, res.OOMKills)
+
+	// Allocate, then SIGKILL itself: signaled, never memory_limit. (As PID 1
+	// a kill() of itself is dropped, so a child does it.)
+	res = jailRun(t, `import os, signal, time
+x = b"x" * (40 << 20)
+if os.fork() == 0:
+    os.kill(1, signal.SIGKILL); time.sleep(5)
+time.sleep(5)`, func(s *Spec) { s.Limits.MemoryBytes = 64 << 20 })
+	assert.NotEqual(t, KillMemoryLimit, res.KillReason)
+	assert.Zero(t, res.OOMKills)
+
+	// MemoryError under an address-space limit: a clean exit 1.
+	res = jailRun(t, `import resource
+resource.setrlimit(resource.RLIMIT_AS, (200 << 20, 200 << 20))
+x = b"x" * (400 << 20)`, nil)
+	assert.Equal(t, StatusError, res.Status)
+	assert.Equal(t, 1, res.ExitCode)
+	assert.Equal(t, KillNone, res.KillReason)
+	assert.Contains(t, string(res.Stderr), "MemoryError")
+
+	// Just under the wall limit.
+	res = jailRun(t, `import time; time.sleep(0.7)`, func(s *Spec) { s.Limits.WallTime = time.Second })
+	assert.Equal(t, StatusOK, res.Status)
+	assert.Equal(t, KillNone, res.KillReason)
+}
+
+func TestCancelAndShutdown(t *testing.T) {
+	r := testRunner(t)
+	for _, c := range []struct {
+		cause error
+		want  KillReason
+	}{{nil, KillCancelled}, {KillShutdown, KillShutdown}} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		time.AfterFunc(300*time.Millisecond, func() { cancel(c.cause) })
+		start := time.Now()
+		res, err := r.Run(ctx, &Spec{Program: []byte("import time; time.sleep(30)"), Limits: DefaultLimits()})
+		require.NoError(t, err)
+		assert.Equal(t, StatusKilled, res.Status)
+		assert.Equal(t, c.want, res.KillReason)
+		assert.Less(t, time.Since(start), 400*time.Millisecond+100*time.Millisecond, "killed within 100 ms of the cancel")
+	}
+}
+
+func TestPidsFigures(t *testing.T) {
+	res := jailRun(t, `import threading, time
+ts = [threading.Thread(target=time.sleep, args=(0.5,)) for _ in range(10)]
+for t in ts: t.start()
+for t in ts: t.join()`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	if res.PidsPeak >= 0 {
+		assert.GreaterOrEqual(t, res.PidsPeak, int64(11))
+	}
+	assert.Zero(t, res.PidsMaxHits)
+}
+
+func TestPeakMemoryCountsThePythonOnly(t *testing.T) {
+	base := jailRun(t, "pass", nil)
+	big := jailRun(t, `x = b"\x01" * (64 << 20)`, nil)
+	require.GreaterOrEqual(t, base.PeakMemoryBytes, int64(0))
+	assert.NotEmpty(t, base.PeakMemorySource)
+	assert.Less(t, base.PeakMemoryBytes, int64(12<<20), "python3 -c pass; no set-up memory")
+	assert.InDelta(t, 64<<20, big.PeakMemoryBytes-base.PeakMemoryBytes, 1<<20, "64 MiB ± 1 MiB")
+	// attacks.md X02: cgroup-wide, not one process's maxrss.
+	multi := jailRun(t, `import os, time
+kids = []
+for _ in range(3):
+    pid = os.fork()
+    if pid == 0:
+        x = b"\x01" * (50 << 20); time.sleep(1); os._exit(0)
+    kids.append(pid)
+x = b"\x01" * (50 << 20); time.sleep(1)
+for k in kids: os.waitpid(k, 0)`, nil)
+	assert.GreaterOrEqual(t, multi.PeakMemoryBytes, int64(200<<20))
+}

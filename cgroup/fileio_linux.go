@@ -143,3 +143,27 @@ func lockDir(dir string) (int, error) {
 	}
 	return fd, nil
 }
+
+// lockDirs locks every existing directory of dirs (missing ones are
+// skipped); on error it releases what it took.
+func lockDirs(dirs []string) ([]int, error) {
+	fds := make([]int, 0, len(dirs))
+	for _, d := range dirs {
+		fd, err := lockDir(d)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			unlockDirs(fds)
+			return nil, err
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+func unlockDirs(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}

@@ -33,9 +33,9 @@ type Group struct {
 	limit   int64    // memory limit in force
 
 	mu       sync.Mutex
-	lockFD   int // flocked directory: marks the group as live (see Stale)
-	cpuFD    int // kept open by CPUTime for pread
-	peakFD   int // v2: memory.peak, reset at Attach; the reset is per fd
+	lockFDs  []int // flocked directories: mark the group as live (see Stale)
+	cpuFD    int   // kept open by CPUTime for pread
+	peakFD   int   // v2: memory.peak, reset at Attach; the reset is per fd
 	peakSrc  string
 	attaches int
 	baseOOM  memEvents // OOM counters at Attach (v1: only OOMKill)
@@ -66,7 +66,7 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 	}
 	g := &Group{
 		m: m, name: name, dirs: m.groupDirs(name),
-		lockFD: -1, cpuFD: -1, peakFD: -1,
+		cpuFD: -1, peakFD: -1,
 		limit: limitInForce(l.memory, m.pageSize),
 	}
 	g.removed = make([]bool, len(g.dirs))
@@ -81,19 +81,29 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 	}
 
 	// mkdir (not MkdirAll) everywhere first: an existing group is an
-	// error, never adopted, and never removed by our clean-up.
+	// error, never adopted, and never removed by our clean-up. Each
+	// directory is flocked right after its mkdir, all of them, not only
+	// the first: on v1 other processes may share a hierarchy (pids at "/")
+	// while their memory cgroup, where our first directory is, differs;
+	// their Stale must see our lock in the hierarchies they share with us.
+	// (A Stale/Remove of another process in the microseconds between a
+	// mkdir and its flock can only make this Create fail.)
+	g.lockFDs = make([]int, 0, len(g.dirs))
 	for i, d := range g.dirs {
-		if err := unix.Mkdir(d, 0o755); err != nil {
-			g.rmdirCreated(i)
+		err := unix.Mkdir(d, 0o755)
+		if err != nil {
+			g.undoCreate(i)
 			if errors.Is(err, unix.EEXIST) {
 				return nil, fmt.Errorf("creating group %s: %s: %w", name, d, ErrExists)
 			}
 			return nil, fmt.Errorf("creating group %s: mkdir %s: %w", name, d, notWritable(err))
 		}
-	}
-	if g.lockFD, err = lockDir(g.dirs[0]); err != nil {
-		g.rmdirCreated(len(g.dirs))
-		return nil, fmt.Errorf("creating group %s: %w", name, err)
+		fd, err := lockDir(d)
+		if err != nil {
+			g.undoCreate(i + 1)
+			return nil, fmt.Errorf("creating group %s: %w", name, err)
+		}
+		g.lockFDs = append(g.lockFDs, fd)
 	}
 	if m.version == V2 {
 		err = g.setV2(l)
@@ -101,18 +111,20 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 		err = g.setV1(l)
 	}
 	if err != nil {
-		unix.Close(g.lockFD)
-		g.rmdirCreated(len(g.dirs))
+		g.undoCreate(len(g.dirs))
 		return nil, fmt.Errorf("creating group %s: setting limits: %w", name, err)
 	}
 	return g, nil
 }
 
-// rmdirCreated removes the first n directories of a failed Create.
-func (g *Group) rmdirCreated(n int) {
+// undoCreate removes the first n directories of a failed Create and
+// drops its locks.
+func (g *Group) undoCreate(n int) {
 	for i := n - 1; i >= 0; i-- {
 		unix.Rmdir(g.dirs[i])
 	}
+	unlockDirs(g.lockFDs)
+	g.lockFDs = nil
 }
 
 // setV1 sets the limits through containerd's cgroup1 (the directories
@@ -501,10 +513,8 @@ func (g *Group) Delete() error {
 		}
 		g.removed[i] = true
 	}
-	if g.lockFD >= 0 {
-		unix.Close(g.lockFD)
-		g.lockFD = -1
-	}
+	unlockDirs(g.lockFDs)
+	g.lockFDs = nil
 	g.deleted = true
 	return nil
 }

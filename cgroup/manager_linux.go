@@ -131,11 +131,9 @@ func openV1(mounts []mount, pc procCgroup, subtree string) (*Manager, error) {
 			return nil, fmt.Errorf("opening cgroup v1 %s: %w", name, err)
 		}
 		c := v1ctrl{name: name, mount: mounts[i].Point, own: own, base: filepath.Join(own, subtree)}
-		rel, err := filepath.Rel(filepath.Join(filepath.Dir(c.mount), name), c.base)
-		if err != nil {
+		if c.rel, err = subsystemPath(c.mount, name, c.base); err != nil {
 			return nil, fmt.Errorf("opening cgroup v1 %s: %w", name, err)
 		}
-		c.rel = "/" + rel
 		if err := mkdirSubtree(c.base); err != nil {
 			return nil, fmt.Errorf("opening cgroup v1 %s: %w", name, err)
 		}
@@ -376,9 +374,9 @@ func (m *Manager) ctrlDir(c, name string) string {
 // Stale returns the names of the groups in the subtree that no live Group
 // holds: leftovers of a crashed process, for start-up clean-up. Groups of
 // other live processes sharing the subtree (on v1 the pids, cpu and
-// cpuacct hierarchies are often shared by every process at "/") are not
-// reported: each Group holds an flock on its directory, which the kernel
-// drops when its process dies.
+// cpuacct hierarchies are often "/" for every process, while the memory
+// cgroups differ) are not reported: each Group holds an flock on each of
+// its directories, which the kernel drops when its process dies.
 func (m *Manager) Stale() ([]string, error) {
 	var bases []string
 	if m.version == V2 {
@@ -405,14 +403,12 @@ func (m *Manager) Stale() ([]string, error) {
 	}
 	var out []string
 	for name := range seen {
-		fd, err := lockDir(m.groupDirs(name)[0])
+		fds, err := lockDirs(m.groupDirs(name))
 		switch {
 		case err == nil:
-			unix.Close(fd)
+			unlockDirs(fds)
 		case errors.Is(err, ErrGroupBusy):
 			continue
-		case errors.Is(err, unix.ENOENT):
-			// only left in some hierarchies: stale
 		default:
 			return nil, fmt.Errorf("listing stale groups: %w", err)
 		}
@@ -430,14 +426,11 @@ func (m *Manager) Remove(name string) error {
 		return fmt.Errorf("removing group: %w", err)
 	}
 	dirs := m.groupDirs(name)
-	fd, err := lockDir(dirs[0])
-	switch {
-	case err == nil:
-		defer unix.Close(fd)
-	case errors.Is(err, unix.ENOENT):
-	default:
+	fds, err := lockDirs(dirs)
+	if err != nil {
 		return fmt.Errorf("removing group %s: %w", name, err)
 	}
+	defer unlockDirs(fds)
 	deadline := time.Now().Add(deleteTimeout)
 	for _, d := range dirs {
 		if err := m.killAndWait(d, deadline); err != nil {

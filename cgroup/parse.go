@@ -244,3 +244,17 @@ func nonNegative(v int64) int64 {
 	}
 	return v
 }
+
+// subsystemPath is the path containerd's cgroup1 needs for directory dir
+// of controller name mounted at mountPoint: its subsystems are rooted at
+// <dir(mountPoint)>/<name> and join the path to that. For the usual
+// /sys/fs/cgroup/<name> mounts it is the plain cgroup path; for a
+// co-mounted /sys/fs/cgroup/cpu,cpuacct it climbs out with "..", which
+// filepath.Join resolves.
+func subsystemPath(mountPoint, name, dir string) (string, error) {
+	rel, err := filepath.Rel(filepath.Join(filepath.Dir(mountPoint), name), dir)
+	if err != nil {
+		return "", err
+	}
+	return "/" + rel, nil
+}

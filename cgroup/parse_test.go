@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"errors"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,7 +40,9 @@ func TestParseMemoryEvents(t *testing.T) {
 }
 
 func TestOOMKillsSince(t *testing.T) {
-	g := func(kill, group int64) memEvents { return memEvents{OOMKill: kill, OOMGroupKill: group, HasGroupKill: true} }
+	g := func(kill, group int64) memEvents {
+		return memEvents{OOMKill: kill, OOMGroupKill: group, HasGroupKill: true}
+	}
 	// one group kill of 4 processes counts once
 	assert.EqualValues(t, 1, oomKillsSince(g(2, 1), g(6, 2)))
 	// no group kill (oom.group not in force): every victim counts
@@ -217,4 +220,23 @@ func TestResourcesLimits(t *testing.T) {
 
 	assert.EqualValues(t, 0, limitInForce(0, 4096))
 	assert.EqualValues(t, 8192, limitInForce(8192+4095, 4096))
+}
+
+func TestSubsystemPath(t *testing.T) {
+	// The containerd subsystem joins <dir(mount)>/<name> and the path: the
+	// result must be the directory we computed, whatever the mount's name.
+	for _, tc := range []struct{ mount, name, dir string }{
+		{"/sys/fs/cgroup/memory", "memory", "/sys/fs/cgroup/memory/process_api/x/agentjail/j1"},
+		{"/sys/fs/cgroup/pids", "pids", "/sys/fs/cgroup/pids/agentjail/j1"},
+		{"/sys/fs/cgroup/cpu,cpuacct", "cpu", "/sys/fs/cgroup/cpu,cpuacct/user.slice/agentjail/j1"},
+		{"/sys/fs/cgroup/cpu,cpuacct", "cpuacct", "/sys/fs/cgroup/cpu,cpuacct/user.slice/agentjail/j1"},
+		{"/cg/weird", "memory", "/cg/weird/a/b"},
+	} {
+		p, err := subsystemPath(tc.mount, tc.name, tc.dir)
+		require.NoError(t, err)
+		assert.Equal(t, tc.dir, filepath.Join(filepath.Dir(tc.mount), tc.name, p), "%+v -> %s", tc, p)
+	}
+	p, err := subsystemPath("/sys/fs/cgroup/memory", "memory", "/sys/fs/cgroup/memory/a")
+	require.NoError(t, err)
+	assert.Equal(t, "/a", p)
 }

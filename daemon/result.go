@@ -8,21 +8,22 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/nsjail"
+	"agentjail/seccomp"
 )
 
 // Result is the result object of CONTRACT.md §3, as both `agentjail run`
 // and POST /v1/run return it.
 type Result struct {
-	ID              string `json:"id"`
-	Status          string `json:"status"`
-	ExitCode        int    `json:"exit_code"`
-	Signal          string `json:"signal"`
-	KillReason      string `json:"kill_reason"`
-	Seccomp         any    `json:"seccomp"`
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
-	StdoutTruncated bool   `json:"stdout_truncated"`
-	StderrTruncated bool   `json:"stderr_truncated"`
+	ID              string          `json:"id"`
+	Status          string          `json:"status"`
+	ExitCode        int             `json:"exit_code"`
+	Signal          string          `json:"signal"`
+	KillReason      string          `json:"kill_reason"`
+	Seccomp         *seccomp.Report `json:"seccomp"`
+	Stdout          string          `json:"stdout"`
+	Stderr          string          `json:"stderr"`
+	StdoutTruncated bool            `json:"stdout_truncated"`
+	StderrTruncated bool            `json:"stderr_truncated"`
 
 	WallTimeMs float64 `json:"wall_time_ms"`
 	CPUTimeMs  float64 `json:"cpu_time_ms"`
@@ -49,6 +50,7 @@ func FromJail(r *nsjail.Result) *Result {
 		Status:           string(r.Status),
 		ExitCode:         r.ExitCode,
 		KillReason:       string(r.KillReason),
+		Seccomp:          r.Seccomp,
 		Stdout:           string(r.Stdout),
 		Stderr:           string(r.Stderr),
 		StdoutTruncated:  r.StdoutTruncated,
@@ -93,7 +95,11 @@ func Feedback(r *nsjail.Result) []string {
 	case nsjail.KillFileSizeLimit:
 		fb = append(fb, "The program was killed because it wrote a file larger than the file size limit.")
 	case nsjail.KillSeccomp:
-		fb = append(fb, "The program was killed because it made a forbidden system call.")
+		if r.Seccomp != nil {
+			fb = append(fb, fmt.Sprintf("The program was killed because it made the forbidden system call %s; the sandbox does not allow it, so do without it.", callName(r.Seccomp.Syscall, r.Seccomp.Number)))
+		} else {
+			fb = append(fb, "The program was killed because it made a system call of a foreign ABI (32-bit or x32), which the sandbox never allows.")
+		}
 	case nsjail.KillCancelled:
 		fb = append(fb, "The run was cancelled by the caller.")
 	case nsjail.KillShutdown:
@@ -102,10 +108,20 @@ func Feedback(r *nsjail.Result) []string {
 	if r.Status == nsjail.StatusSignaled {
 		fb = append(fb, fmt.Sprintf("The program crashed with signal %s.", unix.SignalName(r.Signal)))
 	}
+	if r.Seccomp != nil && r.KillReason != nsjail.KillSeccomp {
+		fb = append(fb, fmt.Sprintf("The forbidden system call %s failed with EPERM (PermissionError); the sandbox does not allow it, so do without it.", callName(r.Seccomp.Syscall, r.Seccomp.Number)))
+	}
 	if r.PidsMaxHits > 0 {
 		fb = append(fb, fmt.Sprintf("Starting a process or thread failed %d time(s) because the jail's process limit was reached; start fewer processes or threads.", r.PidsMaxHits))
 	}
 	return fb
+}
+
+func callName(name string, nr int) string {
+	if name == "" {
+		return fmt.Sprintf("number %d", nr)
+	}
+	return name
 }
 
 func peak(r *nsjail.Result) string {

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"agentjail/seccomp"
 )
 
 // initArg0 is argv[0] of the re-executed binary when it must run as the
@@ -51,7 +53,7 @@ func Init() {
 		// The parent went away or gave up: nothing to report to.
 		os.Exit(1)
 	}
-	initFail(c, execPython(&cfg))
+	initFail(c, execPython(c, &cfg))
 }
 
 // initFail reports a set-up failure to the parent and exits.
@@ -408,11 +410,18 @@ func loopbackUp() error {
 //  3. mark every fd but 0, 1, 2 close-on-exec (fd 3 included: its closing
 //     at exec is what tells the parent that the exec succeeded);
 //  4. no_new_privs, then the seccomp filter (it must be last: it may forbid
-//     the calls above);
+//     the calls above), whose listener goes to the parent;
 //  5. execve.
 //
 // It returns only on failure.
-func execPython(cfg *initConfig) error {
+func execPython(c fdConn, cfg *initConfig) error {
+	var filter *seccomp.Program
+	if cfg.Seccomp != nil { // decoded first: no allocation after Install
+		filter = new(seccomp.Program)
+		if err := filter.UnmarshalBinary(cfg.Seccomp); err != nil {
+			return stageErr("decode seccomp filter", err)
+		}
+	}
 	if err := step("unshare cgroup namespace", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 		return err
 	}
@@ -422,8 +431,26 @@ func execPython(cfg *initConfig) error {
 	if err := step("close_range", unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)); err != nil {
 		return err
 	}
-	if err := step("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
-		return err
+	if filter == nil {
+		if err := step("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
+			return err
+		}
+	} else {
+		// no_new_privs and the filter. From here this thread may only make
+		// calls the policy allows (sendmsg, close, execve: seccomp's
+		// TestPolicyAllowsInitTail), and the listener must never reach the
+		// jail: whoever holds it could let forbidden calls run.
+		listener, err := seccomp.Install(filter)
+		if err != nil {
+			return stageErr("seccomp", err)
+		}
+		var hdr [5]byte
+		hdr[0] = msgSeccomp
+		err = unix.Sendmsg(int(c), hdr[:], unix.UnixRights(listener), nil, 0)
+		unix.Close(listener)
+		if err != nil {
+			return stageErr("send seccomp listener", err)
+		}
 	}
 	return step("exec "+cfg.Argv[0], unix.Exec(cfg.Argv[0], cfg.Argv, cfg.Env))
 }

@@ -25,6 +25,10 @@ import (
 //	                                           unshare(CLONE_NEWCGROUP), drop every
 //	                                           capability, mark fds close-on-exec,
 //	                                           no_new_privs, seccomp, execve(python3)
+//	  <--- msgSeccomp + the filter's listener
+//	       fd (SCM_RIGHTS) ------------------
+//	  supervise the listener: name every
+//	  forbidden call, answer EPERM (or kill)
 //	  <--- EOF (fd 3 is close-on-exec: the
 //	       exec succeeded), or msgError -----
 //
@@ -38,6 +42,7 @@ const (
 	msgReady
 	msgGo
 	msgError
+	msgSeccomp // carries the seccomp listener fd as SCM_RIGHTS, no payload
 )
 
 // maxMsg bounds a message: the program, files and configuration.
@@ -95,6 +100,7 @@ type initConfig struct {
 	Argv     []string // argv of python3; Argv[0] is the path inside the jail
 	Env      []string
 	Rlimits  []initRlimit
+	Seccomp  []byte // the filter (seccomp.Program.MarshalBinary); nil: none (tests of the jail without it only)
 }
 
 type initLink struct{ Path, Target string }

@@ -3,6 +3,8 @@ package nsjail
 import (
 	"syscall"
 	"time"
+
+	"agentjail/seccomp"
 )
 
 // Status is how the program ended (CONTRACT.md §3).
@@ -57,6 +59,10 @@ type Result struct {
 	OOMKills         int64 // OOM kills in the jail's cgroup
 	PidsPeak         int64 // most tasks at once; -1 when the kernel cannot tell
 	PidsMaxHits      int64 // forks refused by the pids limit
+
+	// Seccomp names the forbidden system calls the program made (nil:
+	// none). A foreign-ABI call kills with SIGSYS and is not named here.
+	Seccomp *seccomp.Report
 
 	CgroupVersion string // "v1" or "v2"
 	HostUID       uint32 // the host uid the jail ran as (uid 1000 inside)

@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/cgroup"
+	"agentjail/seccomp"
 )
 
 // Runner starts jails. One Runner serves any number of concurrent runs.
@@ -32,6 +34,9 @@ type Runner struct {
 	// inside the jail's private mount namespace only (the host's mount
 	// table never changes). Every jail uses the same one.
 	RootDir string
+	// Seccomp is the compiled filter every jail gets
+	// (seccomp.Program.MarshalBinary). NewRunner sets the default policy's.
+	Seccomp []byte
 
 	pyMu    sync.Mutex
 	pyCheck map[string]error
@@ -50,7 +55,8 @@ func NewRunner() (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	r := &Runner{Cgroups: cg, UIDs: &UIDRange{Base: DefaultUIDBase, Size: DefaultUIDSize}, Exe: "/proc/self/exe", RootDir: DefaultRootDir}
+	r := &Runner{Cgroups: cg, UIDs: &UIDRange{Base: DefaultUIDBase, Size: DefaultUIDSize}, Exe: "/proc/self/exe", RootDir: DefaultRootDir,
+		Seccomp: seccomp.DefaultProgramBytes()}
 	if err := r.UIDs.Validate(os.Getuid()); err != nil {
 		return nil, err
 	}
@@ -174,6 +180,7 @@ func (r *Runner) initConfig(s *Spec) (*initConfig, error) {
 		CodeName: name,
 		Argv:     []string{s.Python, "-I", "-u", "/code/" + name},
 		Env:      env,
+		Seccomp:  r.Seccomp,
 		Rlimits: []initRlimit{
 			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
 			{unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)},
@@ -381,10 +388,28 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	if err := writeMsg(j.sync, msgGo, nil); err != nil {
 		return nil, j.initFailure("send go", err)
 	}
-	if err := j.expect(0); err != nil { // EOF: python3 is running
+	listener, err := j.awaitExec(cfg.Seccomp != nil)
+	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
+	violations := &seccomp.Collector{}
+	supervised := make(chan struct{})
+	supCtx, stopSupervising := context.WithCancel(context.Background())
+	defer stopSupervising()
+	if listener >= 0 {
+		mode := j.spec.OnForbiddenSyscall
+		go func() {
+			defer close(supervised)
+			_ = seccomp.Supervise(supCtx, listener, mode, violations, func(seccomp.Violation) {
+				if mode == seccomp.ModeKill {
+					j.kill(KillSeccomp)
+				}
+			})
+		}()
+	} else {
+		close(supervised)
+	}
 
 	// From here on every path waits for the jail to end.
 	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}
@@ -431,6 +456,14 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		return nil, stageErr("read cgroup", err)
 	}
 	out.wait(time.Second, outR, errR)
+	// The supervisor ends by itself once the filter's last process is
+	// reaped; the grace only bounds a kernel that never says so.
+	select {
+	case <-supervised:
+	case <-time.After(time.Second):
+		stopSupervising()
+		<-supervised
+	}
 
 	res := &Result{
 		ID:               j.spec.ID,
@@ -448,6 +481,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		PidsMaxHits:      stats.PidsMaxHits,
 		CgroupVersion:    string(j.runner.Cgroups.Version()),
 		HostUID:          j.uid,
+		Seccomp:          violations.Report(),
 	}
 	ws := j.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	res.decide(ws, j.killReason())
@@ -483,6 +517,11 @@ func (res *Result) decide(ws syscall.WaitStatus, recorded KillReason) {
 		// The kernel's OOM killer (cgroup v2 memory.oom.group) ended the
 		// jail before we saw an event.
 		res.KillReason = KillMemoryLimit
+	case res.Signal == syscall.SIGSYS:
+		// Only the seccomp filter's KILL_PROCESS (a foreign-ABI call) can
+		// end PID 1 of a pid namespace with SIGSYS: the signal is forced,
+		// while a SIGSYS sent by a process of the jail is dropped for PID 1.
+		res.KillReason = KillSeccomp
 	case res.Signal == syscall.SIGXFSZ:
 		res.KillReason = KillFileSizeLimit
 	case res.Signal == syscall.SIGXCPU:
@@ -540,6 +579,98 @@ func (j *jail) expect(want byte) error {
 		return &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected message %d", typ)}
 	}
 	return nil
+}
+
+// awaitExec waits for the exec of python3: EOF on the sync socket. Before
+// it, when the jail has a seccomp filter, the init stage sends the filter's
+// listener (SCM_RIGHTS on msgSeccomp). It returns the listener, or -1.
+func (j *jail) awaitExec(wantListener bool) (listener int, err error) {
+	listener = -1
+	defer func() {
+		if err != nil && listener >= 0 {
+			unix.Close(listener)
+			listener = -1
+		}
+	}()
+	for {
+		typ, payload, fd, err := readMsgFd(j.sync)
+		if fd >= 0 {
+			if typ != msgSeccomp || listener >= 0 {
+				unix.Close(fd)
+				return -1, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected fd with message %d", typ)}
+			}
+			listener = fd
+			continue
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			if wantListener && listener < 0 {
+				return listener, &StageError{Stage: "seccomp", Msg: "the init stage exec'd without sending the filter's listener"}
+			}
+			return listener, nil
+		case err != nil:
+			return listener, j.initFailure("wait for exec", err)
+		case typ == msgError:
+			var se StageError
+			if json.Unmarshal(payload, &se) != nil {
+				return listener, &StageError{Stage: "init", Msg: string(payload)}
+			}
+			return listener, &se
+		default:
+			return listener, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected message %d", typ)}
+		}
+	}
+}
+
+// readMsgFd reads one message with recvmsg, so that an fd passed with it
+// (SCM_RIGHTS) is received rather than dropped by the kernel. fd is -1 when
+// none came.
+func readMsgFd(f *os.File) (typ byte, payload []byte, fd int, err error) {
+	fd = -1
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil, -1, err
+	}
+	var hdr [5]byte
+	oob := make([]byte, unix.CmsgSpace(4))
+	var n, oobn int
+	var rerr error
+	if err := rc.Read(func(s uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(s), hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
+		return rerr != unix.EAGAIN
+	}); err != nil {
+		return 0, nil, -1, err
+	}
+	if rerr != nil {
+		return 0, nil, -1, rerr
+	}
+	if oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil && len(msgs) > 0 {
+			if fds, perr := unix.ParseUnixRights(&msgs[0]); perr == nil && len(fds) > 0 {
+				fd = fds[0]
+				for _, extra := range fds[1:] {
+					unix.Close(extra)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return 0, nil, fd, io.EOF
+	}
+	if n < len(hdr) { // the init stage writes a header in one call
+		if _, err := io.ReadFull(f, hdr[n:]); err != nil {
+			return 0, nil, fd, err
+		}
+	}
+	size := binary.LittleEndian.Uint32(hdr[1:])
+	if size > maxMsg {
+		return 0, nil, fd, fmt.Errorf("message of %d bytes is too large", size)
+	}
+	payload = make([]byte, size)
+	if _, err := io.ReadFull(f, payload); err != nil {
+		return 0, nil, fd, err
+	}
+	return hdr[0], payload, fd, nil
 }
 
 // initFailure explains a broken conversation with the init stage, with

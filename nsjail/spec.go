@@ -2,6 +2,8 @@ package nsjail
 
 import (
 	"fmt"
+
+	"agentjail/seccomp"
 	"path"
 	"regexp"
 	"strings"
@@ -96,6 +98,10 @@ type Spec struct {
 	Env         map[string]string
 	Files       []File
 	Limits      Limits
+	// OnForbiddenSyscall is what a forbidden system call does: fail with
+	// EPERM and be reported (seccomp.ModeErrno, the default), or end the
+	// jail with KillSeccomp (seccomp.ModeKill).
+	OnForbiddenSyscall seccomp.Mode
 	// ReadOnlyMounts are extra host directories bound read-only, nosuid,
 	// nodev at the same path (for example a virtualenv). /usr is always bound.
 	ReadOnlyMounts []string
@@ -119,6 +125,9 @@ const MaxFilesBytes = 64 << 20
 func (s *Spec) Validate() error {
 	if err := s.Limits.Validate(); err != nil {
 		return err
+	}
+	if s.OnForbiddenSyscall != seccomp.ModeErrno && s.OnForbiddenSyscall != seccomp.ModeKill {
+		return fieldErr("on_forbidden_syscall", "must be \"errno\" or \"kill\"")
 	}
 	if s.ProgramName != "" && !validFileName(s.ProgramName) {
 		return fieldErr("program name", "%q must be a plain file name", s.ProgramName)

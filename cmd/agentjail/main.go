@@ -29,7 +29,8 @@ func main() {
 }
 
 const usage = `usage:
-  agentjail run    [--json] [limits] [--stdin FILE] [--file NAME=HOSTPATH]... (FILE.py | -c CODE | -)
+  agentjail run    [--json] [limits] [--on-forbidden-syscall errno|kill] [--stdin FILE]
+                   [--file NAME=HOSTPATH]... (FILE.py | -c CODE | -)
   agentjail check  [--json]
   agentjail version
 

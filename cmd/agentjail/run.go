@@ -15,6 +15,7 @@ import (
 
 	"agentjail/daemon"
 	"agentjail/nsjail"
+	"agentjail/seccomp"
 )
 
 // limitFlag is one limit flag of `agentjail run`, named like the JSON limit
@@ -91,6 +92,7 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 	fs.StringVar(&code, "c", "", "run CODE instead of a file")
 	fs.StringVar(&stdinPath, "stdin", "", "file whose bytes are the program's stdin (- for this process's stdin; default /dev/null)")
 	fs.StringVar(&python, "python", nsjail.DefaultPython, "host path of the interpreter (it must live under /usr)")
+	onForbidden := fs.String("on-forbidden-syscall", "errno", "errno: a forbidden system call fails with EPERM and is reported; kill: it ends the jail")
 	fs.Var(&files, "file", "NAME=HOSTPATH: copy a host file to /workspace/NAME before the program starts (repeatable)")
 	for _, lf := range limitFlags {
 		limitVals[lf.name] = fs.String(lf.name, "", lf.help)
@@ -120,6 +122,11 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 
 	s := &ra.spec
 	s.Python = python
+	mode, err := seccomp.ParseMode(*onForbidden)
+	if err != nil {
+		return nil, usagef("--on-forbidden-syscall: %q: want errno or kill", *onForbidden)
+	}
+	s.OnForbiddenSyscall = mode
 	s.Limits = nsjail.DefaultLimits()
 	for _, lf := range limitFlags {
 		if v := *limitVals[lf.name]; v != "" {

@@ -1,0 +1,32 @@
+package seccomp
+
+import (
+	_ "embed"
+	"fmt"
+	"sync"
+)
+
+// defaultBPF is DefaultPolicy compiled by libseccomp, as MarshalBinary
+// writes it. Shipping the compiled program keeps cgo and libseccomp out of
+// the agentjail binary (it is built static: it starts twice per run), while
+// the policy stays data: TestEmbeddedProgramIsCurrent compiles the policy
+// again and fails if this file is stale; `go test ./seccomp -run
+// TestEmbeddedProgramIsCurrent -update` regenerates it.
+//
+//go:embed default.bpf
+var defaultBPF []byte
+
+var embeddedProgram = sync.OnceValues(func() (*Program, error) {
+	p := new(Program)
+	if err := p.UnmarshalBinary(defaultBPF); err != nil {
+		return nil, fmt.Errorf("seccomp: embedded default program: %w", err)
+	}
+	return p, nil
+})
+
+// DefaultProgram is the compiled DefaultPolicy.
+func DefaultProgram() (*Program, error) { return embeddedProgram() }
+
+// DefaultProgramBytes is DefaultProgram as MarshalBinary encodes it, which is
+// how it travels to a jail's init stage.
+func DefaultProgramBytes() []byte { return defaultBPF }

@@ -1,0 +1,561 @@
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+//go:generate go run gen_sysnames.go
+
+// Action is what the filter does with a system call.
+type Action int
+
+const (
+	// Forbid: the call does not run. The filter returns
+	// SECCOMP_RET_USER_NOTIF; the supervisor counts it and answers EPERM (or
+	// kills the jail, in ModeKill). The zero value, so that a rule that
+	// forgets its action forbids.
+	Forbid Action = iota
+	// Allow: the call runs.
+	Allow
+	// Errno: the call fails with Rule.Errno and is not reported. Only for
+	// calls that libraries probe and fall back from (clone3 → clone).
+	Errno
+)
+
+func (a Action) String() string {
+	switch a {
+	case Forbid:
+		return "forbid"
+	case Allow:
+		return "allow"
+	case Errno:
+		return "errno"
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// Cond holds when (args[Arg] & Mask) == Value, compared on all 64 bits.
+// For an int-typed argument use Mask 0xffffffff: the kernel only looks at the
+// low 32 bits, so the filter must not look at more.
+type Cond struct {
+	Arg   uint   // argument index, 0..5
+	Mask  uint64 // bits of the argument that are compared; never 0
+	Value uint64 // the expected bits; no bit outside Mask
+}
+
+// Except lists values of one int-typed argument for which an unconditional
+// Allow rule forbids the call instead. The comparison is on the low 32 bits
+// of the argument, which is what the kernel sees: ioctl(fd, (0x123<<32)|TIOCSTI)
+// is TIOCSTI.
+type Except struct {
+	Arg    uint // argument index, 0..5
+	Values []uint32
+}
+
+// Rule decides one system call.
+type Rule struct {
+	Syscall string // x86_64 name, as in asm/unistd_64.h
+	Action  Action
+	// Errno is the error of an Errno rule (e.g. ENOSYS); unused otherwise.
+	Errno syscall.Errno
+	// When makes an Allow rule conditional: it allows only calls whose
+	// arguments meet every condition. Several conditional Allow rules of one
+	// system call are alternatives; a call that meets none is forbidden.
+	When []Cond
+	// Except makes an unconditional Allow rule forbid some argument values.
+	Except *Except
+}
+
+// Policy is a seccomp allowlist for x86_64. Every system call number up to
+// KnownThrough that the kernel defines (see SyscallName) is decided: by its
+// rules, or Forbid when it has none. Numbers above KnownThrough and numbers the
+// kernel does not define fail with ENOSYS, so that a C library that probes a
+// newer call falls back, as with runc. Foreign architectures (i386 `int 0x80`)
+// and the x32 ABI are killed (SECCOMP_RET_KILL_PROCESS) whatever the rules say.
+type Policy struct {
+	// KnownThrough is the highest x86_64 system call number that the rules
+	// were reviewed against. Raise it only after deciding every call up to it.
+	KnownThrough int
+	Rules        []Rule
+}
+
+// Mode is what a forbidden call does to the jail (CONTRACT.md,
+// on_forbidden_syscall). The filter is the same in both modes: the mode is
+// how the supervisor answers.
+type Mode int
+
+const (
+	// ModeErrno: a forbidden call fails with EPERM and is reported; the
+	// program may go on. The default.
+	ModeErrno Mode = iota
+	// ModeKill: the first forbidden call ends the jail (kill_reason "seccomp").
+	ModeKill
+)
+
+// ParseMode parses the contract's names "errno" and "kill".
+func ParseMode(s string) (Mode, error) {
+	switch s {
+	case "errno":
+		return ModeErrno, nil
+	case "kill":
+		return ModeKill, nil
+	}
+	return 0, fmt.Errorf("seccomp: unknown on_forbidden_syscall mode %q (want errno or kill)", s)
+}
+
+func (m Mode) String() string {
+	switch m {
+	case ModeErrno:
+		return "errno"
+	case ModeKill:
+		return "kill"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
+
+// MarshalText makes a Mode a JSON/TOML string.
+func (m Mode) MarshalText() ([]byte, error) {
+	if m != ModeErrno && m != ModeKill {
+		return nil, fmt.Errorf("seccomp: invalid mode %d", int(m))
+	}
+	return []byte(m.String()), nil
+}
+
+// UnmarshalText accepts "errno" and "kill".
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := ParseMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// SyscallName returns the x86_64 name of system call nr, or "" when the
+// kernel defines no such number.
+func SyscallName(nr int) string {
+	if nr < 0 || nr >= len(syscallNames) {
+		return ""
+	}
+	return syscallNames[nr]
+}
+
+// syscallNumber is the inverse of SyscallName.
+func syscallNumber(name string) (int, bool) {
+	nr, ok := syscallNumbers[name]
+	return nr, ok
+}
+
+var syscallNumbers = func() map[string]int {
+	m := make(map[string]int, len(syscallNames))
+	for nr, name := range syscallNames {
+		if name != "" {
+			m[name] = nr
+		}
+	}
+	return m
+}()
+
+// Validate reports the first rule that is malformed or that contradicts
+// another one (e.g. a call both allowed and forbidden).
+func (p *Policy) Validate() error {
+	if p.KnownThrough < 0 || p.KnownThrough >= len(syscallNames) {
+		return fmt.Errorf("seccomp: policy: KnownThrough %d outside the syscall table (0..%d)", p.KnownThrough, len(syscallNames)-1)
+	}
+	type seen struct {
+		uncond      *Rule
+		conditional bool
+		rules       int
+	}
+	bySyscall := map[string]*seen{}
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		where := fmt.Sprintf("seccomp: policy: rule %d (%s)", i, r.Syscall)
+		nr, ok := syscallNumber(r.Syscall)
+		if !ok {
+			return fmt.Errorf("%s: unknown x86_64 system call", where)
+		}
+		if nr > p.KnownThrough {
+			return fmt.Errorf("%s: number %d is above KnownThrough %d", where, nr, p.KnownThrough)
+		}
+		switch r.Action {
+		case Forbid, Allow:
+			if r.Errno != 0 {
+				return fmt.Errorf("%s: Errno set on a %s rule", where, r.Action)
+			}
+		case Errno:
+			if r.Errno <= 0 || r.Errno > 4095 {
+				return fmt.Errorf("%s: errno %d outside 1..4095", where, int(r.Errno))
+			}
+		default:
+			return fmt.Errorf("%s: invalid action %d", where, int(r.Action))
+		}
+		if len(r.When) > 0 && r.Action != Allow {
+			return fmt.Errorf("%s: conditions on a %s rule (only Allow rules may have them)", where, r.Action)
+		}
+		if len(r.When) > 0 && r.Except != nil {
+			return fmt.Errorf("%s: both When and Except", where)
+		}
+		args := map[uint]bool{}
+		for _, c := range r.When {
+			if c.Arg > 5 {
+				return fmt.Errorf("%s: argument index %d > 5", where, c.Arg)
+			}
+			if args[c.Arg] {
+				return fmt.Errorf("%s: two conditions on argument %d", where, c.Arg)
+			}
+			args[c.Arg] = true
+			if c.Mask == 0 {
+				return fmt.Errorf("%s: condition on argument %d has mask 0 (always true)", where, c.Arg)
+			}
+			if c.Value&^c.Mask != 0 {
+				return fmt.Errorf("%s: condition on argument %d can never hold (value %#x outside mask %#x)", where, c.Arg, c.Value, c.Mask)
+			}
+		}
+		if e := r.Except; e != nil {
+			if r.Action != Allow {
+				return fmt.Errorf("%s: Except on a %s rule", where, r.Action)
+			}
+			if e.Arg > 5 || len(e.Values) == 0 {
+				return fmt.Errorf("%s: Except needs an argument index 0..5 and values", where)
+			}
+		}
+
+		s := bySyscall[r.Syscall]
+		if s == nil {
+			s = &seen{}
+			bySyscall[r.Syscall] = s
+		}
+		s.rules++
+		if len(r.When) > 0 {
+			s.conditional = true
+		} else if s.uncond != nil {
+			return fmt.Errorf("%s: a second unconditional rule (already %s)", where, s.uncond.Action)
+		} else {
+			s.uncond = r
+		}
+		// libseccomp lets an unconditional rule swallow the conditional
+		// ones of the same call, so a mix never means what it says.
+		if s.uncond != nil && s.rules > 1 {
+			return fmt.Errorf("%s: %s together with other rules for the same call", where, s.uncond.Action)
+		}
+	}
+	for _, r := range p.Rules {
+		if r.Action == Allow {
+			return nil
+		}
+	}
+	return errEmptyPolicy
+}
+
+// rulesFor returns the rules of one system call.
+func (p *Policy) rulesFor(name string) []Rule {
+	var out []Rule
+	for _, r := range p.Rules {
+		if r.Syscall == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// decide is the policy's meaning for a native x86_64 call, as the seccomp
+// return value; the compiled filter must agree with it (compile_test.go).
+func (p *Policy) decide(nr int, args [6]uint64) uint32 {
+	name := SyscallName(nr)
+	if name == "" || nr > p.KnownThrough {
+		return retErrno | uint32(syscall.ENOSYS)
+	}
+	rules := p.rulesFor(name)
+	if len(rules) == 0 {
+		return retForbid
+	}
+	for _, r := range rules {
+		switch r.Action {
+		case Forbid:
+			return retForbid
+		case Errno:
+			return retErrno | uint32(r.Errno)
+		}
+		if r.Except != nil {
+			for _, v := range r.Except.Values {
+				if uint32(args[r.Except.Arg]) == v {
+					return retForbid
+				}
+			}
+		}
+		ok := true
+		for _, c := range r.When {
+			if args[c.Arg]&c.Mask != c.Value {
+				ok = false
+			}
+		}
+		if ok {
+			return retAllow
+		}
+	}
+	return retForbid
+}
+
+// Seccomp return values (linux/seccomp.h).
+const (
+	retKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS
+	retErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
+	retForbid      = 0x7fc00000 // SECCOMP_RET_USER_NOTIF: what Forbid compiles to
+	retAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
+)
+
+var errEmptyPolicy = errors.New("seccomp: policy allows nothing")
+
+// Linux x86_64 values used by the default policy, spelled out so that the
+// policy means the same whatever GOOS the package is built for.
+const (
+	afUnix  = 1  // AF_UNIX
+	afInet  = 2  // AF_INET
+	afInet6 = 10 // AF_INET6
+
+	sockStream   = 1   // SOCK_STREAM
+	sockDgram    = 2   // SOCK_DGRAM
+	sockTypeMask = 0xf // SOCK_TYPE_MASK: the rest are SOCK_NONBLOCK, SOCK_CLOEXEC
+
+	ipprotoIP     = 0  // IPPROTO_IP: the type's default protocol
+	ipprotoICMP   = 1  // IPPROTO_ICMP (ping sockets)
+	ipprotoTCP    = 6  // IPPROTO_TCP
+	ipprotoUDP    = 17 // IPPROTO_UDP
+	ipprotoICMPV6 = 58 // IPPROTO_ICMPV6
+
+	// cloneNewMask is every CLONE_NEW* flag: NEWNS|NEWCGROUP|NEWUTS|NEWIPC|
+	// NEWUSER|NEWPID|NEWNET|NEWTIME. CLONE_NEWTIME (0x80) lies in clone()'s
+	// exit-signal byte, where no valid signal has that bit.
+	cloneNewMask = 0x7e020080
+
+	tiocsti   = 0x5412 // TIOCSTI: push bytes into a terminal's input
+	tioclinux = 0x541c // TIOCLINUX: console selection, also pushes input
+
+	prSetSeccomp = 22 // PR_SET_SECCOMP
+
+	sIFMT   = 0o170000
+	sIFREG  = 0o100000
+	sIFIFO  = 0o010000
+	sIFSOCK = 0o140000
+
+	mask32 = 0xffffffff
+)
+
+func allow(names ...string) []Rule {
+	rules := make([]Rule, len(names))
+	for i, n := range names {
+		rules[i] = Rule{Syscall: n, Action: Allow}
+	}
+	return rules
+}
+
+func forbid(names ...string) []Rule {
+	rules := make([]Rule, len(names))
+	for i, n := range names {
+		rules[i] = Rule{Syscall: n, Action: Forbid}
+	}
+	return rules
+}
+
+// allowWhen allows name when argument arg, masked, is one of values.
+func allowWhen(name string, arg uint, mask uint64, values ...uint64) []Rule {
+	rules := make([]Rule, len(values))
+	for i, v := range values {
+		rules[i] = Rule{Syscall: name, Action: Allow, When: []Cond{{Arg: arg, Mask: mask, Value: v}}}
+	}
+	return rules
+}
+
+// DefaultPolicy returns the jail's policy: Docker's default profile (moby
+// profiles/seccomp/default.json, no capabilities) minus what attacks.md Part
+// A.1 forbids, minus calls that CPython, /bin/sh and their libraries never
+// make and that only add kernel surface. doc.go explains the decisions. The
+// caller may change the returned value; each call returns a fresh one.
+func DefaultPolicy() *Policy {
+	var r []Rule
+	add := func(rules ...[]Rule) {
+		for _, rs := range rules {
+			r = append(r, rs...)
+		}
+	}
+
+	add(
+		// Descriptors, files and directories.
+		allow("read", "write", "open", "close", "stat", "fstat", "lstat", "lseek",
+			"pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
+			"access", "faccessat", "faccessat2", "pipe", "pipe2", "dup", "dup2", "dup3",
+			"fcntl", "flock", "fsync", "fdatasync", "syncfs", "sync_file_range",
+			"truncate", "ftruncate", "fallocate", "fadvise64", "readahead",
+			"getdents", "getdents64", "getcwd", "chdir", "fchdir",
+			"rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "creat",
+			"link", "linkat", "unlink", "unlinkat", "symlink", "symlinkat", "readlink", "readlinkat",
+			"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "umask",
+			"openat", "openat2", "newfstatat", "statx", "statfs", "fstatfs",
+			"utime", "utimes", "futimesat", "utimensat",
+			"setxattr", "lsetxattr", "fsetxattr", "getxattr", "lgetxattr", "fgetxattr",
+			"listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr",
+			"setxattrat", "getxattrat", "listxattrat", "removexattrat",
+			"sendfile", "copy_file_range", "splice", "tee", "vmsplice", "close_range",
+			"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+			"memfd_create", "cachestat",
+		),
+		// ioctl: anything but pushing input into a terminal (TIOCSTI,
+		// TIOCLINUX; bubblewrap CVE-2017-5226, CVE-2019-10063).
+		[]Rule{{Syscall: "ioctl", Action: Allow, Except: &Except{Arg: 1, Values: []uint32{tiocsti, tioclinux}}}},
+		// mknod(at) for regular files, FIFOs (os.mkfifo) and sockets, never
+		// device nodes: without CAP_MKNOD the kernel refuses those too, but
+		// the filter names the attempt.
+		allowWhen("mknod", 1, sIFMT, 0, sIFREG, sIFIFO, sIFSOCK),
+		allowWhen("mknodat", 2, sIFMT, 0, sIFREG, sIFIFO, sIFSOCK),
+
+		// Memory.
+		allow("brk", "mmap", "mprotect", "munmap", "mremap", "msync", "mincore", "madvise",
+			"mlock", "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages",
+			"membarrier", "pkey_mprotect", "pkey_alloc", "pkey_free", "mseal", "map_shadow_stack"),
+
+		// Processes and threads. clone only without CLONE_NEW* flags (no
+		// nested namespaces); clone3 hides its flags in memory where the
+		// filter cannot read them, so it gets ENOSYS and glibc falls back to
+		// clone (with EPERM, Python's threads break).
+		[]Rule{{Syscall: "clone", Action: Allow, When: []Cond{{Arg: 0, Mask: cloneNewMask, Value: 0}}}},
+		[]Rule{{Syscall: "clone3", Action: Errno, Errno: syscall.ENOSYS}},
+		allow("fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid",
+			"set_tid_address", "set_robust_list", "get_robust_list", "rseq", "restart_syscall",
+			"arch_prctl", "gettid", "getpid", "getppid", "uname", "sysinfo",
+			"getrlimit", "setrlimit", "prlimit64", "getrusage", "times",
+			"getpriority", "setpriority", "sched_yield", "sched_setparam", "sched_getparam",
+			"sched_setscheduler", "sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
+			"sched_rr_get_interval", "sched_setaffinity", "sched_getaffinity", "sched_setattr", "sched_getattr",
+			"getcpu", "ioprio_set", "ioprio_get",
+			"pidfd_open", "pidfd_send_signal", "process_mrelease",
+			"landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self",
+		),
+		// prctl: anything but installing a seccomp filter (see seccomp below).
+		[]Rule{{Syscall: "prctl", Action: Allow, Except: &Except{Arg: 0, Values: []uint32{prSetSeccomp}}}},
+		// personality: only the values Docker allows (Linux, UNAME26,
+		// ADDR_NO_RANDOMIZE, both, and the 0xffffffff query).
+		allowWhen("personality", 0, mask32, 0, 0x8, 0x20000, 0x20008, 0xffffffff),
+
+		// Identity: allowed as in Docker; with no capabilities the kernel
+		// only lets the job switch between ids it already has.
+		allow("getuid", "getgid", "geteuid", "getegid", "getgroups", "getresuid", "getresgid",
+			"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+			"setfsuid", "setfsgid", "getpgid", "getpgrp", "setpgid", "getsid", "setsid",
+			"capget", "capset"),
+
+		// Signals, timers, clocks (reading only).
+		allow("rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigtimedwait",
+			"rt_sigqueueinfo", "rt_tgsigqueueinfo", "rt_sigsuspend", "sigaltstack",
+			"kill", "tkill", "tgkill", "pause", "alarm", "getitimer", "setitimer",
+			"signalfd", "signalfd4", "eventfd", "eventfd2",
+			"nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday", "time",
+			"timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
+			"timerfd_create", "timerfd_settime", "timerfd_gettime"),
+
+		// Waiting: futexes, poll, select, epoll (asyncio), Linux AIO.
+		allow("futex", "futex_waitv", "futex_wake", "futex_wait", "futex_requeue",
+			"poll", "ppoll", "select", "pselect6",
+			"epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2",
+			"io_setup", "io_destroy", "io_getevents", "io_pgetevents", "io_submit", "io_cancel"),
+
+		// Randomness.
+		allow("getrandom"),
+
+		// System V and POSIX IPC: both are per IPC namespace.
+		allow("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
+			"msgget", "msgsnd", "msgrcv", "msgctl",
+			"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+
+		// Sockets: operations on any socket the job holds; creation below.
+		allow("connect", "accept", "accept4", "bind", "listen", "shutdown",
+			"sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
+			"getsockname", "getpeername", "setsockopt", "getsockopt"),
+		// socket: AF_UNIX with any type; AF_INET and AF_INET6 for TCP, UDP
+		// and ping (inetSocket). Every other family is forbidden: AF_VSOCK
+		// reaches the host, AF_NETLINK the kernel's subsystems, AF_PACKET and
+		// AF_ALG are old exploit targets.
+		[]Rule{{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: mask32, Value: afUnix}}}},
+		inetSocket(afInet, ipprotoICMP), inetSocket(afInet6, ipprotoICMPV6),
+		// socketpair goes through the same protocol lookup (and module
+		// autoload) before failing for anything but AF_UNIX.
+		allowWhen("socketpair", 0, mask32, afUnix),
+	)
+
+	// Explicitly forbidden: attacks.md and Docker's reasons. Validate
+	// refuses a policy that both allows and forbids a call, so a later edit
+	// cannot re-open one of these by adding it to a list above.
+	add(
+		// Debugging other processes (P04): reads and writes their memory,
+		// and (before 4.8) could rewrite a filtered syscall.
+		forbid("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise"),
+		// Namespaces (P05, P06).
+		forbid("unshare", "setns"),
+		// Mounts, old and new API (F14), root changes (F15), file handles (F16).
+		forbid("mount", "umount2", "pivot_root", "chroot",
+			"fsopen", "fsconfig", "fsmount", "fspick", "open_tree", "open_tree_attr", "move_mount",
+			"mount_setattr", "statmount", "listmount", "listns",
+			"open_by_handle_at", "name_to_handle_at"),
+		// Kernel keyring: not namespaced (P07).
+		forbid("keyctl", "add_key", "request_key"),
+		// Kernel programs, tracing, io_uring (whose operations bypass seccomp),
+		// userfaultfd (a race amplifier for kernel exploits) (P08–P11).
+		forbid("bpf", "perf_event_open", "io_uring_setup", "io_uring_enter", "io_uring_register",
+			"userfaultfd", "uprobe", "uretprobe", "lookup_dcookie"),
+		// Modules, kexec, reboot (P12, P13).
+		forbid("init_module", "finit_module", "delete_module", "create_module", "get_kernel_syms", "query_module",
+			"kexec_load", "kexec_file_load", "reboot"),
+		// Host-wide state that namespaces do not cover (P14, P15).
+		forbid("sethostname", "setdomainname", "clock_settime", "clock_adjtime", "settimeofday", "adjtimex",
+			"swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "syslog", "vhangup", "sync",
+			"_sysctl", "ustat", "sysfs", "nfsservctl", "uselib"),
+		// Hardware and x86 oddities.
+		forbid("iopl", "ioperm", "modify_ldt", "set_thread_area", "get_thread_area"),
+		// NUMA placement (CAP_SYS_NICE in Docker), fanotify, secret memory, LSM attributes.
+		forbid("mbind", "set_mempolicy", "get_mempolicy", "set_mempolicy_home_node", "migrate_pages", "move_pages",
+			"fanotify_init", "fanotify_mark", "memfd_secret",
+			"lsm_get_self_attr", "lsm_set_self_attr", "lsm_list_modules"),
+		// Numbers Linux reserves but does not implement, and the newest
+		// calls that nothing in the jail uses yet (file attributes through a
+		// path, 6.17; time-slice extension, 6.19).
+		forbid("getpmsg", "putpmsg", "afs_syscall", "tuxcall", "security", "epoll_ctl_old", "epoll_wait_old",
+			"vserver", "file_getattr", "file_setattr", "rseq_slice_yield"),
+		// Installing a seccomp filter. Our forbidden action is USER_NOTIF
+		// and the newest filter wins among equal actions: once our listener
+		// is closed (the kernel refuses a second listener only while it is
+		// open), a nested filter with its own listener could answer
+		// CONTINUE and run any forbidden call. Any nested filter could also
+		// turn a reported denial into a silent one.
+		// prctl(PR_SET_SECCOMP) is refused by the prctl rule above.
+		forbid("seccomp"),
+	)
+	return &Policy{KnownThrough: 471, Rules: r}
+}
+
+// inetSocket allows socket(family, type, protocol) for TCP and UDP (with the
+// type's default protocol or named) and ping sockets, whatever the
+// SOCK_NONBLOCK/SOCK_CLOEXEC flags. Raw sockets and any other protocol are
+// forbidden: an unregistered protocol makes the kernel load a module (SCTP,
+// DCCP: attacks.md P12), and raw sockets are only a missing capability away
+// from working (N04).
+func inetSocket(family, ping uint64) []Rule {
+	var rules []Rule
+	for _, tp := range []struct {
+		typ    uint64
+		protos []uint64
+	}{
+		{sockStream, []uint64{ipprotoIP, ipprotoTCP}},
+		{sockDgram, []uint64{ipprotoIP, ipprotoUDP, ping}},
+	} {
+		for _, proto := range tp.protos {
+			rules = append(rules, Rule{Syscall: "socket", Action: Allow, When: []Cond{
+				{Arg: 0, Mask: mask32, Value: family},
+				{Arg: 1, Mask: sockTypeMask, Value: tp.typ},
+				{Arg: 2, Mask: mask32, Value: proto},
+			}})
+		}
+	}
+	return rules
+}

@@ -32,6 +32,9 @@ func Init() {
 	// Capabilities, the cgroup namespace and the seccomp filter are
 	// per-thread: everything from here to execve runs on this one thread.
 	runtime.LockOSThread()
+	// Nothing of the jail may read or ptrace this stage while it holds
+	// capabilities (CVE-2019-5736's lesson; python3's exec resets it).
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	c := fdConn(syncFd)
 	typ, payload, err := readMsg(c)
 	if err != nil || typ != msgConfig {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"agentjail/internal/systest"
 	"agentjail/seccomp"
 )
 
@@ -365,4 +366,55 @@ print(len(os.listdir("/")) > 0, random.random() < 1, time.monotonic() > 0)`, nil
 	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
 	assert.Equal(t, "[0, 1, 4, 9, 16]\nsh\n[(1,)]\n{\"a\": [1, 2]} bb 3.3\nTrue e3b0c442\nssl ok\nasyncio ok\n1\nb'ping'\nTrue True True\n", string(res.Stdout))
 	assert.Nil(t, res.Seccomp, "ordinary Python makes no forbidden call")
+}
+
+// TestHostSeesNoLeakedFds looks at the running jail from the host, as runc's
+// "detect fd leak" test does: every fd of the jailed process must be on the
+// allowlist (stdin, two pipes), and its cwd and root must be the jail's.
+func TestHostSeesNoLeakedFds(t *testing.T) {
+	r := testRunner(t)
+	type out struct {
+		res *Result
+		err error
+	}
+	done := make(chan out, 1)
+	id := NewID()
+	go func() {
+		res, err := r.Run(t.Context(), &Spec{ID: id, Program: []byte("import time; print('up', flush=True); time.sleep(2)"), Limits: DefaultLimits()})
+		done <- out{res, err}
+	}()
+	// Find the jail's PID 1 on the host: the process of this run's cgroup.
+	var pid int
+	deadline := time.Now().Add(3 * time.Second)
+	for pid == 0 && time.Now().Before(deadline) {
+		for _, d := range systest.CgroupDirs(id) {
+			b, _ := os.ReadFile(d + "/cgroup.procs")
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				fmt.Sscan(f[0], &pid)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NotZero(t, pid, "jail process not found")
+	time.Sleep(300 * time.Millisecond) // past the exec of python3
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	require.NoError(t, err)
+	var fds []string
+	for _, e := range ents {
+		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+		fds = append(fds, e.Name()+" "+l)
+	}
+	require.Len(t, fds, 3, "only stdio: %q", fds)
+	assert.Equal(t, "0 /dev/null", fds[0])
+	assert.Regexp(t, `^1 pipe:\[\d+\]$`, fds[1])
+	assert.Regexp(t, `^2 pipe:\[\d+\]$`, fds[2])
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	assert.Equal(t, "/usr/bin/python3.11", exe, "PID 1 is python3, not agentjail")
+	cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
+	assert.Equal(t, "/workspace", cwd)
+	root, _ := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
+	assert.Equal(t, "/", root, "its root is its own pivot_root")
+	o := <-done
+	require.NoError(t, o.err)
+	assert.Equal(t, StatusOK, o.res.Status)
 }

@@ -287,6 +287,19 @@ func (g *Group) readBaseline() error {
 }
 
 // readOOM reads the OOM counters: v1 memory.oom_control, v2 memory.events.
+// OOMKills is the number of processes the kernel's OOM killer killed in the
+// group since Attach: one small read, for a caller that saw OOMEvents fire
+// and needs the kernel's own evidence (the event comes when the group
+// enters OOM, before the killer has picked a victim).
+func (g *Group) OOMKills() (int64, error) {
+	var buf [512]byte
+	ev, err := g.readOOM(buf[:])
+	if err != nil {
+		return 0, err
+	}
+	return oomKillsSince(g.baseOOM, ev), nil
+}
+
 func (g *Group) readOOM(buf []byte) (memEvents, error) {
 	if g.m.version == V1 {
 		p := filepath.Join(g.memDir, "memory.oom_control")

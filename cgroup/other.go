@@ -30,3 +30,4 @@ func (g *Group) Stats() (Stats, error)                      { return Stats{}, Er
 func (g *Group) Kill() error                                { return ErrUnsupported }
 func (g *Group) Delete() error                              { return nil }
 func (g *Group) OOMEvents() (<-chan struct{}, error)        { return nil, ErrUnsupported }
+func (g *Group) OOMKills() (int64, error)                   { return 0, ErrUnsupported }

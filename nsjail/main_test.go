@@ -57,7 +57,7 @@ func jailRun(t *testing.T, code string, mod func(*Spec)) *Result {
 	systest.NoLeftovers(t, res.HostUID, s.ID, mounts)
 	if t.Failed() || testing.Verbose() {
 		t.Logf("status=%s exit=%d reason=%q wall=%v cpu=%v peak=%d\nstdout: %s\nstderr: %s",
-			res.Status, res.ExitCode, res.KillReason, res.WallTime, res.CPUTime, res.PeakMemoryBytes, trim(res.Stdout), trim(res.Stderr))
+			res.Status, res.ExitCode, string(res.KillReason), res.WallTime, res.CPUTime, res.PeakMemoryBytes, trim(res.Stdout), trim(res.Stderr))
 	}
 	return res
 }

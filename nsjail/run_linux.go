@@ -433,13 +433,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		// cgroup v1 has no memory.oom.group: when the OOM killer picks
 		// any process of the jail, end the whole jail.
 		if oom, err := j.cg.OOMEvents(); err == nil {
-			go func() {
-				select {
-				case <-oom:
-					j.kill(KillMemoryLimit)
-				case <-done:
-				}
-			}()
+			go j.watchOOM(oom, done)
 		}
 	}
 
@@ -530,6 +524,38 @@ func (res *Result) decide(ws syscall.WaitStatus, recorded KillReason) {
 	}
 	if res.KillReason != KillNone {
 		res.Status = StatusKilled
+	}
+}
+
+// watchOOM ends the whole jail once the kernel's OOM killer has killed a
+// process of it (cgroup v1). The event fires when the group enters OOM,
+// before the killer acts; killing at once would beat the kernel, which then
+// skips its kill, and "memory_limit" would rest on no OOM kill at all. So it
+// waits for the kernel's counter to rise. If it does not (the group left OOM
+// without a kill), nothing is killed: only the kernel's kill is evidence.
+func (j *jail) watchOOM(oom <-chan struct{}, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case _, ok := <-oom:
+			if !ok {
+				return
+			}
+		}
+		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+			if n, err := j.cg.OOMKills(); err != nil {
+				return
+			} else if n > 0 {
+				j.kill(KillMemoryLimit)
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
 	}
 }
 

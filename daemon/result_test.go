@@ -37,8 +37,9 @@ func TestResultJSONShape(t *testing.T) {
 	assert.Equal(t, map[string]any{"syscall": "ptrace", "number": float64(101),
 		"calls": []any{map[string]any{"syscall": "ptrace", "number": float64(101), "count": float64(2)}}}, m["seccomp"])
 	assert.Equal(t, []any{}, m["files"])
-	require.Len(t, m["feedback"], 1)
+	require.Len(t, m["feedback"], 2, "the kill, then the refused call")
 	assert.Contains(t, m["feedback"].([]any)[0], "memory limit of 256.0 MiB")
+	assert.Contains(t, m["feedback"].([]any)[1], "ptrace failed with EPERM")
 
 	// Unknown peak is null; a clean run has no feedback and a null seccomp.
 	ok := FromJail(&nsjail.Result{Status: nsjail.StatusOK, PeakMemoryBytes: -1, PidsPeak: 3})

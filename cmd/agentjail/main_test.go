@@ -118,3 +118,32 @@ func TestRunJSON(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Equal(t, "from stdin\n", stdout)
 }
+
+func TestCheck(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
+	code, stdout, _ := run(t, "", "check", "--json")
+	require.Equal(t, 0, code, stdout)
+	var rep checkReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	assert.True(t, rep.OK)
+	assert.Contains(t, []string{"v1", "v2"}, rep.Cgroup)
+	for _, c := range []string{"memory", "pids", "cpu"} {
+		assert.Contains(t, rep.Controllers, c)
+	}
+	names := map[string]bool{}
+	for _, c := range rep.Checks {
+		names[c.Name] = true
+		assert.True(t, c.OK, "%s: %s", c.Name, c.Detail)
+	}
+	for _, n := range []string{"root", "user namespaces", "cgroups", "peak memory", "seccomp", "python", "trial run"} {
+		assert.True(t, names[n], "check %q is reported", n)
+	}
+	code, stdout, _ = run(t, "", "check")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stdout, "this host can run jails")
+
+	// A missing interpreter is named, with a failing exit status.
+	code, stdout, _ = run(t, "", "check", "--python", "/no/such/python3")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "FAIL python")
+}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"agentjail/daemon"
 	"agentjail/nsjail"
 	"agentjail/seccomp"
@@ -272,7 +274,7 @@ func summary(r *nsjail.Result) string {
 	case nsjail.StatusKilled:
 		fmt.Fprintf(&b, "killed (%s)", string(r.KillReason))
 	case nsjail.StatusSignaled:
-		fmt.Fprintf(&b, "signal %s", daemon.FromJail(r).Signal)
+		fmt.Fprintf(&b, "signal %s", unix.SignalName(r.Signal))
 	default:
 		fmt.Fprintf(&b, "exit %d", r.ExitCode)
 	}

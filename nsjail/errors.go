@@ -3,7 +3,6 @@ package nsjail
 import (
 	"errors"
 	"fmt"
-	"io"
 	"syscall"
 )
 
@@ -52,5 +51,3 @@ func stageErr(stage string, err error) *StageError {
 	e.Msg = err.Error()
 	return e
 }
-
-var errEOF = io.EOF

@@ -3,6 +3,7 @@ package nsjail
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -78,7 +79,7 @@ func (c fdConn) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		if n == 0 && len(p) > 0 {
-			return 0, errEOF
+			return 0, io.EOF
 		}
 		return n, nil
 	}
@@ -202,16 +203,20 @@ func bindReadOnly(src, dst string, extra uintptr) error {
 // inside a user namespace must repeat.
 func lockedFlags(f int64) uintptr {
 	var m uintptr
-	for st, ms := range map[int64]uintptr{
-		unix.ST_NOEXEC: unix.MS_NOEXEC, unix.ST_NOATIME: unix.MS_NOATIME,
-		unix.ST_NODIRATIME: unix.MS_NODIRATIME, unix.ST_RELATIME: unix.MS_RELATIME,
-		unix.ST_NOSUID: unix.MS_NOSUID, unix.ST_NODEV: unix.MS_NODEV,
-	} {
-		if f&st != 0 {
-			m |= ms
+	for _, p := range statfsToMount {
+		if f&p.st != 0 {
+			m |= p.ms
 		}
 	}
 	return m
+}
+
+var statfsToMount = []struct {
+	st int64
+	ms uintptr
+}{
+	{unix.ST_NOEXEC, unix.MS_NOEXEC}, {unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME},
+	{unix.ST_RELATIME, unix.MS_RELATIME}, {unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV},
 }
 
 // The jail's /etc: its own user and host names, and name lookups from
@@ -418,12 +423,11 @@ func loopbackUp() error {
 //
 // It returns only on failure.
 func execPython(c fdConn, cfg *initConfig) error {
-	var filter *seccomp.Program
-	if cfg.Seccomp != nil { // decoded first: no allocation after Install
-		filter = new(seccomp.Program)
-		if err := filter.UnmarshalBinary(cfg.Seccomp); err != nil {
-			return stageErr("decode seccomp filter", err)
-		}
+	// Decoded first: no allocation after Install. A jail never runs
+	// without its filter.
+	filter := new(seccomp.Program)
+	if err := filter.UnmarshalBinary(cfg.Seccomp); err != nil || len(filter.Instructions) == 0 {
+		return &StageError{Stage: "decode seccomp filter", Msg: fmt.Sprint("no usable filter: ", err)}
 	}
 	if err := step("unshare cgroup namespace", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 		return err
@@ -434,26 +438,20 @@ func execPython(c fdConn, cfg *initConfig) error {
 	if err := step("close_range", unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)); err != nil {
 		return err
 	}
-	if filter == nil {
-		if err := step("no_new_privs", unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)); err != nil {
-			return err
-		}
-	} else {
-		// no_new_privs and the filter. From here this thread may only make
-		// calls the policy allows (sendmsg, close, execve: seccomp's
-		// TestPolicyAllowsInitTail), and the listener must never reach the
-		// jail: whoever holds it could let forbidden calls run.
-		listener, err := seccomp.Install(filter)
-		if err != nil {
-			return stageErr("seccomp", err)
-		}
-		var hdr [5]byte
-		hdr[0] = msgSeccomp
-		err = unix.Sendmsg(int(c), hdr[:], unix.UnixRights(listener), nil, 0)
-		unix.Close(listener)
-		if err != nil {
-			return stageErr("send seccomp listener", err)
-		}
+	// no_new_privs and the filter (Install sets both). From here this
+	// thread may only make calls the policy allows (sendmsg, close, execve:
+	// seccomp's TestPolicyAllowsInitTail), and the listener must never
+	// reach the jail: whoever holds it could let forbidden calls run.
+	listener, err := seccomp.Install(filter)
+	if err != nil {
+		return stageErr("seccomp", err)
+	}
+	var hdr [5]byte
+	hdr[0] = msgSeccomp
+	err = unix.Sendmsg(int(c), hdr[:], unix.UnixRights(listener), nil, 0)
+	unix.Close(listener)
+	if err != nil {
+		return stageErr("send seccomp listener", err)
 	}
 	return step("exec "+cfg.Argv[0], unix.Exec(cfg.Argv[0], cfg.Argv, cfg.Env))
 }

@@ -60,7 +60,7 @@ func TestIdentityAndCapabilities(t *testing.T) {
 	res := jailRun(t, `import os
 st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
 print(os.getuid(), os.geteuid(), os.getgid(), os.getegid(), os.getgroups())
-for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs"): print(k, st[k].strip())
+for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"): print(k, st[k].strip())
 print(open("/proc/self/uid_map").read().split(), open("/proc/self/gid_map").read().split(), open("/proc/self/setgroups").read().strip())
 print(open("/proc/self/cgroup").read().strip().splitlines()[-1])`, nil)
 	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
@@ -70,6 +70,10 @@ print(open("/proc/self/cgroup").read().strip().splitlines()[-1])`, nil)
 		assert.Contains(t, out, k+" 0000000000000000\n")
 	}
 	assert.Contains(t, out, "NoNewPrivs 1\n")
+	// The shared test Runner leaves Runner.Seccomp nil: nil must mean the
+	// default filter, never none.
+	require.Nil(t, testRunner(t).Seccomp)
+	assert.Contains(t, out, "Seccomp 2\n")
 	uid := fmt.Sprint(res.HostUID)
 	assert.Contains(t, out, fmt.Sprintf("['1000', '%s', '1'] ['1000', '%s', '1'] deny", uid, uid))
 	assert.NotEqual(t, uint32(0), res.HostUID)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
 )
 
 // The kill-reason matrix: each reason is provoked and must be named from
@@ -184,4 +186,18 @@ for _ in range(3):
 x = b"\x01" * (50 << 20); time.sleep(1)
 for k in kids: os.waitpid(k, 0)`, nil)
 	assert.GreaterOrEqual(t, multi.PeakMemoryBytes, int64(200<<20))
+}
+
+// The CPU bandwidth limit (Limits.CPUs, 1 by default) holds: three
+// processes spinning for a second of wall time on this 2-CPU host get one
+// CPU-second between them, not two (attacks.md R13).
+func TestCPUQuotaHolds(t *testing.T) {
+	systest.Require(t, systest.MultiCPU)
+	res := jailRun(t, `import os
+for _ in range(2):
+    if os.fork() == 0: break
+while True: pass`, func(s *Spec) { s.Limits.WallTime = time.Second })
+	assert.Equal(t, KillWallTimeout, res.KillReason)
+	assert.Less(t, res.CPUTime, 1250*time.Millisecond, "at most one CPU (plus one CFS period of slack)")
+	assert.Greater(t, res.CPUTime, 700*time.Millisecond, "and it did get one CPU")
 }

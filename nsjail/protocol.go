@@ -100,7 +100,7 @@ type initConfig struct {
 	Argv     []string // argv of python3; Argv[0] is the path inside the jail
 	Env      []string
 	Rlimits  []initRlimit
-	Seccomp  []byte // the filter (seccomp.Program.MarshalBinary); nil: none (tests of the jail without it only)
+	Seccomp  []byte // the filter (seccomp.Program.MarshalBinary); always present
 }
 
 type initLink struct{ Path, Target string }

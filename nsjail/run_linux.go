@@ -55,8 +55,7 @@ func NewRunner() (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
-	r := &Runner{Cgroups: cg, UIDs: &UIDRange{Base: DefaultUIDBase, Size: DefaultUIDSize}, Exe: "/proc/self/exe", RootDir: DefaultRootDir,
-		Seccomp: seccomp.DefaultProgramBytes()}
+	r := &Runner{Cgroups: cg, UIDs: &UIDRange{Base: DefaultUIDBase, Size: DefaultUIDSize}, Exe: "/proc/self/exe", RootDir: DefaultRootDir}
 	if err := r.UIDs.Validate(os.Getuid()); err != nil {
 		return nil, err
 	}
@@ -92,45 +91,42 @@ var runtimeBinds = []string{"/usr"}
 
 // CheckPython tells whether py can be a jail's interpreter with the
 // default binds.
-func (r *Runner) CheckPython(py string) error { return r.checkPython(py, runtimeBinds) }
+func CheckPython(py string) error { return checkPython(py, runtimeBinds) }
+
+// pythonOK caches the interpreters that passed checkPython, keyed by path
+// and binds. Failures are not cached: an operator may fix the path while a
+// daemon runs.
+var pythonOK sync.Map
 
 // checkPython makes sure the interpreter resolves, on the host, to an
 // executable file inside the directories the jail binds (so that it
-// resolves the same way inside). Checked once per path.
-func (r *Runner) checkPython(py string, binds []string) error {
+// resolves the same way inside).
+func checkPython(py string, binds []string) error {
 	key := py + "\x00" + strings.Join(binds, "\x00")
-	r.pyMu.Lock()
-	defer r.pyMu.Unlock()
-	if err, ok := r.pyCheck[key]; ok {
-		return err
+	if _, ok := pythonOK.Load(key); ok {
+		return nil
 	}
-	err := func() error {
-		if !filepath.IsAbs(py) {
-			return fmt.Errorf("python %q: must be an absolute path", py)
-		}
-		real, err := filepath.EvalSymlinks(py)
-		if err != nil {
-			return fmt.Errorf("python %q: %w", py, err)
-		}
-		st, err := os.Stat(real)
-		if err != nil {
-			return fmt.Errorf("python %q: %w", py, err)
-		}
-		if !st.Mode().IsRegular() || st.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("python %q: %s is not a file executable by others", py, real)
-		}
-		for _, b := range binds {
-			if within(py, b) && within(real, b) {
-				return nil
-			}
-		}
-		return fmt.Errorf("python %q (%s) is outside the directories bound into the jail (%s); add its directory to the read-only mounts", py, real, strings.Join(binds, ", "))
-	}()
-	if r.pyCheck == nil {
-		r.pyCheck = map[string]error{}
+	if !filepath.IsAbs(py) {
+		return fmt.Errorf("python %q: must be an absolute path", py)
 	}
-	r.pyCheck[key] = err
-	return err
+	real, err := filepath.EvalSymlinks(py)
+	if err != nil {
+		return fmt.Errorf("python %q: %w", py, err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("python %q: %w", py, err)
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("python %q: %s is not a file executable by others", py, real)
+	}
+	for _, b := range binds {
+		if within(py, b) && within(real, b) {
+			pythonOK.Store(key, true)
+			return nil
+		}
+	}
+	return fmt.Errorf("python %q (%s) is outside the directories bound into the jail (%s); add its directory to the read-only mounts", py, real, strings.Join(binds, ", "))
 }
 
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
@@ -156,7 +152,7 @@ var baseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "
 
 func (r *Runner) initConfig(s *Spec) (*initConfig, error) {
 	binds := append(append([]string{}, runtimeBinds...), s.ReadOnlyMounts...)
-	if err := r.checkPython(s.Python, binds); err != nil {
+	if err := checkPython(s.Python, binds); err != nil {
 		return nil, err
 	}
 	env := append([]string{}, baseEnv...)
@@ -180,7 +176,7 @@ func (r *Runner) initConfig(s *Spec) (*initConfig, error) {
 		CodeName: name,
 		Argv:     []string{s.Python, "-I", "-u", "/code/" + name},
 		Env:      env,
-		Seccomp:  r.Seccomp,
+		Seccomp:  r.seccomp(),
 		Rlimits: []initRlimit{
 			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
 			{unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)},
@@ -188,6 +184,14 @@ func (r *Runner) initConfig(s *Spec) (*initConfig, error) {
 			{unix.RLIMIT_CPU, cpuSoft, cpuSoft + 1},
 		},
 	}, nil
+}
+
+// seccomp is the filter for every jail: the Runner's, or the default.
+func (r *Runner) seccomp() []byte {
+	if r.Seccomp != nil {
+		return r.Seccomp
+	}
+	return seccomp.DefaultProgramBytes()
 }
 
 // setupTimeout bounds the init stage's set-up (a few milliseconds normally).
@@ -209,9 +213,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 	if spec.Python == "" {
 		spec.Python = DefaultPython
 	}
-	if spec.Limits == (Limits{}) {
-		spec.Limits = DefaultLimits()
-	}
+	spec.Limits = spec.Limits.withDefaults()
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -388,7 +390,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	if err := writeMsg(j.sync, msgGo, nil); err != nil {
 		return nil, j.initFailure("send go", err)
 	}
-	listener, err := j.awaitExec(cfg.Seccomp != nil)
+	listener, err := j.awaitExec()
 	if err != nil {
 		return nil, err
 	}
@@ -397,19 +399,15 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	supervised := make(chan struct{})
 	supCtx, stopSupervising := context.WithCancel(context.Background())
 	defer stopSupervising()
-	if listener >= 0 {
-		mode := j.spec.OnForbiddenSyscall
-		go func() {
-			defer close(supervised)
-			_ = seccomp.Supervise(supCtx, listener, mode, violations, func(seccomp.Violation) {
-				if mode == seccomp.ModeKill {
-					j.kill(KillSeccomp)
-				}
-			})
-		}()
-	} else {
-		close(supervised)
-	}
+	mode := j.spec.OnForbiddenSyscall
+	go func() {
+		defer close(supervised)
+		_ = seccomp.Supervise(supCtx, listener, mode, violations, func(seccomp.Violation) {
+			if mode == seccomp.ModeKill {
+				j.kill(KillSeccomp)
+			}
+		})
+	}()
 
 	// From here on every path waits for the jail to end.
 	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}
@@ -584,22 +582,15 @@ func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{})
 	}
 }
 
-// expect reads the next message from the init stage: want, or EOF when
-// want is 0. A msgError becomes the stage error it carries.
+// expect reads the next message from the init stage, which must be want.
+// A msgError becomes the stage error it carries.
 func (j *jail) expect(want byte) error {
 	typ, payload, err := readMsg(j.sync)
-	if want == 0 && errors.Is(err, io.EOF) {
-		return nil
-	}
 	if err != nil {
 		return j.initFailure("wait for init stage", err)
 	}
 	if typ == msgError {
-		var se StageError
-		if json.Unmarshal(payload, &se) != nil {
-			return &StageError{Stage: "init", Msg: string(payload)}
-		}
-		return &se
+		return decodeStageError(payload)
 	}
 	if typ != want {
 		return &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected message %d", typ)}
@@ -607,10 +598,19 @@ func (j *jail) expect(want byte) error {
 	return nil
 }
 
+// decodeStageError is the StageError a msgError carries.
+func decodeStageError(payload []byte) *StageError {
+	var se StageError
+	if json.Unmarshal(payload, &se) != nil {
+		return &StageError{Stage: "init", Msg: string(payload)}
+	}
+	return &se
+}
+
 // awaitExec waits for the exec of python3: EOF on the sync socket. Before
-// it, when the jail has a seccomp filter, the init stage sends the filter's
-// listener (SCM_RIGHTS on msgSeccomp). It returns the listener, or -1.
-func (j *jail) awaitExec(wantListener bool) (listener int, err error) {
+// it the init stage sends the seccomp filter's listener (SCM_RIGHTS on
+// msgSeccomp), which it returns.
+func (j *jail) awaitExec() (listener int, err error) {
 	listener = -1
 	defer func() {
 		if err != nil && listener >= 0 {
@@ -630,18 +630,14 @@ func (j *jail) awaitExec(wantListener bool) (listener int, err error) {
 		}
 		switch {
 		case errors.Is(err, io.EOF):
-			if wantListener && listener < 0 {
+			if listener < 0 {
 				return listener, &StageError{Stage: "seccomp", Msg: "the init stage exec'd without sending the filter's listener"}
 			}
 			return listener, nil
 		case err != nil:
 			return listener, j.initFailure("wait for exec", err)
 		case typ == msgError:
-			var se StageError
-			if json.Unmarshal(payload, &se) != nil {
-				return listener, &StageError{Stage: "init", Msg: string(payload)}
-			}
-			return listener, &se
+			return listener, decodeStageError(payload)
 		default:
 			return listener, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected message %d", typ)}
 		}

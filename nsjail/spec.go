@@ -57,6 +57,30 @@ func fieldErr(field, format string, a ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
+// withDefaults fills each zero field with its default (CONTRACT §3:
+// omitted limits take the defaults); a negative one stays, for Validate.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	for _, f := range []struct{ v, def *int64 }{
+		{&l.MemoryBytes, &d.MemoryBytes}, {&l.Pids, &d.Pids}, {&l.OutputBytes, &d.OutputBytes}, {&l.TmpBytes, &d.TmpBytes},
+		{&l.OpenFiles, &d.OpenFiles}, {&l.FileSizeBytes, &d.FileSizeBytes},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.def
+		}
+	}
+	if l.WallTime == 0 {
+		l.WallTime = d.WallTime
+	}
+	if l.CPUTime == 0 {
+		l.CPUTime = d.CPUTime
+	}
+	if l.CPUs == 0 {
+		l.CPUs = d.CPUs
+	}
+	return l
+}
+
 // Validate checks that every limit is usable.
 func (l Limits) Validate() error {
 	switch {
@@ -97,7 +121,7 @@ type Spec struct {
 	Stdin       []byte // nil: stdin is /dev/null
 	Env         map[string]string
 	Files       []File
-	Limits      Limits
+	Limits      Limits // zero fields take DefaultLimits' values
 	// OnForbiddenSyscall is what a forbidden system call does: fail with
 	// EPERM and be reported (seccomp.ModeErrno, the default), or end the
 	// jail with KillSeccomp (seccomp.ModeKill).

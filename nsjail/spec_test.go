@@ -1,8 +1,10 @@
 package nsjail
 
 import (
+	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,4 +146,25 @@ func TestCapture(t *testing.T) {
 	c = &capture{limit: 4, onLimit: func() { t.Fatal("exactly the limit is not past it") }}
 	c.add(0, []byte("1234"))
 	assert.False(t, c.truncated[0])
+}
+
+func TestLimitsWithDefaults(t *testing.T) {
+	assert.Equal(t, DefaultLimits(), Limits{}.withDefaults())
+	l := Limits{MemoryBytes: 64 << 20, WallTime: time.Second, Pids: -1}.withDefaults()
+	assert.Equal(t, int64(64<<20), l.MemoryBytes, "a given limit stays")
+	assert.Equal(t, time.Second, l.WallTime)
+	assert.Equal(t, DefaultLimits().CPUTime, l.CPUTime, "an omitted limit takes its default")
+	assert.Equal(t, DefaultLimits().OutputBytes, l.OutputBytes)
+	assert.Equal(t, int64(-1), l.Pids, "a negative limit is left for Validate to refuse")
+	assert.Error(t, l.Validate())
+}
+
+func TestCheckPythonCachesOnlySuccess(t *testing.T) {
+	dir := t.TempDir()
+	py := dir + "/python3"
+	require.Error(t, checkPython(py, []string{dir}))
+	require.NoError(t, os.WriteFile(py, []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, checkPython(py, []string{dir}), "a fixed path is accepted: failures are not cached")
+	require.Error(t, checkPython(py, []string{"/usr"}), "outside the binds")
+	require.Error(t, checkPython("python3", []string{dir}), "relative")
 }

@@ -123,7 +123,7 @@ func runChecks(python string) *checkReport {
 	seccompOK := strings.Contains(actions, "user_notif")
 	add("seccomp", seccompOK, "actions: "+strings.TrimSpace(actions), map[bool]string{false: "a kernel with seccomp user notification (Linux 5.0+)"}[seccompOK])
 
-	pyErr := (&nsjail.Runner{}).CheckPython(python)
+	pyErr := nsjail.CheckPython(python)
 	add("python", pyErr == nil, python+" "+errText(pyErr, "is an executable under /usr"), errText(pyErr, ""))
 
 	rep.OK = true

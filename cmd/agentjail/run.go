@@ -225,7 +225,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case err != nil:
 		return setupFailed(ra, err, stdout, stderr)
 	}
-	if err := (&nsjail.Runner{}).CheckPython(ra.spec.Python); err != nil {
+	if err := nsjail.CheckPython(ra.spec.Python); err != nil {
 		fmt.Fprintf(stderr, "agentjail run: --python: %v\n", err)
 		return exitUsage
 	}

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +30,7 @@ const (
 	Seccomp   Need = "seccomp user notification"
 	Python    Need = "/usr/bin/python3"
 	KVM       Need = "/dev/kvm"
+	MultiCPU  Need = "at least 2 CPUs"
 )
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
@@ -71,6 +73,10 @@ func missing(n Need) string {
 	case Python:
 		if _, err := os.Stat("/usr/bin/python3"); err != nil {
 			return err.Error()
+		}
+	case MultiCPU:
+		if runtime.NumCPU() < 2 {
+			return "this host has 1 CPU"
 		}
 	case KVM:
 		if _, err := os.Stat("/dev/kvm"); err != nil {

@@ -1696,32 +1696,74 @@ func runF03(t *testing.T, r *Runner, e *attackEnv) {
 	assert.Equal(t, "[]", parseProbes(res2).line(t, "F03 r"), "job 2 sees files of job 1")
 }
 
-// F04: the planting runs here; the collector that must refuse the links
-// does not exist yet.
+// F04: the collector reads /workspace after the job through openat2
+// (RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) and refuses every planted link.
 func runF04(t *testing.T, r *Runner, e *attackEnv) {
 	res := jailRun(t, e.fill(`os.makedirs("/workspace/out", exist_ok=True)
 os.symlink("/etc/shadow", "/workspace/out/result.txt")
 os.symlink("/proc/1/root/etc/hostname", "/workspace/out/r2.txt")
 os.symlink("../../../../../../../etc/hostname", "/workspace/out/r3.txt")
+os.symlink("/etc", "/workspace/linkdir")
+open("/workspace/out/real.txt", "w").write("mine")
 print("F04 planted")
-`), nil)
+`), func(s *Spec) { s.Collect = []string{"out/*", "linkdir/hostname", "linkdir/*"} })
 	e.noCanaryLeak(t, res)
 	okRun(t, res)
 	parseProbes(res).line(t, "F04 planted")
-	t.Skip("needs artefact collection (the collector must refuse or resolve in the jail root the planted symlinks): issue 6")
+	got := map[string]CollectedFile{}
+	for _, f := range res.Files {
+		got[f.Path] = f
+		assert.NotContains(t, string(f.Content), "root:", "%s: host content collected", f.Path)
+	}
+	require.Contains(t, got, "out/real.txt")
+	assert.Equal(t, "mine", string(got["out/real.txt"].Content))
+	for _, p := range []string{"out/result.txt", "out/r2.txt", "out/r3.txt"} {
+		require.Contains(t, got, p)
+		assert.Nil(t, got[p].Content, p)
+		assert.Contains(t, got[p].Error, "symbolic link", p)
+	}
+	for _, p := range []string{"linkdir/hostname", "linkdir/*"} {
+		require.Contains(t, got, p)
+		assert.Nil(t, got[p].Content, p)
+		assert.NotEmpty(t, got[p].Error, p)
+	}
+	hostname, _ := os.ReadFile("/etc/hostname")
+	for _, f := range res.Files {
+		if len(hostname) > 0 {
+			assert.NotEqual(t, string(hostname), string(f.Content), "%s: the host's /etc/hostname came out", f.Path)
+		}
+	}
 }
 
-// X03: the planting runs here; the caps of the collector do not exist yet.
+// X03: a sparse 30 MiB file and 3,000 empty ones. The collector's caps
+// (per file, total, number of files) hold, each refusal is named, and the
+// daemon reads by the fd's size, never past the cap.
 func runX03(t *testing.T, r *Runner, e *attackEnv) {
 	res := jailRun(t, e.fill(`os.makedirs("/workspace/out", exist_ok=True)
 with open("/workspace/out/big.bin", "wb") as f: f.truncate(30 << 20)     # sparse, under RLIMIT_FSIZE
 for i in range(3000): open(f"/workspace/out/f{i}", "w").close()
 print("X03 planted")
-`), nil)
+`), func(s *Spec) {
+		s.Collect = []string{"out/big.bin", "out/*"}
+		s.CollectLimits = CollectLimits{FileBytes: 1 << 20, TotalBytes: 4 << 20, Files: 100}
+	})
 	e.noCanaryLeak(t, res)
 	okRun(t, res)
 	parseProbes(res).line(t, "X03 planted")
-	t.Skip("needs artefact collection (total-bytes, per-file and file-count caps, artifacts_truncated): issue 6")
+	require.LessOrEqual(t, len(res.Files), 101, "the file-count cap holds (plus at most one entry saying so)")
+	var total int64
+	var big *CollectedFile
+	for i, f := range res.Files {
+		total += int64(len(f.Content))
+		if f.Path == "out/big.bin" {
+			big = &res.Files[i]
+		}
+	}
+	assert.LessOrEqual(t, total, int64(4<<20))
+	require.NotNil(t, big)
+	assert.Nil(t, big.Content)
+	assert.Contains(t, big.Error, "larger than")
+	assert.Equal(t, int64(30<<20), big.Size)
 }
 
 // P17: one job per probe, since a foreign-ABI call may kill on the spot.

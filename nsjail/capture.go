@@ -77,3 +77,48 @@ func (c *capture) wait(grace time.Duration, files ...*os.File) {
 	}
 	<-done
 }
+
+// MaxReportBytes bounds what the program's report channel (Spec.Report)
+// brings back; past it the reader drains and discards.
+const MaxReportBytes = 16 << 20
+
+// reportReader reads the report channel in the background until EOF.
+type reportReader struct {
+	buf       []byte
+	truncated bool
+	done      chan struct{}
+	f         *os.File
+}
+
+func readReport(f *os.File) *reportReader {
+	r := &reportReader{done: make(chan struct{}), f: f}
+	go func() {
+		defer close(r.done)
+		var b [32 << 10]byte
+		for {
+			n, err := f.Read(b[:])
+			if room := MaxReportBytes - len(r.buf); n > room {
+				r.buf = append(r.buf, b[:room]...)
+				r.truncated = true
+			} else {
+				r.buf = append(r.buf, b[:n]...)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// wait waits for EOF, which comes when every process of the jail is gone;
+// grace bounds an fd still in flight in a dead socket's queue.
+func (r *reportReader) wait(grace time.Duration) {
+	select {
+	case <-r.done:
+		return
+	case <-time.After(grace):
+	}
+	_ = r.f.SetReadDeadline(time.Now())
+	<-r.done
+}

@@ -137,7 +137,7 @@ func setup(cfg *initConfig) error {
 	if err := writeEtc(root); err != nil {
 		return err
 	}
-	if err := writeTree(root+"/code", []File{{Path: cfg.CodeName, Content: cfg.Code}}, 0o444); err != nil {
+	if err := writeTree(root+"/code", cfg.Code, 0o444); err != nil {
 		return err
 	}
 	if err := mountDev(root); err != nil {
@@ -415,8 +415,9 @@ func loopbackUp() error {
 //  2. drop every capability (bounding, ambient, then effective, permitted
 //     and inheritable sets; the bounding set needs CAP_SETPCAP, so it goes
 //     first);
-//  3. mark every fd but 0, 1, 2 close-on-exec (fd 3 included: its closing
-//     at exec is what tells the parent that the exec succeeded);
+//  3. mark every fd but 0, 1, 2 close-on-exec (the sync socket included:
+//     its closing at exec is what tells the parent that the exec
+//     succeeded), except the report channel on fd 3 when the spec has one;
 //  4. no_new_privs, then the seccomp filter (it must be last: it may forbid
 //     the calls above), whose listener goes to the parent;
 //  5. execve.
@@ -435,8 +436,24 @@ func execPython(c fdConn, cfg *initConfig) error {
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
+	workspace := -1
+	if cfg.Collect {
+		// The parent reads the files out of it after the program ended;
+		// an O_PATH fd gives it nothing but a starting point for openat2.
+		fd, err := unix.Open("/workspace", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return stageErr("open /workspace", err)
+		}
+		workspace = fd
+	}
 	if err := step("close_range", unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)); err != nil {
 		return err
+	}
+	if cfg.Report {
+		// The one fd the program gets beyond stdio.
+		if _, err := unix.FcntlInt(reportFd, unix.F_SETFD, 0); err != nil {
+			return stageErr("keep report channel open", err)
+		}
 	}
 	// no_new_privs and the filter (Install sets both). From here this
 	// thread may only make calls the policy allows (sendmsg, close, execve:
@@ -448,7 +465,11 @@ func execPython(c fdConn, cfg *initConfig) error {
 	}
 	var hdr [5]byte
 	hdr[0] = msgSeccomp
-	err = unix.Sendmsg(int(c), hdr[:], unix.UnixRights(listener), nil, 0)
+	fds := []int{listener}
+	if workspace >= 0 {
+		fds = append(fds, workspace)
+	}
+	err = unix.Sendmsg(int(c), hdr[:], unix.UnixRights(fds...), nil, 0)
 	unix.Close(listener)
 	if err != nil {
 		return stageErr("send seccomp listener", err)

@@ -203,6 +203,40 @@ for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):
 	assert.Regexp(t, `^2 pipe:\[\d+\]$`, lines[2])
 }
 
+// TestReportChannel: with Spec.Report the program has exactly one more fd,
+// 3, a pipe whose content comes back capped at MaxReportBytes; CodeFiles
+// sit read-only beside the program under /code.
+func TestReportChannel(t *testing.T) {
+	res := jailRun(t, `import os
+def isopen(fd):
+    try: return os.fstat(fd) is not None
+    except OSError: return False
+print([fd for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")) if isopen(fd)])
+print(open("/code/inputs.json").read())
+try:
+    open("/code/inputs.json", "w")
+except OSError as e:
+    print(type(e).__name__)
+os.write(3, b"report:")
+chunk = b"x" * 65536
+for _ in range(16 * 16 + 1):
+    os.write(3, chunk)
+`, func(s *Spec) {
+		s.Report = true
+		s.CodeFiles = []File{{Path: "inputs.json", Content: []byte(`{"function": "f"}`)}}
+	})
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Equal(t, "[0, 1, 2, 3]\n{\"function\": \"f\"}\nOSError\n", string(res.Stdout))
+	assert.Len(t, res.Report, MaxReportBytes)
+	assert.True(t, res.ReportTruncated)
+	assert.Equal(t, "report:xxx", string(res.Report[:10]))
+
+	res = jailRun(t, `import os; os.write(3, b'{"ok": 1}')`, func(s *Spec) { s.Report = true })
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Equal(t, `{"ok": 1}`, string(res.Report))
+	assert.False(t, res.ReportTruncated)
+}
+
 func TestStdinAndFiles(t *testing.T) {
 	res := jailRun(t, `import sys; print(sys.stdin.read().upper()); print(open("data/in.csv").read())`, func(s *Spec) {
 		s.Stdin = []byte("hello stdin")

@@ -8,7 +8,8 @@ import (
 )
 
 // The parent and the init stage talk over a socketpair that the init stage
-// sees as fd 3 (syncFd). Every message is framed as
+// sees as fd 4 (syncFd); fd 3 is the program's report channel (reportFd)
+// when the spec asks for one, and closed otherwise. Every message is framed as
 //
 //	type (1 byte) | length (4 bytes, little endian) | payload
 //
@@ -26,16 +27,21 @@ import (
 //	                                           capability, mark fds close-on-exec,
 //	                                           no_new_privs, seccomp, execve(python3)
 //	  <--- msgSeccomp + the filter's listener
-//	       fd (SCM_RIGHTS) ------------------
+//	       fd, then the directory fd of
+//	       /workspace when files are to be
+//	       collected (SCM_RIGHTS) -----------
 //	  supervise the listener: name every
 //	  forbidden call, answer EPERM (or kill)
-//	  <--- EOF (fd 3 is close-on-exec: the
+//	  <--- EOF (fd 4 is close-on-exec: the
 //	       exec succeeded), or msgError -----
 //
 // msgError carries a StageError as JSON. The init stage never waits for the
 // parent without a message in flight, and it exits on any error, so a
 // failing set-up cannot hang either side.
-const syncFd = 3
+const (
+	reportFd = 3
+	syncFd   = 4
+)
 
 const (
 	msgConfig byte = iota + 1
@@ -95,8 +101,9 @@ type initConfig struct {
 	Links    []initLink // symlinks in the new root, e.g. /bin -> usr/bin
 	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm
 	Files    []File     // written into /workspace
-	Code     []byte     // written to /code/<CodeName>
-	CodeName string
+	Code     []File     // written read-only into /code; the program is one of them
+	Report   bool       // keep reportFd open across the exec
+	Collect  bool       // send a directory fd of /workspace with the listener
 	Argv     []string // argv of python3; Argv[0] is the path inside the jail
 	Env      []string
 	Rlimits  []initRlimit

@@ -64,6 +64,14 @@ type Result struct {
 	// none). A foreign-ABI call kills with SIGSYS and is not named here.
 	Seccomp *seccomp.Report
 
+	// Report is what the program wrote to its report channel (Spec.Report),
+	// at most MaxReportBytes; ReportTruncated says it wrote more.
+	Report          []byte
+	ReportTruncated bool
+
+	// Files are the collected files (Spec.Collect), in path order.
+	Files []CollectedFile
+
 	CgroupVersion string // "v1" or "v2"
 	HostUID       uint32 // the host uid the jail ran as (uid 1000 inside)
 }

@@ -159,21 +159,24 @@ func (r *Runner) initConfig(s *Spec) (*initConfig, error) {
 	for k, v := range s.Env {
 		env = append(env, k+"="+v)
 	}
-	name := s.ProgramName
-	if name == "" {
-		name = "main.py"
+	name := s.programName()
+	code := append([]File{{Path: name, Content: s.Program}}, s.CodeFiles...)
+	rootSize := int64(1 << 20)
+	for _, f := range code {
+		rootSize += int64(len(f.Content)) + 4096
 	}
 	l := s.Limits
 	cpuSoft := uint64(math.Ceil(l.CPUTime.Seconds())) + 1 // a per-process backstop: the cgroup watchdog is the real limit
 	return &initConfig{
 		RootDir:  r.RootDir,
-		RootSize: int64(len(s.Program)) + 1<<20,
+		RootSize: rootSize,
 		Binds:    binds,
 		Links:    hostLinksOnce(),
 		TmpBytes: l.TmpBytes,
 		Files:    s.Files,
-		Code:     s.Program,
-		CodeName: name,
+		Code:     code,
+		Report:   s.Report,
+		Collect:  len(s.Collect) > 0,
 		Argv:     []string{s.Python, "-I", "-u", "/code/" + name},
 		Env:      env,
 		Seccomp:  r.seccomp(),
@@ -247,8 +250,9 @@ type jail struct {
 	spec   *Spec
 	uid    uint32
 
-	cg      *cgroup.Group
-	cmd     *exec.Cmd
+	cg        *cgroup.Group
+	cmd       *exec.Cmd
+	workspace *os.File // /workspace of the jail, for Collect; nil unless asked
 	sync    *os.File // parent's end of the socketpair
 	closers []io.Closer
 
@@ -338,6 +342,13 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	}
 	j.sync = os.NewFile(uintptr(fds[0]), "sync")
 	j.closers = append(j.closers, j.sync, childSync)
+	var reportR, reportW *os.File // nil: fd 3 is closed in the jail
+	if j.spec.Report {
+		if reportR, reportW, err = os.Pipe(); err != nil {
+			return nil, stageErr("report pipe", err)
+		}
+		j.closers = append(j.closers, reportR, reportW)
+	}
 
 	j.cmd = &exec.Cmd{
 		Path:       j.runner.Exe,
@@ -346,7 +357,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		Stdin:      stdin,
 		Stdout:     outW,
 		Stderr:     errW,
-		ExtraFiles: []*os.File{childSync}, // fd 3 = syncFd
+		ExtraFiles: []*os.File{reportW, childSync}, // fd 3 = reportFd, fd 4 = syncFd
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
 				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
@@ -376,6 +387,9 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	outW.Close()
 	errW.Close()
 	stdin.Close()
+	if reportW != nil {
+		reportW.Close()
+	}
 
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
 	if err := writeMsg(j.sync, msgConfig, mustJSON(cfg)); err != nil {
@@ -413,6 +427,10 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}
 	out.start(0, outR)
 	out.start(1, errR)
+	var report *reportReader
+	if reportR != nil {
+		report = readReport(reportR)
+	}
 	done := make(chan struct{})
 	wall := time.AfterFunc(l.WallTime, func() { j.kill(KillWallTimeout) })
 	go j.watchCPU(l.CPUTime, l.CPUs, done)
@@ -448,6 +466,9 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		return nil, stageErr("read cgroup", err)
 	}
 	out.wait(time.Second, outR, errR)
+	if report != nil {
+		report.wait(time.Second)
+	}
 	// The supervisor ends by itself once the filter's last process is
 	// reaped; the grace only bounds a kernel that never says so.
 	select {
@@ -474,6 +495,14 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		CgroupVersion:    string(j.runner.Cgroups.Version()),
 		HostUID:          j.uid,
 		Seccomp:          violations.Report(),
+	}
+	if report != nil {
+		res.Report, res.ReportTruncated = report.buf, report.truncated
+	}
+	if j.workspace != nil {
+		// Every process of the jail is gone: nothing writes any more, and
+		// Collect follows no link the program may have left.
+		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
 	}
 	ws := j.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	res.decide(ws, j.killReason())
@@ -619,13 +648,21 @@ func (j *jail) awaitExec() (listener int, err error) {
 		}
 	}()
 	for {
-		typ, payload, fd, err := readMsgFd(j.sync)
-		if fd >= 0 {
-			if typ != msgSeccomp || listener >= 0 {
-				unix.Close(fd)
-				return -1, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected fd with message %d", typ)}
+		typ, payload, fds, err := readMsgFds(j.sync)
+		if len(fds) > 0 {
+			want := 1
+			if len(j.spec.Collect) > 0 {
+				want = 2
 			}
-			listener = fd
+			if typ != msgSeccomp || listener >= 0 || len(fds) != want {
+				closeFds(fds)
+				return -1, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected %d fds with message %d", len(fds), typ)}
+			}
+			listener = fds[0]
+			if want == 2 {
+				j.workspace = os.NewFile(uintptr(fds[1]), "workspace")
+				j.closers = append(j.closers, j.workspace)
+			}
 			continue
 		}
 		switch {
@@ -644,55 +681,56 @@ func (j *jail) awaitExec() (listener int, err error) {
 	}
 }
 
-// readMsgFd reads one message with recvmsg, so that an fd passed with it
-// (SCM_RIGHTS) is received rather than dropped by the kernel. fd is -1 when
-// none came.
-func readMsgFd(f *os.File) (typ byte, payload []byte, fd int, err error) {
-	fd = -1
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}
+
+// readMsgFds reads one message with recvmsg, so that fds passed with it
+// (SCM_RIGHTS, at most two) are received rather than dropped by the kernel.
+func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return 0, nil, -1, err
+		return 0, nil, nil, err
 	}
 	var hdr [5]byte
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(2*4))
 	var n, oobn int
 	var rerr error
 	if err := rc.Read(func(s uintptr) bool {
 		n, oobn, _, _, rerr = unix.Recvmsg(int(s), hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
 		return rerr != unix.EAGAIN
 	}); err != nil {
-		return 0, nil, -1, err
+		return 0, nil, nil, err
 	}
 	if rerr != nil {
-		return 0, nil, -1, rerr
+		return 0, nil, nil, rerr
 	}
 	if oobn > 0 {
 		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil && len(msgs) > 0 {
-			if fds, perr := unix.ParseUnixRights(&msgs[0]); perr == nil && len(fds) > 0 {
-				fd = fds[0]
-				for _, extra := range fds[1:] {
-					unix.Close(extra)
-				}
+			if got, perr := unix.ParseUnixRights(&msgs[0]); perr == nil {
+				fds = got
 			}
 		}
 	}
 	if n == 0 {
-		return 0, nil, fd, io.EOF
+		return 0, nil, fds, io.EOF
 	}
 	if n < len(hdr) { // the init stage writes a header in one call
 		if _, err := io.ReadFull(f, hdr[n:]); err != nil {
-			return 0, nil, fd, err
+			return 0, nil, fds, err
 		}
 	}
 	size := binary.LittleEndian.Uint32(hdr[1:])
 	if size > maxMsg {
-		return 0, nil, fd, fmt.Errorf("message of %d bytes is too large", size)
+		return 0, nil, fds, fmt.Errorf("message of %d bytes is too large", size)
 	}
 	payload = make([]byte, size)
 	if _, err := io.ReadFull(f, payload); err != nil {
-		return 0, nil, fd, err
+		return 0, nil, fds, err
 	}
-	return hdr[0], payload, fd, nil
+	return hdr[0], payload, fds, nil
 }
 
 // initFailure explains a broken conversation with the init stage, with

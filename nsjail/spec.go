@@ -118,6 +118,17 @@ type Spec struct {
 	Python      string // host path of the interpreter; default /usr/bin/python3
 	Program     []byte // the Python source to run as __main__
 	ProgramName string // its file name inside the jail, under /code; default "main.py"
+	// CodeFiles are more read-only files under /code, beside the program
+	// (the daemon's harness runs the submitted code from /code/main.py).
+	CodeFiles []File
+	// Report gives the program a private channel to the caller: fd 3 is
+	// the write end of a pipe whose content (at most MaxReportBytes) comes
+	// back in Result.Report. Without it the program has fds 0, 1, 2 only.
+	Report bool
+	// Collect are globs of files (relative to /workspace) read after the
+	// program ended, without following any symbolic link (Collect).
+	Collect       []string
+	CollectLimits CollectLimits
 	Stdin       []byte // nil: stdin is /dev/null
 	Env         map[string]string
 	Files       []File
@@ -156,6 +167,16 @@ func (s *Spec) Validate() error {
 	if s.ProgramName != "" && !validFileName(s.ProgramName) {
 		return fieldErr("program name", "%q must be a plain file name", s.ProgramName)
 	}
+	codeNames := map[string]bool{s.programName(): true}
+	for _, f := range s.CodeFiles {
+		if !validFileName(f.Path) || codeNames[f.Path] {
+			return fieldErr("code files", "%q must be a plain file name, given once, other than the program's", f.Path)
+		}
+		codeNames[f.Path] = true
+	}
+	if err := ValidateCollect(s.Collect); err != nil {
+		return err
+	}
 	for k, v := range s.Env {
 		if !envName.MatchString(k) {
 			return fieldErr("env", "%q is not a valid variable name", k)
@@ -190,6 +211,14 @@ func (s *Spec) Validate() error {
 		}
 	}
 	return nil
+}
+
+// programName is the program's file name under /code.
+func (s *Spec) programName() string {
+	if s.ProgramName == "" {
+		return "main.py"
+	}
+	return s.ProgramName
 }
 
 func validFileName(n string) bool {

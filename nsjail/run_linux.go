@@ -30,6 +30,12 @@ type Runner struct {
 	// Exe is the binary re-executed as the init stage; its main must
 	// dispatch IsInit first. Default /proc/self/exe.
 	Exe string
+	// ExeFile, when set, is executed instead of Exe: a sealed copy of the
+	// binary (SealedExe) that nothing can rewrite between two jails. It is
+	// passed to the child as fd execFd and executed through
+	// /proc/self/fd/execFd: the number it has in this process may be
+	// reused in the child before execve looks the path up.
+	ExeFile *os.File
 	// RootDir is a host directory on which each jail mounts its root tmpfs,
 	// inside the jail's private mount namespace only (the host's mount
 	// table never changes). Every jail uses the same one.
@@ -350,14 +356,18 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		j.closers = append(j.closers, reportR, reportW)
 	}
 
+	exe, extra := j.runner.Exe, []*os.File{reportW, childSync} // fd 3 = reportFd, fd 4 = syncFd
+	if j.runner.ExeFile != nil {
+		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
+	}
 	j.cmd = &exec.Cmd{
-		Path:       j.runner.Exe,
+		Path:       exe,
 		Args:       []string{initArg0},
 		Env:        []string{"GOMAXPROCS=1", "GOGC=off"},
 		Stdin:      stdin,
 		Stdout:     outW,
 		Stderr:     errW,
-		ExtraFiles: []*os.File{reportW, childSync}, // fd 3 = reportFd, fd 4 = syncFd
+		ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
 				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,

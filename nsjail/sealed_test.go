@@ -198,14 +198,12 @@ func TestSealedExeRuns(t *testing.T) {
 func TestSealedExeRunsJail(t *testing.T) {
 	base := testRunner(t)
 	f := sealedExe(t)
-	// Runner.Exe takes a path, and Runner's ExtraFiles are its own; a
-	// high fd number keeps the fork's fd shuffling (see SealedExe) off it.
-	hi, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 500)
-	require.NoError(t, err)
-	defer unix.Close(hi)
-	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: fmt.Sprintf("/proc/self/fd/%d", hi), RootDir: base.RootDir, Seccomp: base.Seccomp}
+	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, ExeFile: f, RootDir: base.RootDir, Seccomp: base.Seccomp}
+	// Its fd number here is taken in the child by the fork's fd shuffling
+	// (3, 4 are the report and sync fds): ExeFile must still be what runs.
+	require.Less(t, int(f.Fd()), 10)
 
-	s := &Spec{ID: NewID(), Program: []byte("import os\nprint('sealed', os.getuid())\n"), Limits: DefaultLimits()}
+	s := &Spec{ID: NewID(), Program: []byte("import os\nprint('sealed', os.getuid())\n"), Report: true, Limits: DefaultLimits()}
 	mounts := systest.MountCount()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

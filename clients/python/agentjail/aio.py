@@ -1,5 +1,5 @@
 """The asyncio client: the same calls as `Client`, as awaitables, on
-asyncio's own Unix-socket streams (no threads, no executor).
+the event loop's own socket I/O (no threads, no executor).
 
 Hygiene in the caller's event loop is the point of this module:
 
@@ -13,6 +13,12 @@ Hygiene in the caller's event loop is the point of this module:
 - a started call that is garbage-collected (its task abandoned) closes its
   socket without awaiting anything, so Python's coroutine clean-up never
   sees an "Exception ignored" error.
+
+It uses the loop's socket primitives (loop.sock_sendall, loop.sock_recv) on
+a socket it owns rather than StreamReader/StreamWriter: a stream turns a
+failed write into an error that hides the daemon's answer already received
+(an early 413 to a large body), and closing a stream's transport needs the
+loop to run once more, which an abandoned call's loop may never do.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import collections.abc
 import os
+import socket as _socket
 from typing import Any, Awaitable, Callable, Dict, Generator, Iterable, Mapping, Optional, TypeVar, Union
 
 from . import _http
@@ -124,21 +131,19 @@ class AsyncClient:
         return _http.result_of(resp)
 
     async def _exchange(self, method: str, data: bytes) -> _http.Response:
+        loop = asyncio.get_running_loop()
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
-            reader, writer = await asyncio.open_unix_connection(self.socket)
-        except OSError as e:
-            raise connect_error(self.socket, e) from None
-        abandoned = False
-        try:
-            writer.write(data)
+            sock.setblocking(False)
+            await _connect(sock, self.socket)
             try:
-                await writer.drain()
+                await loop.sock_sendall(sock, data)
             except (BrokenPipeError, ConnectionResetError):
-                pass  # an early answer (413) may still be readable, as in Client
+                pass  # an early answer (413) is still readable, as in Client
             parser = _http.ResponseParser(method)
             while True:
                 try:
-                    chunk = await reader.read(65536)
+                    chunk = await loop.sock_recv(sock, 65536)
                 except ConnectionResetError:
                     raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
                 except OSError as e:
@@ -148,30 +153,26 @@ class AsyncClient:
                 resp = parser.feed(chunk)
                 if resp is not None:
                     return resp
-        except GeneratorExit:
-            # Collected while suspended (an abandoned task): no awaiting now.
-            abandoned = True
-            _close_now(writer)
-            raise
         finally:
-            if not abandoned:
-                writer.close()
-                try:
-                    await writer.wait_closed()
-                except Exception:
-                    pass  # the daemon may have reset it; it is closed either way
+            # Synchronous on purpose: it works the same when the call ends,
+            # is cancelled, or is collected (GeneratorExit) after its loop
+            # closed. The loop's own wait on this socket is already gone:
+            # a sock_* future's clean-up runs before the awaiting task resumes.
+            sock.close()
 
 
-def _close_now(writer: asyncio.StreamWriter) -> None:
-    """Close a connection without the event loop's help when the loop is
-    already closed (transport.close() would need it to run once more)."""
-    transport = writer.transport
-    try:
-        transport.abort()
-        return
-    except RuntimeError:  # the loop is closed
-        pass
-    sock = getattr(transport, "_sock", None)
-    if sock is not None:
-        sock.close()
-        transport._sock = None  # type: ignore[attr-defined]  # so its __del__ does not warn
+async def _connect(sock: _socket.socket, path: str) -> None:
+    """Connect a non-blocking Unix socket. A Unix connect never runs in the
+    background: it succeeds, or fails with EAGAIN while the daemon's listen
+    backlog is full. (loop.sock_connect would take EAGAIN as "in progress"
+    and report a socket that is not connected as connected.)"""
+    delay = 0.001
+    while True:
+        try:
+            sock.connect(path)
+            return
+        except (BlockingIOError, InterruptedError):
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        except OSError as e:
+            raise connect_error(path, e) from None

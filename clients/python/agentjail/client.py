@@ -86,17 +86,32 @@ class Client:
         parser = _http.ResponseParser(method)
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         try:
-            try:
-                self._settimeout(sock, deadline)
-                sock.connect(self.socket)
-            except _socket.timeout:
-                raise Timeout(f"no connection to {self.socket} within {self.timeout} s") from None
-            except OSError as e:
-                raise connect_error(self.socket, e) from None
+            self._connect(sock, deadline)
             resp = self._exchange(sock, data, parser, deadline)
         finally:
             sock.close()
         return _http.result_of(resp)
+
+    def _connect(self, sock: _socket.socket, deadline: Optional[float]) -> None:
+        delay = 0.001
+        while True:
+            try:
+                self._settimeout(sock, deadline)
+                sock.connect(self.socket)
+                return
+            except BlockingIOError:
+                # The daemon's listen backlog is full. A blocking socket
+                # waits in the kernel; one with a timeout gets EAGAIN at
+                # once (a Unix connect is never "in progress"): poll.
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise Timeout(f"no connection to {self.socket} within {self.timeout} s: "
+                                  "the daemon's listen backlog stayed full") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            except _socket.timeout:
+                raise Timeout(f"no connection to {self.socket} within {self.timeout} s") from None
+            except OSError as e:
+                raise connect_error(self.socket, e) from None
 
     def _exchange(self, sock: _socket.socket, data: bytes, parser: _http.ResponseParser,
                   deadline: Optional[float]) -> _http.Response:

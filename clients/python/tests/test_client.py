@@ -12,6 +12,7 @@ import unittest
 
 import agentjail
 from agentjail import Case, Client, Limits, Tests
+from backlog import FullBacklog
 from fakedaemon import FakeDaemon, error, hold, raw, reply, result
 
 
@@ -285,6 +286,23 @@ class UnavailableTest(unittest.TestCase):
             for t in threads:
                 t.join()
             self.assertEqual(out, ["ok"] * 8)
+
+
+class BacklogTest(unittest.TestCase):
+    # A Unix connect fails with EAGAIN while the listen backlog is full; the
+    # client waits for the daemon to accept instead of failing.
+    def test_waits_for_a_full_backlog(self):
+        for timeout in (None, 5):
+            with self.subTest(timeout=timeout), FullBacklog(serve_after=0.3) as b:
+                t0 = time.monotonic()
+                self.assertEqual(Client(b.path, timeout=timeout).run("pass").status, "ok")
+                self.assertGreaterEqual(time.monotonic() - t0, 0.25)
+                self.assertTrue(b.served.is_set())
+
+    def test_timeout_on_a_backlog_that_stays_full(self):
+        with FullBacklog(serve_after=None) as b:
+            with self.assertRaisesRegex(agentjail.Timeout, "backlog"):
+                Client(b.path, timeout=0.3).run("pass")
 
 
 class ConnectErrorTest(unittest.TestCase):

@@ -205,7 +205,7 @@ class CodeSandbox:
                 r = self._client.run(req["code"], limits=req["limits"], tests=req.get("tests"))
                 break
             except QueueFull as e:
-                wait = e.retry_after if e.retry_after is not None else 1.0
+                wait = max(0.05, e.retry_after if e.retry_after is not None else 1.0)
                 if time.monotonic() + wait > deadline:
                     raise
                 time.sleep(wait)
@@ -223,7 +223,7 @@ class CodeSandbox:
                 r = await self._aclient.run(req["code"], limits=req["limits"], tests=req.get("tests"))
                 break
             except QueueFull as e:
-                wait = e.retry_after if e.retry_after is not None else 1.0
+                wait = max(0.05, e.retry_after if e.retry_after is not None else 1.0)
                 if time.monotonic() + wait > deadline:
                     raise
                 await asyncio.sleep(wait)

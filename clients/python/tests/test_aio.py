@@ -186,8 +186,8 @@ HYGIENE = textwrap.dedent("""
                 tg.create_task(c.run("import time; time.sleep(60)"))
                 await asyncio.sleep(0.2)
                 raise ValueError("the agent gave up")
-        except* ValueError:
-            pass
+        except BaseExceptionGroup as eg:  # Python 3.11+, as TaskGroup
+            assert [type(e) for e in eg.exceptions] == [ValueError], eg.exceptions
 
     def unawaited():
         for _ in range(5):

@@ -27,7 +27,7 @@ import asyncio
 import collections.abc
 import os
 import socket as _socket
-from typing import Any, Awaitable, Callable, Dict, Generator, Iterable, Mapping, Optional, TypeVar, Union
+from typing import Any, Callable, Coroutine, Dict, Generator, Iterable, Mapping, Optional, Union
 
 from . import _http
 from .client import connect_error, socket_path
@@ -36,7 +36,6 @@ from .types import Limits, Result, Tests, build_request
 
 __all__ = ["AsyncClient"]
 
-T = TypeVar("T")
 
 
 class _Call(collections.abc.Coroutine):
@@ -104,7 +103,7 @@ class AsyncClient:
             limits: Union[Limits, Mapping[str, Any], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
             env: Optional[Mapping[str, str]] = None,
-            on_forbidden_syscall: Optional[str] = None) -> Awaitable[Result]:
+            on_forbidden_syscall: Optional[str] = None) -> Coroutine[Any, Any, Result]:
         """Run one program; await it for its Result. Argument mistakes raise
         here, at the call; daemon refusals raise when awaited."""
         body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
@@ -114,7 +113,7 @@ class AsyncClient:
             return Result.from_dict(await self._call("POST", "/v1/run", body))
         return _Call(run, "AsyncClient.run()")
 
-    def health(self) -> Awaitable[Dict[str, Any]]:
+    def health(self) -> Coroutine[Any, Any, Dict[str, Any]]:
         """GET /v1/health."""
         return _Call(lambda: self._call("GET", "/v1/health", None), "AsyncClient.health()")
 

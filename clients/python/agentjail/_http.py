@@ -32,7 +32,12 @@ def request(method: str, path: str, body: Optional[Any] = None) -> bytes:
             "Accept: application/json", "Connection: close"]
     data = b""
     if body is not None:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        try:
+            text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as e:
+            # e.g. a set among a test's args, or NaN: the daemon takes JSON only
+            raise type(e)(f"the request has a value with no JSON form: {e}") from None
+        data = text.encode("utf-8")
         head.append("Content-Type: application/json")
         head.append(f"Content-Length: {len(data)}")
     return ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + data

@@ -106,19 +106,20 @@ class AsyncClient:
             on_forbidden_syscall: Optional[str] = None) -> Coroutine[Any, Any, Result]:
         """Run one program; await it for its Result. Argument mistakes raise
         here, at the call; daemon refusals raise when awaited."""
-        body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
-                             tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall)
+        data = _http.request("POST", "/v1/run", build_request(
+            code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, env=env,
+            on_forbidden_syscall=on_forbidden_syscall))
 
         async def run() -> Result:
-            return Result.from_dict(await self._call("POST", "/v1/run", body))
+            return Result.from_dict(await self._call("POST", data))
         return _Call(run, "AsyncClient.run()")
 
     def health(self) -> Coroutine[Any, Any, Dict[str, Any]]:
         """GET /v1/health."""
-        return _Call(lambda: self._call("GET", "/v1/health", None), "AsyncClient.health()")
+        data = _http.request("GET", "/v1/health")
+        return _Call(lambda: self._call("GET", data), "AsyncClient.health()")
 
-    async def _call(self, method: str, path: str, body: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        data = _http.request(method, path, body)
+    async def _call(self, method: str, data: bytes) -> Dict[str, Any]:
         if self.timeout is None:
             resp = await self._exchange(method, data)
         else:

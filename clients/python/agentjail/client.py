@@ -74,14 +74,13 @@ class Client:
         the daemon refuses the run or cannot be reached."""
         body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
                              tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall)
-        return Result.from_dict(self._call("POST", "/v1/run", body))
+        return Result.from_dict(self._call("POST", _http.request("POST", "/v1/run", body)))
 
     def health(self) -> Dict[str, Any]:
         """GET /v1/health: {"status": "ok", "version", "cgroup", "running", "queued"}."""
-        return self._call("GET", "/v1/health", None)
+        return self._call("GET", _http.request("GET", "/v1/health"))
 
-    def _call(self, method: str, path: str, body: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-        data = _http.request(method, path, body)
+    def _call(self, method: str, data: bytes) -> Dict[str, Any]:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         parser = _http.ResponseParser(method)
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)

@@ -105,7 +105,7 @@ class TestCase:
         if self.expected_exception:
             d["expected_exception"] = self.expected_exception
         try:
-            json.dumps(d, allow_nan=True)
+            json.dumps(d, allow_nan=False)
         except (TypeError, ValueError) as e:
             raise TypeError(f"TestCase {self.name!r}: arguments and expected_output must be JSON values "
                             f"(None, bool, int, float, str, list/tuple, dict with str keys): {e}") from None

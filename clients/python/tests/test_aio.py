@@ -129,6 +129,10 @@ class AsyncClientTest(unittest.TestCase):
             c.run(b"print(1)")
         with self.assertRaises(TypeError):
             c.run("pass", files=42)
+        with self.assertRaisesRegex(TypeError, "no JSON form"):
+            c.run("pass", tests=Tests("f", [Case("set", ({1, 2},))]))
+        with self.assertRaisesRegex(ValueError, "no JSON form"):
+            c.run("pass", tests=Tests("f", [Case("nan", (float("nan"),))]))
 
     def test_unawaited_call_opens_nothing(self):
         with FakeDaemon() as d:

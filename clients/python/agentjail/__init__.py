@@ -1,0 +1,27 @@
+"""Client of the agentjail daemon: run untrusted Python in a kernel-level
+jail and get back what happened (CONTRACT.md §2 and §3).
+
+    from agentjail import Client
+    r = Client().run("print(sum(range(10)))")
+    r.status, r.stdout          # ("ok", "45\\n")
+
+`AsyncClient` has the same calls for asyncio; `agentjail.compat` is a
+drop-in for the subprocess `CodeSandbox` shape. Standard library only.
+"""
+
+from .aio import AsyncClient
+from .client import DEFAULT_SOCKET, Client
+from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, ProtocolError, QueueFull,
+                     SetupFailed, ShuttingDown, Timeout, TooLarge)
+from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, Result, SeccompReport, SyscallCount,
+                    TestReport, TestResult, Tests)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "AsyncClient", "DEFAULT_SOCKET",
+    "Result", "ExceptionInfo", "TestReport", "TestResult", "CollectedFile", "SeccompReport", "SyscallCount",
+    "Limits", "Tests", "Case", "File", "NOT_SET",
+    "AgentjailError", "InvalidRequest", "Forbidden", "TooLarge", "QueueFull", "ShuttingDown", "SetupFailed",
+    "DaemonUnavailable", "ProtocolError", "Timeout",
+]

@@ -1,0 +1,152 @@
+"""The blocking client."""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket as _socket
+import time
+from typing import Any, Dict, Iterable, Mapping, Optional, Union
+
+from . import _http
+from .errors import DaemonUnavailable, Forbidden, Timeout
+from .types import Limits, Result, Tests, build_request
+
+__all__ = ["Client", "DEFAULT_SOCKET", "socket_path"]
+
+DEFAULT_SOCKET = "/run/agentjail/agentjail.sock"
+
+# sockaddr_un.sun_path is 108 bytes on Linux, with its terminating NUL.
+_MAX_PATH = 107
+
+
+def socket_path(socket: Union[str, "os.PathLike[str]", None]) -> str:
+    """The socket to use: the argument, else $AGENTJAIL_SOCKET, else the default."""
+    path = os.fspath(socket) if socket is not None else (os.environ.get("AGENTJAIL_SOCKET") or DEFAULT_SOCKET)
+    if len(os.fsencode(path)) > _MAX_PATH:
+        raise ValueError(f"socket path is longer than a Unix socket address allows ({_MAX_PATH} bytes): {path}")
+    return path
+
+
+def connect_error(path: str, e: OSError) -> Exception:
+    """The client's exception for a failed connect to `path`."""
+    if isinstance(e, FileNotFoundError):
+        return DaemonUnavailable(f"no agentjail daemon socket at {path} (is `agentjail serve` running? "
+                                 "set AGENTJAIL_SOCKET or pass socket=)")
+    if isinstance(e, ConnectionRefusedError):
+        return DaemonUnavailable(f"the agentjail daemon refused the connection at {path} "
+                                 "(a stale socket: the daemon is not running)")
+    if isinstance(e, PermissionError):
+        return Forbidden(f"permission denied connecting to {path}: this user may not use the daemon's socket")
+    if e.errno == errno.ENOTSOCK or isinstance(e, NotADirectoryError):
+        return DaemonUnavailable(f"{path} is not a Unix socket")
+    return DaemonUnavailable(f"cannot connect to the agentjail daemon at {path}: {e}")
+
+
+class Client:
+    """A blocking client of the agentjail daemon.
+
+    `socket`: the daemon's Unix socket (default $AGENTJAIL_SOCKET, else
+    /run/agentjail/agentjail.sock). `timeout`: seconds for a whole call
+    (None: wait as long as the daemon takes, which its own wall-time limit
+    bounds); when it passes, the connection is closed — so the daemon kills
+    the jail — and Timeout is raised.
+
+    Each call uses its own connection; a Client holds no open resources and
+    may be shared between threads.
+    """
+
+    def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None) -> None:
+        self.socket = socket_path(socket)
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"Client(socket={self.socket!r}, timeout={self.timeout!r})"
+
+    def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+            collect: Union[str, Iterable[str], None] = None,
+            limits: Union[Limits, Mapping[str, Any], None] = None,
+            tests: Union[Tests, Mapping[str, Any], None] = None,
+            env: Optional[Mapping[str, str]] = None,
+            on_forbidden_syscall: Optional[str] = None) -> Result:
+        """Run one program and return its Result (a program that fails or is
+        killed is a Result, not an exception). Raises an AgentjailError when
+        the daemon refuses the run or cannot be reached."""
+        body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
+                             tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall)
+        return Result.from_dict(self._call("POST", _http.request("POST", "/v1/run", body)))
+
+    def health(self) -> Dict[str, Any]:
+        """GET /v1/health: {"status": "ok", "version", "cgroup", "running", "queued"}."""
+        return self._call("GET", _http.request("GET", "/v1/health"))
+
+    def _call(self, method: str, data: bytes) -> Dict[str, Any]:
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        parser = _http.ResponseParser(method)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            self._connect(sock, deadline)
+            resp = self._exchange(sock, data, parser, deadline)
+        finally:
+            sock.close()
+        return _http.result_of(resp)
+
+    def _connect(self, sock: _socket.socket, deadline: Optional[float]) -> None:
+        delay = 0.001
+        while True:
+            try:
+                self._settimeout(sock, deadline)
+                sock.connect(self.socket)
+                return
+            except BlockingIOError:
+                # The daemon's listen backlog is full. A blocking socket
+                # waits in the kernel; one with a timeout gets EAGAIN at
+                # once (a Unix connect is never "in progress"): poll.
+                if deadline is not None and time.monotonic() + delay >= deadline:
+                    raise Timeout(f"no connection to {self.socket} within {self.timeout} s: "
+                                  "the daemon's listen backlog stayed full") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.05)
+            except _socket.timeout:
+                raise Timeout(f"no connection to {self.socket} within {self.timeout} s") from None
+            except OSError as e:
+                raise connect_error(self.socket, e) from None
+
+    def _exchange(self, sock: _socket.socket, data: bytes, parser: _http.ResponseParser,
+                  deadline: Optional[float]) -> _http.Response:
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    self._settimeout(sock, deadline)
+                    n = sock.send(view)
+                    view = view[n:]
+            except (BrokenPipeError, ConnectionResetError):
+                # The daemon may answer early (413) and close without reading
+                # the whole body: its answer, if any, is still readable.
+                pass
+            while True:
+                self._settimeout(sock, deadline)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return parser.eof()
+                resp = parser.feed(chunk)
+                if resp is not None:
+                    return resp
+        except _socket.timeout:
+            raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
+                          "the connection is closed, so the run is cancelled") from None
+        except ConnectionResetError:
+            raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
+        except OSError as e:
+            raise DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}") from None
+
+    @staticmethod
+    def _settimeout(sock: _socket.socket, deadline: Optional[float]) -> None:
+        if deadline is None:
+            sock.settimeout(None)
+            return
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _socket.timeout()
+        sock.settimeout(left)

@@ -1,0 +1,140 @@
+"""Exceptions of the agentjail client.
+
+A program that fails, crashes or is killed is not an exception: it is a
+`Result` whose `status` says so. These exceptions are for runs that never
+happened: the daemon refused the request, could not set the jail up, or could
+not be reached.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = [
+    "AgentjailError",
+    "InvalidRequest",
+    "Forbidden",
+    "TooLarge",
+    "QueueFull",
+    "ShuttingDown",
+    "SetupFailed",
+    "DaemonUnavailable",
+    "ProtocolError",
+    "Timeout",
+]
+
+
+class AgentjailError(Exception):
+    """Base of every error of this package.
+
+    `status` is the HTTP status (None when no response came), `code` the
+    daemon's error code (e.g. "queue_full"), `message` its message.
+    """
+
+    #: The error code this class stands for (CONTRACT.md §2).
+    default_code = ""
+
+    def __init__(self, message: str, *, status: Optional[int] = None, code: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code if code is not None else self.default_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidRequest(AgentjailError):
+    """400: the request is malformed or a limit is out of range.
+
+    The daemon's message names the field ("limits.memory_bytes: must be at
+    least 16 MiB"); `field` holds that name, or None when the message names none.
+    """
+
+    default_code = "invalid_request"
+
+    @property
+    def field(self) -> Optional[str]:
+        head, sep, _ = self.message.partition(":")
+        if not sep or not head or " " in head.strip():
+            return None
+        return head.strip()
+
+
+class Forbidden(AgentjailError):
+    """403: the daemon does not accept this caller (its uid/gid), or the
+    socket's file permissions refused the connection (status None then)."""
+
+    default_code = "forbidden"
+
+
+class TooLarge(AgentjailError):
+    """413: the request body is larger than the daemon accepts."""
+
+    default_code = "too_large"
+
+
+class QueueFull(AgentjailError):
+    """429: every slot is busy and the queue is full.
+
+    `retry_after` is the daemon's Retry-After in seconds (None if it sent none).
+    """
+
+    default_code = "queue_full"
+
+    def __init__(self, message: str, *, status: Optional[int] = None, code: Optional[str] = None,
+                 retry_after: Optional[float] = None) -> None:
+        super().__init__(message, status=status, code=code)
+        self.retry_after = retry_after
+
+
+class ShuttingDown(AgentjailError):
+    """503: the daemon is stopping and takes no new runs."""
+
+    default_code = "shutting_down"
+
+
+class SetupFailed(AgentjailError):
+    """500: the jail could not be set up; the message names the stage."""
+
+    default_code = "setup_failed"
+
+
+class DaemonUnavailable(AgentjailError):
+    """The daemon could not be reached, or went away before it answered:
+    no socket at the path, connection refused (a stale socket), or the
+    connection closed mid-request or mid-response."""
+
+    default_code = "unavailable"
+
+
+class ProtocolError(AgentjailError):
+    """The daemon answered something that is not the contract's HTTP/JSON
+    (a malformed status line, a body that is not JSON)."""
+
+    default_code = "protocol_error"
+
+
+class Timeout(AgentjailError, TimeoutError):
+    """The client's own `timeout` passed before the daemon answered. The
+    connection is closed, which makes the daemon kill the jail."""
+
+    default_code = "timeout"
+
+
+_BY_CODE = {
+    cls.default_code: cls
+    for cls in (InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed)
+}
+_BY_STATUS = {400: InvalidRequest, 403: Forbidden, 413: TooLarge, 429: QueueFull,
+              503: ShuttingDown, 500: SetupFailed}
+
+
+def from_response(status: int, code: Optional[str], message: str,
+                  retry_after: Optional[float]) -> AgentjailError:
+    """The exception for an HTTP error answer: by the daemon's error code,
+    then by the HTTP status, else the base class."""
+    cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status) or AgentjailError
+    if cls is QueueFull:
+        return QueueFull(message, status=status, code=code, retry_after=retry_after)
+    return cls(message, status=status, code=code)

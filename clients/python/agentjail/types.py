@@ -1,0 +1,440 @@
+"""The run request and the result of CONTRACT.md §3, as Python values.
+
+Results are tolerant: a field the daemon sends that this client does not know
+(a newer daemon) lands in the `extra` dict of the object it belongs to, and a
+field it leaves out (an older daemon) takes its default, so a client never
+breaks on a daemon of another version.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+__all__ = [
+    "NOT_SET",
+    "Limits",
+    "Case",
+    "Tests",
+    "File",
+    "Result",
+    "ExceptionInfo",
+    "TestReport",
+    "TestResult",
+    "CollectedFile",
+    "SeccompReport",
+    "SyscallCount",
+    "build_request",
+]
+
+
+class _NotSet:
+    """The type of NOT_SET: "no value given", as opposed to None."""
+
+    _instance: Optional["_NotSet"] = None
+
+    def __new__(cls) -> "_NotSet":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOT_SET"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "NOT_SET"
+
+
+#: "No expected value": a `Case` with `expected=NOT_SET` checks no return
+#: value, while `expected=None` checks that the function returned None.
+NOT_SET: Any = _NotSet()
+
+
+# ---------------------------------------------------------------- request
+
+
+@dataclass
+class Limits:
+    """Per-run limits (CONTRACT.md §3); a field left None takes the daemon's
+    configured default. Sizes in bytes, times in milliseconds."""
+
+    memory_bytes: Optional[int] = None
+    wall_time_ms: Optional[int] = None
+    cpu_time_ms: Optional[int] = None
+    pids: Optional[int] = None
+    output_bytes: Optional[int] = None
+    tmp_bytes: Optional[int] = None
+    open_files: Optional[int] = None
+    file_size_bytes: Optional[int] = None
+
+    def to_dict(self) -> Dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+
+@dataclass
+class Case:
+    """One test case: call the function with `args` and `kwargs`.
+
+    `expected` is compared by the daemon, outside the jail (numbers by value,
+    tuples as lists); leave it NOT_SET to check no value, set it to None to
+    expect None. `expected_type` is a builtin type name checked with
+    `type(x).__name__`; `expected_exception` passes when that class or a
+    subclass is raised.
+    """
+
+    __test__ = False  # not a test class, for pytest's collector
+
+    name: str
+    args: Sequence[Any] = ()
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    expected: Any = NOT_SET
+    expected_type: Optional[str] = None
+    expected_exception: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"name": self.name, "args": list(self.args), "kwargs": dict(self.kwargs)}
+        if self.expected is not NOT_SET:
+            d["expected"] = self.expected
+        if self.expected_type:
+            d["expected_type"] = self.expected_type
+        if self.expected_exception:
+            d["expected_exception"] = self.expected_exception
+        return d
+
+
+@dataclass
+class Tests:
+    """The `tests` of a request: cases run against `function`."""
+
+    __test__ = False
+
+    function: str
+    cases: List[Union[Case, Mapping[str, Any]]] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"function": self.function, "cases": [_case_dict(c) for c in self.cases]}
+
+
+@dataclass
+class File:
+    """A file written into /workspace before the program starts: `content`
+    str is sent as utf-8, bytes as base64."""
+
+    path: str
+    content: Union[str, bytes]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _file_dict(self.path, self.content)
+
+
+def _case_dict(c: Union[Case, Mapping[str, Any]]) -> Dict[str, Any]:
+    if isinstance(c, Case):
+        return c.to_dict()
+    if isinstance(c, Mapping):
+        d = dict(c)
+        if "args" in d and not isinstance(d["args"], list):
+            d["args"] = list(d["args"])
+        if d.get("expected", None) is NOT_SET:
+            del d["expected"]
+        return d
+    raise TypeError(f"tests: a case must be a Case or a dict, not {type(c).__name__}")
+
+
+def _file_dict(path: str, content: Union[str, bytes, bytearray, memoryview]) -> Dict[str, Any]:
+    if not isinstance(path, str):
+        raise TypeError(f"files: a path must be a str, not {type(path).__name__}")
+    if isinstance(content, str):
+        return {"path": path, "content": content, "encoding": "utf-8"}
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        return {"path": path, "content": base64.b64encode(bytes(content)).decode("ascii"), "encoding": "base64"}
+    raise TypeError(f"files[{path!r}]: content must be str or bytes, not {type(content).__name__}")
+
+
+def _files(files: Any) -> List[Dict[str, Any]]:
+    if isinstance(files, Mapping):
+        return [_file_dict(p, c) for p, c in files.items()]
+    if isinstance(files, (str, bytes)) or not isinstance(files, Iterable):
+        raise TypeError("files: give a dict {path: str | bytes} or a list of {path, content[, encoding]} dicts")
+    out = []
+    for f in files:
+        if isinstance(f, File):
+            out.append(f.to_dict())
+        elif isinstance(f, Mapping):
+            d = dict(f)
+            if isinstance(d.get("content"), (bytes, bytearray, memoryview)):
+                d.update(_file_dict(d.get("path"), d["content"]))  # type: ignore[arg-type]
+            out.append(d)
+        else:
+            raise TypeError(f"files: an item must be a dict or a File, not {type(f).__name__}")
+    return out
+
+
+def build_request(code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+                  collect: Union[str, Iterable[str], None] = None,
+                  limits: Union[Limits, Mapping[str, Any], None] = None,
+                  tests: Union[Tests, Mapping[str, Any], None] = None,
+                  env: Optional[Mapping[str, str]] = None,
+                  on_forbidden_syscall: Optional[str] = None) -> Dict[str, Any]:
+    """The JSON body of POST /v1/run. Only what was given is sent, so the
+    daemon's defaults apply to the rest. Type mistakes are caught here;
+    values are the daemon's to judge (it answers InvalidRequest)."""
+    if not isinstance(code, str):
+        raise TypeError(f"code must be a str, not {type(code).__name__}")
+    req: Dict[str, Any] = {"code": code}
+    if stdin is not None:
+        if isinstance(stdin, (bytes, bytearray)):
+            try:
+                stdin = bytes(stdin).decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError("stdin: the contract carries stdin as text; these bytes are not UTF-8") from None
+        if not isinstance(stdin, str):
+            raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
+        req["stdin"] = stdin
+    if env is not None:
+        if not isinstance(env, Mapping):
+            raise TypeError(f"env must be a dict of str to str, not {type(env).__name__}")
+        req["env"] = {str(k): str(v) for k, v in env.items()}
+    if files is not None:
+        req["files"] = _files(files)
+    if collect is not None:
+        req["collect"] = [collect] if isinstance(collect, str) else [str(g) for g in collect]
+    if limits is not None:
+        if isinstance(limits, Limits):
+            req["limits"] = limits.to_dict()
+        elif isinstance(limits, Mapping):
+            req["limits"] = {k: v for k, v in limits.items() if v is not None}
+        else:
+            raise TypeError(f"limits must be a Limits or a dict, not {type(limits).__name__}")
+    if tests is not None:
+        if isinstance(tests, Tests):
+            req["tests"] = tests.to_dict()
+        elif isinstance(tests, Mapping):
+            t = dict(tests)
+            t["cases"] = [_case_dict(c) for c in t.get("cases", [])]
+            req["tests"] = t
+        else:
+            raise TypeError(f"tests must be a Tests or a dict, not {type(tests).__name__}")
+    if on_forbidden_syscall is not None:
+        req["on_forbidden_syscall"] = on_forbidden_syscall
+    return req
+
+
+# ---------------------------------------------------------------- result
+
+
+def _from_dict(cls: Any, d: Mapping[str, Any], **convert: Any) -> Any:
+    """An instance of the dataclass cls from a JSON object: known fields by
+    name (converted by `convert[name]` when the value is not null), the
+    rest kept in `extra`."""
+    names = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+    kw: Dict[str, Any] = {}
+    extra: Dict[str, Any] = {}
+    for k, v in d.items():
+        if k in names:
+            fn = convert.get(k)
+            kw[k] = fn(v) if fn is not None and v is not None else v
+        else:
+            extra[k] = v
+    obj = cls(**kw)
+    obj.extra = extra
+    return obj
+
+
+def _obj(cls: Any) -> Any:
+    def conv(v: Any) -> Any:
+        return cls.from_dict(v) if isinstance(v, Mapping) else v
+    return conv
+
+
+def _list_of(cls: Any) -> Any:
+    def conv(v: Any) -> Any:
+        if not isinstance(v, list):
+            return v
+        return [cls.from_dict(x) if isinstance(x, Mapping) else x for x in v]
+    return conv
+
+
+@dataclass
+class ExceptionInfo:
+    """The uncaught exception: `line` is in the submitted code."""
+
+    type: str = ""
+    message: str = ""
+    line: Optional[int] = None
+    traceback: str = ""
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ExceptionInfo":
+        return _from_dict(cls, d)
+
+    def __str__(self) -> str:
+        s = f"{self.type}: {self.message}" if self.message else self.type
+        return f"{s} (line {self.line})" if self.line is not None else s
+
+
+@dataclass
+class TestResult:
+    """The verdict of one case; `output` is the return value as JSON text
+    (or its repr when it has no JSON form)."""
+
+    __test__ = False
+
+    name: str = ""
+    passed: bool = False
+    output: str = ""
+    detail: str = ""
+    duration_ms: float = 0.0
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TestResult":
+        return _from_dict(cls, d)
+
+
+@dataclass
+class TestReport:
+    """The `tests` of a result: verdicts computed by the daemon."""
+
+    __test__ = False
+
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    all_passed: bool = False
+    results: List[TestResult] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "TestReport":
+        return _from_dict(cls, d, results=_list_of(TestResult))
+
+
+@dataclass
+class CollectedFile:
+    """A file collected after the run; `error` instead of content when it
+    could not be collected. `read_bytes()` decodes the content."""
+
+    path: str = ""
+    size: Optional[int] = None
+    encoding: str = "utf-8"
+    content: Optional[str] = None
+    error: Optional[str] = None
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CollectedFile":
+        return _from_dict(cls, d)
+
+    def read_bytes(self) -> bytes:
+        """The file's bytes. Raises OSError when the daemon could not
+        collect it (the message is its `error`)."""
+        if self.error:
+            raise OSError(f"{self.path}: not collected: {self.error}")
+        if self.content is None:
+            return b""
+        if self.encoding == "base64":
+            try:
+                return base64.b64decode(self.content, validate=True)
+            except binascii.Error as e:
+                raise ValueError(f"{self.path}: bad base64 content: {e}") from None
+        return self.content.encode("utf-8")
+
+    def read_text(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        if self.encoding != "base64" and self.content is not None and not self.error:
+            return self.content
+        return self.read_bytes().decode(encoding, errors)
+
+
+@dataclass
+class SyscallCount:
+    syscall: str = ""
+    number: int = -1
+    count: int = 0
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SyscallCount":
+        return _from_dict(cls, d)
+
+
+@dataclass
+class SeccompReport:
+    """The forbidden system calls the program made: the first one in
+    `syscall`/`number` (`syscall` is "" when the daemon cannot name it),
+    every one counted in `calls`."""
+
+    syscall: str = ""
+    number: int = -1
+    calls: List[SyscallCount] = field(default_factory=list)
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SeccompReport":
+        return _from_dict(cls, d, calls=_list_of(SyscallCount))
+
+
+@dataclass
+class Result:
+    """What happened to one program (CONTRACT.md §3).
+
+    `status`: "ok" (exit 0), "error" (non-zero exit, e.g. an uncaught
+    exception), "signaled" (a signal no limit sent), "killed" (a limit or
+    the daemon ended it; `kill_reason` says which). Fields the daemon cannot
+    know are None (`peak_memory_bytes`, `pids_peak`).
+    """
+
+    id: str = ""
+    status: str = ""
+    exit_code: int = 0
+    signal: str = ""
+    kill_reason: str = ""
+    seccomp: Optional[SeccompReport] = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    wall_time_ms: float = 0.0
+    cpu_time_ms: float = 0.0
+    peak_memory_bytes: Optional[int] = None
+    memory_limit_bytes: Optional[int] = None
+    exception: Optional[ExceptionInfo] = None
+    tests: Optional[TestReport] = None
+    feedback: List[str] = field(default_factory=list)
+    files: List[CollectedFile] = field(default_factory=list)
+    peak_memory_source: str = ""
+    oom_kills: int = 0
+    pids_peak: Optional[int] = None
+    pids_max_hits: int = 0
+    #: Fields of a newer daemon that this client does not know, as sent.
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Result":
+        r = _from_dict(cls, d, seccomp=_obj(SeccompReport), exception=_obj(ExceptionInfo),
+                       tests=_obj(TestReport), files=_list_of(CollectedFile))
+        # null lists (an older daemon) read as empty, so callers can iterate
+        if r.feedback is None:
+            r.feedback = []
+        if r.files is None:
+            r.files = []
+        return r
+
+    @property
+    def ok(self) -> bool:
+        """The program exited 0 and every test (if any) passed."""
+        return self.status == "ok" and (self.tests is None or self.tests.all_passed)
+
+    def file(self, path: str) -> CollectedFile:
+        """The collected file at `path`; KeyError when it was not collected."""
+        for f in self.files:
+            if f.path == path:
+                return f
+        raise KeyError(path)

@@ -1,0 +1,100 @@
+"""Building the run request and reading the result, without a daemon."""
+
+import ast
+import base64
+import os
+import pickle
+import unittest
+
+from agentjail import NOT_SET, Case, CollectedFile, File, Limits, Result, Tests
+from agentjail.types import build_request
+
+PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agentjail")
+
+
+class BuildRequestTest(unittest.TestCase):
+    def test_only_code(self):
+        self.assertEqual(build_request("pass"), {"code": "pass"})
+
+    def test_expected_none_versus_no_expected(self):
+        t = Tests("f", [Case("none", expected=None), Case("unchecked"), Case("zero", expected=0),
+                        {"name": "dict-none", "expected": None}, {"name": "dict-unset", "expected": NOT_SET}])
+        cases = build_request("pass", tests=t)["tests"]["cases"]
+        self.assertEqual([("expected" in c, c.get("expected")) for c in cases],
+                         [(True, None), (False, None), (True, 0), (True, None), (False, None)])
+
+    def test_tests_as_a_dict(self):
+        req = build_request("pass", tests={"function": "f", "cases": [Case("a", (1,), expected=[1, 2]),
+                                                                       {"name": "b", "args": (2,)}]})
+        self.assertEqual(req["tests"], {"function": "f", "cases": [
+            {"name": "a", "args": [1], "kwargs": {}, "expected": [1, 2]}, {"name": "b", "args": [2]}]})
+
+    def test_limits(self):
+        self.assertEqual(build_request("pass", limits=Limits(pids=8))["limits"], {"pids": 8})
+        self.assertEqual(build_request("pass", limits={"pids": 8, "memory_bytes": None})["limits"], {"pids": 8})
+        self.assertEqual(Limits().to_dict(), {})
+
+    def test_files_forms(self):
+        want = [{"path": "a.txt", "content": "hi", "encoding": "utf-8"},
+                {"path": "b.bin", "content": base64.b64encode(b"\x00\x01").decode(), "encoding": "base64"}]
+        self.assertEqual(build_request("pass", files={"a.txt": "hi", "b.bin": b"\x00\x01"})["files"], want)
+        self.assertEqual(build_request("pass", files=[File("a.txt", "hi"), File("b.bin", bytearray(b"\x00\x01"))])["files"], want)
+        self.assertEqual(build_request("pass", files=[{"path": "a.txt", "content": "hi", "encoding": "utf-8"},
+                                                       {"path": "b.bin", "content": b"\x00\x01"}])["files"], want)
+        passthrough = [{"path": "c", "content": "AAE=", "encoding": "base64"}]
+        self.assertEqual(build_request("pass", files=passthrough)["files"], passthrough)
+
+    def test_collect_and_stdin(self):
+        self.assertEqual(build_request("pass", collect="out/*.png")["collect"], ["out/*.png"])
+        self.assertEqual(build_request("pass", collect=("a", "b"))["collect"], ["a", "b"])
+        self.assertEqual(build_request("pass", stdin=b"x\n")["stdin"], "x\n")
+        self.assertEqual(build_request("pass", stdin="")["stdin"], "")
+
+    def test_type_mistakes_are_caught_before_sending(self):
+        for kw in ({"files": "a.txt"}, {"files": 3}, {"files": {"a": 3}}, {"files": [3]}, {"files": {1: "x"}},
+                   {"limits": 5}, {"tests": ["f"]}, {"tests": {"function": "f", "cases": [3]}},
+                   {"stdin": 5}, {"env": ["A=1"]}):
+            with self.subTest(kw=kw), self.assertRaises(TypeError):
+                build_request("pass", **kw)
+        with self.assertRaises(TypeError):
+            build_request(b"pass")
+        with self.assertRaises(ValueError):
+            build_request("pass", stdin=b"\xff")
+
+    def test_not_set_is_a_singleton(self):
+        self.assertIs(pickle.loads(pickle.dumps(NOT_SET)), NOT_SET)
+        self.assertFalse(NOT_SET)
+        self.assertEqual(repr(NOT_SET), "NOT_SET")
+
+
+class ResultTest(unittest.TestCase):
+    def test_ok(self):
+        self.assertTrue(Result.from_dict({"status": "ok"}).ok)
+        self.assertFalse(Result.from_dict({"status": "error"}).ok)
+        failed = {"status": "ok", "tests": {"total": 1, "passed": 0, "failed": 1, "all_passed": False, "results": []}}
+        self.assertFalse(Result.from_dict(failed).ok)
+
+    def test_collected_file(self):
+        self.assertEqual(CollectedFile(path="a", encoding="base64", content="AAE=").read_bytes(), b"\x00\x01")
+        self.assertEqual(CollectedFile(path="a", content="é").read_bytes(), "é".encode())
+        with self.assertRaises(ValueError):
+            CollectedFile(path="a", encoding="base64", content="***").read_bytes()
+
+    def test_unexpected_shapes_do_not_crash(self):
+        r = Result.from_dict({"status": "ok", "tests": "weird", "files": [1, {"path": "x"}], "seccomp": None})
+        self.assertEqual(r.tests, "weird")
+        self.assertEqual(r.files[0], 1)
+        self.assertEqual(r.files[1].path, "x")
+
+
+class Python39Test(unittest.TestCase):
+    def test_package_parses_as_python_3_9(self):
+        # The package promises Python >= 3.9; ast checks the grammar of that version.
+        for name in sorted(os.listdir(PACKAGE)):
+            if name.endswith(".py"):
+                with self.subTest(file=name), open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+                    ast.parse(f.read(), name, feature_version=(3, 9))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,861 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"os/user"
+	"path"
+	"reflect"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"agentjail/nsjail"
+	"agentjail/seccomp"
+)
+
+// Default paths of CONTRACT.md.
+const (
+	DefaultConfigPath = "/etc/agentjail/config.toml"
+	DefaultSocketPath = "/run/agentjail/agentjail.sock"
+)
+
+// Config is the daemon's configuration file (TOML, DefaultConfigPath). It
+// is plain data: DefaultConfig gives every default, ParseConfig lays a
+// file over them and Validate checks the result. The accessor methods
+// treat a zero field as its default, so a zero Config behaves like the
+// defaults wherever a zero would make no sense.
+type Config struct {
+	Socket    SocketConfig    `toml:"socket"`
+	Peers     PeersConfig     `toml:"peers"`
+	Admission AdmissionConfig `toml:"admission"`
+	Limits    LimitsSection   `toml:"limits"`
+	Jail      JailConfig      `toml:"jail"`
+	Collect   CollectConfig   `toml:"collect"`
+	Log       LogConfig       `toml:"log"`
+}
+
+// SocketConfig is the Unix socket the daemon listens on when it is not
+// socket-activated (under systemd, agentjail.socket creates the socket and
+// its path, mode and group come from that unit).
+type SocketConfig struct {
+	Path  string `toml:"path"`  // absolute path, at most 107 bytes; default /run/agentjail/agentjail.sock
+	Group string `toml:"group"` // group name or numeric gid that owns the socket; "" = the daemon's own gid (default)
+	Mode  string `toml:"mode"`  // octal permission bits as a string, 0 to 0777; default "0660"
+}
+
+// PeersConfig says who may use the daemon: a client whose SO_PEERCRED uid
+// is in UIDs, or whose primary gid is in GIDs. Everyone else gets 403.
+type PeersConfig struct {
+	UIDs []uint32 `toml:"uids"` // allowed peer uids; default [0]
+	GIDs []uint32 `toml:"gids"` // allowed peer primary gids; default []
+}
+
+// AdmissionConfig bounds the work the daemon accepts.
+type AdmissionConfig struct {
+	MaxConcurrent   int            `toml:"max_concurrent"`    // jails running at once, at least 1; default runtime.NumCPU()
+	QueueLength     int            `toml:"queue_length"`      // requests waiting for a slot before 429, 0 = none wait; default 64
+	MaxRequestBytes int64          `toml:"max_request_bytes"` // request body cap in bytes (413 above), at least 1 MiB; default 128 MiB
+	ShutdownGrace   ConfigDuration `toml:"shutdown_grace"`    // on SIGTERM, how long running jails may finish before they are killed; default "10s"
+}
+
+// LimitsSection holds the limits a request gets when it omits one
+// (Default) and the most it may ask for (Max; above it is a 400).
+type LimitsSection struct {
+	Default Limits `toml:"default"` // default: CONTRACT §3's (nsjail.DefaultLimits)
+	Max     Limits `toml:"max"`     // default: memory 4 GiB, wall 300 s, cpu 300 s, pids 1024, output 64 MiB, tmp 1 GiB, open_files 4096, file_size 1 GiB, cpus 1024
+}
+
+// Limits has the names and units of the request's "limits" (CONTRACT §3).
+// A zero field is one the file does not set: it takes the section's default.
+type Limits struct {
+	MemoryBytes   int64   `toml:"memory_bytes"`    // cgroup memory limit in bytes, swap off; at least 16 MiB; default 256 MiB
+	WallTimeMs    int64   `toml:"wall_time_ms"`    // wall clock in ms from the exec of python3; default 10000
+	CPUTimeMs     int64   `toml:"cpu_time_ms"`     // CPU time in ms of all the jail's processes; default 10000
+	Pids          int64   `toml:"pids"`            // processes and threads; default 64
+	OutputBytes   int64   `toml:"output_bytes"`    // stdout+stderr captured, in bytes; default 1 MiB
+	TmpBytes      int64   `toml:"tmp_bytes"`       // tmpfs for /workspace, /tmp, /dev/shm, in bytes; default 64 MiB
+	OpenFiles     int64   `toml:"open_files"`      // RLIMIT_NOFILE; default 256
+	FileSizeBytes int64   `toml:"file_size_bytes"` // RLIMIT_FSIZE in bytes; default 32 MiB
+	CPUs          float64 `toml:"cpus"`            // CPU bandwidth of one jail in CPUs (cgroup quota); default 1
+}
+
+// JailConfig shapes every jail.
+type JailConfig struct {
+	Python             string   `toml:"python"`               // interpreter, an absolute path under a bound directory; default /usr/bin/python3
+	ReadOnlyMounts     []string `toml:"read_only_mounts"`     // extra host dirs bound read-only at the same path (a virtualenv); default []
+	UIDBase            uint32   `toml:"uid_base"`             // first host uid (and gid) for jails, at least 65536; default 2000000000
+	UIDCount           uint32   `toml:"uid_count"`            // how many, at least max_concurrent; default 1000000
+	OnForbiddenSyscall string   `toml:"on_forbidden_syscall"` // "errno" (default) or "kill"; a request may override it
+}
+
+// CollectConfig caps the files a request collects from /workspace.
+type CollectConfig struct {
+	FileBytes  int64 `toml:"file_bytes"`  // largest collected file in bytes, at most total_bytes; default 8 MiB
+	TotalBytes int64 `toml:"total_bytes"` // all collected files together, in bytes; default 32 MiB
+	Files      int   `toml:"files"`       // most files collected, 0 = collection off; default 100
+}
+
+// LogConfig is the daemon's log (stderr, which journald records).
+type LogConfig struct {
+	Level  string `toml:"level"`  // debug, info, warn or error; default info
+	Format string `toml:"format"` // "text" (default, what journald shows) or "json"
+}
+
+// ConfigDuration is a time.Duration written in TOML as a Go duration
+// string ("10s", "1m30s", "500ms"). (The name Duration in this package is
+// the function that formats a duration for people.)
+type ConfigDuration time.Duration
+
+func (d ConfigDuration) String() string { return time.Duration(d).String() }
+
+// MarshalText writes d as a Go duration string.
+func (d ConfigDuration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText parses a Go duration string.
+func (d *ConfigDuration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (write e.g. \"10s\", \"1m30s\", \"500ms\")", b)
+	}
+	*d = ConfigDuration(v)
+	return nil
+}
+
+// maxLimits are the default maxima: generous for one program, and small
+// enough that a few jails at the maximum cannot take the host down.
+func maxLimits() Limits {
+	return Limits{
+		MemoryBytes:   4 << 30,
+		WallTimeMs:    300_000,
+		CPUTimeMs:     300_000,
+		Pids:          1024,
+		OutputBytes:   64 << 20,
+		TmpBytes:      1 << 30,
+		OpenFiles:     4096,
+		FileSizeBytes: 1 << 30,
+		CPUs:          1024, // requests cannot set cpus (yet): this only bounds limits.default.cpus
+	}
+}
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() *Config {
+	return &Config{
+		Socket: SocketConfig{Path: DefaultSocketPath, Group: "", Mode: "0660"},
+		Peers:  PeersConfig{UIDs: []uint32{0}, GIDs: []uint32{}},
+		Admission: AdmissionConfig{
+			MaxConcurrent:   runtime.NumCPU(),
+			QueueLength:     64,
+			MaxRequestBytes: 128 << 20,
+			ShutdownGrace:   ConfigDuration(10 * time.Second),
+		},
+		Limits: LimitsSection{Default: limitsOf(nsjail.DefaultLimits()), Max: maxLimits()},
+		Jail: JailConfig{
+			Python:             nsjail.DefaultPython,
+			ReadOnlyMounts:     []string{},
+			UIDBase:            nsjail.DefaultUIDBase,
+			UIDCount:           nsjail.DefaultUIDSize,
+			OnForbiddenSyscall: "errno",
+		},
+		Collect: CollectConfig{FileBytes: 8 << 20, TotalBytes: 32 << 20, Files: 100},
+		Log:     LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+func limitsOf(l nsjail.Limits) Limits {
+	return Limits{
+		MemoryBytes: l.MemoryBytes, WallTimeMs: l.WallTime.Milliseconds(), CPUTimeMs: l.CPUTime.Milliseconds(),
+		Pids: l.Pids, OutputBytes: l.OutputBytes, TmpBytes: l.TmpBytes, OpenFiles: l.OpenFiles,
+		FileSizeBytes: l.FileSizeBytes, CPUs: l.CPUs,
+	}
+}
+
+// nsjail converts l, taking each zero field from def.
+func (l Limits) nsjail(def Limits) nsjail.Limits {
+	pick := func(v, d int64) int64 {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	cpus := l.CPUs
+	if cpus == 0 {
+		cpus = def.CPUs
+	}
+	return nsjail.Limits{
+		MemoryBytes:   pick(l.MemoryBytes, def.MemoryBytes),
+		WallTime:      time.Duration(pick(l.WallTimeMs, def.WallTimeMs)) * time.Millisecond,
+		CPUTime:       time.Duration(pick(l.CPUTimeMs, def.CPUTimeMs)) * time.Millisecond,
+		Pids:          pick(l.Pids, def.Pids),
+		OutputBytes:   pick(l.OutputBytes, def.OutputBytes),
+		TmpBytes:      pick(l.TmpBytes, def.TmpBytes),
+		OpenFiles:     pick(l.OpenFiles, def.OpenFiles),
+		FileSizeBytes: pick(l.FileSizeBytes, def.FileSizeBytes),
+		CPUs:          cpus,
+	}
+}
+
+// DefaultLimits are the limits a request gets for each limit it omits.
+func (c *Config) DefaultLimits() nsjail.Limits {
+	return c.Limits.Default.nsjail(limitsOf(nsjail.DefaultLimits()))
+}
+
+// MaxLimits are the most a request may ask for.
+func (c *Config) MaxLimits() nsjail.Limits { return c.Limits.Max.nsjail(maxLimits()) }
+
+// SocketMode is the socket's permission bits; 0660 when Mode is empty (or
+// invalid, which Validate reports).
+func (c *Config) SocketMode() os.FileMode {
+	m, err := parseMode(c.Socket.Mode)
+	if err != nil || c.Socket.Mode == "" {
+		return 0o660
+	}
+	return m
+}
+
+func parseMode(s string) (os.FileMode, error) {
+	if s == "" || strings.Trim(s, "01234567") != "" || len(s) > 4 {
+		return 0, fmt.Errorf("%q is not an octal mode between 0 and 0777 (e.g. \"0660\")", s)
+	}
+	n, err := strconv.ParseUint(s, 8, 32)
+	if err != nil || n > 0o777 {
+		return 0, fmt.Errorf("%q is not an octal mode between 0 and 0777 (e.g. \"0660\")", s)
+	}
+	return os.FileMode(n), nil
+}
+
+// SocketGID resolves Group to a gid: -1 when Group is empty (keep the
+// daemon's own), the number itself when it is numeric, else the group of
+// that name (from /etc/group).
+func (c *Config) SocketGID() (int, error) {
+	g := c.Socket.Group
+	if g == "" {
+		return -1, nil
+	}
+	if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+		return int(n), nil
+	}
+	grp, err := user.LookupGroup(g)
+	if err != nil {
+		return 0, &ConfigError{Key: "socket.group", Msg: fmt.Sprintf("no group named %q on this host", g)}
+	}
+	gid, err := strconv.Atoi(grp.Gid)
+	if err != nil {
+		return 0, &ConfigError{Key: "socket.group", Msg: fmt.Sprintf("group %q has a non-numeric gid %q", g, grp.Gid)}
+	}
+	return gid, nil
+}
+
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// SlogLevel is the log level; info when Level is empty.
+func (c *Config) SlogLevel() slog.Level {
+	if l, ok := logLevels[c.Log.Level]; ok {
+		return l
+	}
+	return slog.LevelInfo
+}
+
+// ForbiddenSyscallMode is the default of on_forbidden_syscall; errno when
+// the field is empty.
+func (c *Config) ForbiddenSyscallMode() seccomp.Mode {
+	if m, err := seccomp.ParseMode(c.Jail.OnForbiddenSyscall); err == nil {
+		return m
+	}
+	return seccomp.ModeErrno
+}
+
+// UIDRange is a fresh allocator of the jails' host uids (one per daemon);
+// nsjail's default range when the fields are zero.
+func (c *Config) UIDRange() *nsjail.UIDRange {
+	r := &nsjail.UIDRange{Base: c.Jail.UIDBase, Size: c.Jail.UIDCount}
+	if r.Base == 0 {
+		r.Base = nsjail.DefaultUIDBase
+	}
+	if r.Size == 0 {
+		r.Size = nsjail.DefaultUIDSize
+	}
+	return r
+}
+
+// ConfigError is one problem in a configuration: the key it is about, the
+// line of the file that sets that key (0 when unknown, or when the value
+// is a default), and what is wrong. ParseConfig, LoadConfig and Validate
+// return one or more of them (errors.As finds the first).
+type ConfigError struct {
+	Key     string // e.g. "limits.default.memory_bytes"; "" for a syntax error
+	Line    int    // 1-based line in the file; 0 when not known
+	Msg     string // what is wrong, e.g. "must be at least 1"
+	Unknown bool   // the key is not a configuration key (Msg then suggests one)
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	switch {
+	case e.Unknown:
+		fmt.Fprintf(&b, "unknown key %q", e.Key)
+		if e.Msg != "" {
+			b.WriteString(" " + e.Msg)
+		}
+	case e.Key != "":
+		b.WriteString(e.Key + ": " + e.Msg)
+	default:
+		b.WriteString(e.Msg)
+	}
+	return b.String()
+}
+
+// configErrors is several ConfigErrors, one per line of Error, each after
+// prefix (e.g. "config /etc/agentjail/config.toml: ").
+type configErrors struct {
+	prefix string
+	errs   []*ConfigError
+}
+
+func (e *configErrors) Error() string {
+	lines := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		lines[i] = e.prefix + err.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *configErrors) Unwrap() []error {
+	out := make([]error, len(e.errs))
+	for i, err := range e.errs {
+		out[i] = err
+	}
+	return out
+}
+
+func joinErrors(errs []*ConfigError) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	// In the file's order; errors without a line keep theirs, after.
+	line := func(e *ConfigError) int {
+		if e.Line == 0 {
+			return math.MaxInt
+		}
+		return e.Line
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		li, lj := line(errs[i]), line(errs[j])
+		return li < lj || li == lj && li != math.MaxInt && errs[i].Key < errs[j].Key
+	})
+	return &configErrors{errs: errs}
+}
+
+// LoadConfig reads and parses the file at path. A missing file is an
+// error (errors.Is(err, fs.ErrNotExist)): the caller decides whether a
+// missing default path is fine. Every error starts with "config PATH: ".
+func LoadConfig(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	// The file decides who may run code as which uid: a file anyone can
+	// write is as good as no access control.
+	if st.Mode().Perm()&0o002 != 0 {
+		return nil, fmt.Errorf("config %s: is writable by every user (mode %04o); refusing it", path, st.Mode().Perm())
+	}
+	var buf bytes.Buffer
+	if _, err := buf.ReadFrom(f); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c, err := ParseConfig(buf.Bytes())
+	if err != nil {
+		var ce *configErrors
+		if errors.As(err, &ce) {
+			ce.prefix = "config " + path + ": "
+			return nil, ce
+		}
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig lays the TOML document data over DefaultConfig and validates
+// the result. Unknown keys, values of the wrong type and invalid values are
+// errors that name their key and, where the file sets it, its line.
+func ParseConfig(data []byte) (*Config, error) {
+	lines, dup := keyLines(data)
+	if dup != nil {
+		return nil, joinErrors([]*ConfigError{dup})
+	}
+	// First as untyped data, to check every key and type against Config
+	// with messages in the file's terms; then strictly into the struct.
+	var doc map[string]any
+	if err := toml.Unmarshal(data, &doc); err != nil {
+		return nil, joinErrors([]*ConfigError{decodeError(err)})
+	}
+	var errs []*ConfigError
+	checkTable(doc, reflect.TypeFor[Config](), "", lines, &errs)
+	if len(errs) > 0 {
+		return nil, joinErrors(errs)
+	}
+	c := DefaultConfig()
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return nil, joinErrors([]*ConfigError{decodeError(err)})
+	}
+	if err := c.Validate(); err != nil {
+		var ce *configErrors
+		if errors.As(err, &ce) {
+			for _, e := range ce.errs {
+				k, _, _ := strings.Cut(e.Key, "[") // jail.read_only_mounts[1]
+				e.Line = lines[k]
+			}
+			return nil, joinErrors(ce.errs)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// decodeError turns an error of go-toml into a ConfigError.
+func decodeError(err error) *ConfigError {
+	var de *toml.DecodeError
+	var se *toml.StrictMissingError
+	switch {
+	case errors.As(err, &se) && len(se.Errors) > 0:
+		line, _ := se.Errors[0].Position()
+		return &ConfigError{Key: strings.Join(se.Errors[0].Key(), "."), Line: line, Unknown: true}
+	case errors.As(err, &de):
+		line, _ := de.Position()
+		return &ConfigError{Line: line, Msg: strings.TrimPrefix(de.Error(), "toml: ")}
+	}
+	return &ConfigError{Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+}
+
+// keyLines maps every key the document sets, and every table it names,
+// to the line where that happens first. It also reports a key set twice,
+// which go-toml reports without a line.
+func keyLines(data []byte) (map[string]int, *ConfigError) {
+	lines := map[string]int{}
+	var p unstable.Parser
+	p.Reset(data)
+	lineOf := func(n *unstable.Node) int { return p.Shape(n.Raw).Start.Line }
+	parts := func(it unstable.Iterator) (ks []string, first *unstable.Node) {
+		for it.Next() {
+			if first == nil {
+				first = it.Node()
+			}
+			ks = append(ks, string(it.Node().Data))
+		}
+		return ks, first
+	}
+	// record sets the line of key and of each table above it.
+	record := func(ks []string, line int) {
+		for i := 1; i <= len(ks); i++ {
+			if k := strings.Join(ks[:i], "."); lines[k] == 0 {
+				lines[k] = line
+			}
+		}
+	}
+	var dup *ConfigError
+	seen := map[string]int{}
+	var keyval func(prefix []string, kv *unstable.Node, inArray bool)
+	keyval = func(prefix []string, kv *unstable.Node, inArray bool) {
+		ks, first := parts(kv.Key())
+		full := append(append([]string{}, prefix...), ks...)
+		line := lineOf(first)
+		k := strings.Join(full, ".")
+		if prev, ok := seen[k]; ok && !inArray && dup == nil {
+			dup = &ConfigError{Key: k, Line: line, Msg: fmt.Sprintf("is set twice (first on line %d)", prev)}
+		}
+		seen[k] = line
+		record(full, line)
+		if v := kv.Value(); v.Kind == unstable.InlineTable {
+			for it := v.Children(); it.Next(); {
+				keyval(full, it.Node(), inArray)
+			}
+		}
+	}
+	var table []string
+	inArray := false
+	headers := map[string]int{}
+	for p.NextExpression() {
+		e := p.Expression()
+		switch e.Kind {
+		case unstable.Table, unstable.ArrayTable:
+			ks, first := parts(e.Key())
+			table, inArray = ks, e.Kind == unstable.ArrayTable
+			line := lineOf(first)
+			k := strings.Join(ks, ".")
+			if prev, ok := headers[k]; ok && !inArray && dup == nil {
+				dup = &ConfigError{Key: k, Line: line, Msg: fmt.Sprintf("table [%s] is given twice (first on line %d)", k, prev)}
+			}
+			headers[k] = line
+			record(ks, line)
+		case unstable.KeyValue:
+			keyval(table, e, inArray)
+		}
+	}
+	// A syntax error is left to go-toml, which reports it with its line.
+	return lines, dup
+}
+
+// quoteHints are for the string keys whose values look like numbers.
+var quoteHints = map[string]string{
+	"socket.mode":              `write it quoted, e.g. "0660"`,
+	"socket.group":             `write it quoted, e.g. "agentjail" or "1001"`,
+	"admission.shutdown_grace": `write it quoted, e.g. "10s"`,
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// checkTable checks the untyped table m against struct type t, key by key.
+func checkTable(m map[string]any, t reflect.Type, prefix string, lines map[string]int, errs *[]*ConfigError) {
+	fields := map[string]reflect.Type{}
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("toml"), ","); name != "" && name != "-" {
+			fields[name] = f.Type
+			names = append(names, name)
+		}
+	}
+	for k, v := range m {
+		key := prefix + k
+		ft, ok := fields[k]
+		if !ok {
+			e := &ConfigError{Key: key, Line: lines[key], Unknown: true}
+			if s := nearest(k, names); s != "" {
+				e.Msg = fmt.Sprintf("(did you mean %q?)", prefix+s)
+			}
+			*errs = append(*errs, e)
+			continue
+		}
+		if ft.Kind() == reflect.Struct {
+			sub, ok := v.(map[string]any)
+			if !ok {
+				*errs = append(*errs, &ConfigError{Key: key, Line: lines[key], Msg: "must be a table ([" + key + "]), got " + describe(v)})
+				continue
+			}
+			checkTable(sub, ft, key+".", lines, errs)
+			continue
+		}
+		if msg := checkValue(v, ft); msg != "" {
+			if h := quoteHints[key]; h != "" {
+				if _, isString := v.(string); !isString {
+					msg += "; " + h
+				}
+			}
+			*errs = append(*errs, &ConfigError{Key: key, Line: lines[key], Msg: msg})
+		}
+	}
+}
+
+// checkValue says what is wrong with the untyped value v for a field of
+// type t, or "" when go-toml will decode it without loss.
+func checkValue(v any, t reflect.Type) string {
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		s, ok := v.(string)
+		if !ok {
+			return "must be a string, got " + describe(v)
+		}
+		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			return "must be a string, got " + describe(v)
+		}
+	case reflect.Int, reflect.Int64:
+		n, ok := v.(int64)
+		if !ok {
+			return "must be an integer, got " + describe(v)
+		}
+		if reflect.New(t).Elem().OverflowInt(n) {
+			return fmt.Sprintf("%d is out of range", n)
+		}
+	case reflect.Uint32:
+		n, ok := v.(int64)
+		if !ok {
+			return "must be an integer, got " + describe(v)
+		}
+		if n < 0 || n > math.MaxUint32 {
+			return fmt.Sprintf("%d is out of range (0 to %d)", n, uint32(math.MaxUint32))
+		}
+	case reflect.Float64:
+		switch v.(type) {
+		case int64, float64:
+		default:
+			return "must be a number, got " + describe(v)
+		}
+	case reflect.Slice:
+		a, ok := v.([]any)
+		if !ok {
+			return "must be an array, got " + describe(v)
+		}
+		for i, el := range a {
+			if msg := checkValue(el, t.Elem()); msg != "" {
+				return fmt.Sprintf("element %d: %s", i, msg)
+			}
+		}
+	default:
+		return "has a type the configuration cannot hold" // a field type this function lacks: a bug
+	}
+	return ""
+}
+
+// describe names the TOML type of an untyped value, with the value when short.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		if len(x) > 40 {
+			return "a string"
+		}
+		return fmt.Sprintf("a string (%q)", x)
+	case int64:
+		return fmt.Sprintf("an integer (%d)", x)
+	case float64:
+		return fmt.Sprintf("a float (%v)", x)
+	case bool:
+		return fmt.Sprintf("a boolean (%v)", x)
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	}
+	return "a date or time"
+}
+
+// nearest is the name closest to k by edit distance, if it is a likely typo.
+func nearest(k string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(k, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// minJailUID keeps jails away from the uids of system and login accounts
+// (and nobody, 65534), which a jail must never share.
+const minJailUID = 65536
+
+// Validate checks every value; each error names its key. It returns every
+// problem at once (errors.As gives the first *ConfigError).
+func (c *Config) Validate() error {
+	var errs []*ConfigError
+	bad := func(key, format string, a ...any) {
+		errs = append(errs, &ConfigError{Key: key, Msg: fmt.Sprintf(format, a...)})
+	}
+
+	s := c.Socket
+	switch {
+	case !path.IsAbs(s.Path) || path.Clean(s.Path) != s.Path:
+		bad("socket.path", "%q must be a clean absolute path", s.Path)
+	case len(s.Path) > 107:
+		bad("socket.path", "is %d bytes long; a Unix socket path holds at most 107", len(s.Path))
+	}
+	if g := s.Group; g != "" {
+		if n, err := strconv.ParseUint(g, 10, 64); err == nil {
+			if n >= math.MaxUint32 {
+				bad("socket.group", "gid %d is out of range", n)
+			}
+		} else if strings.ContainsAny(g, ": \t\n\x00") {
+			bad("socket.group", "%q is neither a group name nor a gid", g)
+		}
+	}
+	if _, err := parseMode(s.Mode); err != nil {
+		bad("socket.mode", "%v", err)
+	}
+
+	if len(c.Peers.UIDs) == 0 && len(c.Peers.GIDs) == 0 {
+		bad("peers", "uids and gids are both empty: no client could ever be served")
+	}
+
+	a := c.Admission
+	if a.MaxConcurrent < 1 {
+		bad("admission.max_concurrent", "must be at least 1, got %d", a.MaxConcurrent)
+	}
+	if a.QueueLength < 0 {
+		bad("admission.queue_length", "must be at least 0, got %d", a.QueueLength)
+	}
+	if a.MaxRequestBytes < 1<<20 {
+		bad("admission.max_request_bytes", "must be at least 1 MiB (1048576), got %d", a.MaxRequestBytes)
+	}
+	if a.ShutdownGrace < 0 {
+		bad("admission.shutdown_grace", "must not be negative, got %v", a.ShutdownGrace)
+	}
+
+	def, defOK := c.checkLimits("limits.default", c.Limits.Default, limitsOf(nsjail.DefaultLimits()), &errs)
+	max, maxOK := c.checkLimits("limits.max", c.Limits.Max, maxLimits(), &errs)
+	if defOK && maxOK {
+		for _, f := range limitPairs(def, max) {
+			if f.def > f.max {
+				show := func(v int64) string { return strconv.FormatInt(v, 10) }
+				if f.name == "cpus" {
+					show = func(v int64) string { return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64) }
+				}
+				bad("limits.default."+f.name, "%s is above limits.max.%s (%s)", show(f.def), f.name, show(f.max))
+			}
+		}
+	}
+
+	j := c.Jail
+	if !path.IsAbs(j.Python) || path.Clean(j.Python) != j.Python {
+		bad("jail.python", "%q must be a clean absolute path", j.Python)
+	}
+	spec := nsjail.Spec{Limits: nsjail.DefaultLimits(), ReadOnlyMounts: j.ReadOnlyMounts}
+	if err := spec.Validate(); err != nil {
+		var fe *nsjail.FieldError
+		if errors.As(err, &fe) {
+			bad("jail."+fe.Field, "%s", fe.Msg)
+		} else {
+			bad("jail.read_only_mounts", "%v", err)
+		}
+	}
+	end := uint64(j.UIDBase) + uint64(j.UIDCount) // one past the last uid
+	switch {
+	case j.UIDBase < minJailUID:
+		bad("jail.uid_base", "must be at least %d (below are root, system and login accounts and nobody), got %d", minJailUID, j.UIDBase)
+	case j.UIDCount == 0:
+		bad("jail.uid_count", "must be at least 1")
+	case end > math.MaxUint32: // 2^32-1 is the kernel's invalid uid
+		bad("jail.uid_count", "uid_base %d + uid_count %d passes the largest uid %d", j.UIDBase, j.UIDCount, uint32(math.MaxUint32-1))
+	case a.MaxConcurrent >= 1 && uint64(j.UIDCount) < uint64(a.MaxConcurrent):
+		bad("jail.uid_count", "%d is below admission.max_concurrent (%d): every running jail needs its own uid", j.UIDCount, a.MaxConcurrent)
+	default:
+		// A jail's uid is also its gid: an allowed peer id inside the range
+		// would let a jailed process call the daemon.
+		for _, p := range []struct {
+			key string
+			ids []uint32
+		}{{"peers.uids", c.Peers.UIDs}, {"peers.gids", c.Peers.GIDs}} {
+			for _, id := range p.ids {
+				if uint64(id) >= uint64(j.UIDBase) && uint64(id) < end {
+					bad(p.key, "%d is inside the jails' uid range (jail.uid_base %d, jail.uid_count %d)", id, j.UIDBase, j.UIDCount)
+				}
+			}
+		}
+	}
+	if _, err := seccomp.ParseMode(j.OnForbiddenSyscall); err != nil {
+		bad("jail.on_forbidden_syscall", "must be \"errno\" or \"kill\", got %q", j.OnForbiddenSyscall)
+	}
+
+	col := c.Collect
+	if col.TotalBytes < 1 {
+		bad("collect.total_bytes", "must be at least 1, got %d", col.TotalBytes)
+	}
+	switch {
+	case col.FileBytes < 1:
+		bad("collect.file_bytes", "must be at least 1, got %d", col.FileBytes)
+	case col.TotalBytes >= 1 && col.FileBytes > col.TotalBytes:
+		bad("collect.file_bytes", "%d is above collect.total_bytes (%d)", col.FileBytes, col.TotalBytes)
+	}
+	if col.Files < 0 {
+		bad("collect.files", "must be at least 0, got %d", col.Files)
+	}
+
+	if _, ok := logLevels[c.Log.Level]; !ok {
+		bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		bad("log.format", "must be \"text\" or \"json\", got %q", c.Log.Format)
+	}
+	return joinErrors(errs)
+}
+
+// maxMs is the largest millisecond count a time.Duration holds.
+const maxMs = math.MaxInt64 / int64(time.Millisecond)
+
+// checkLimits validates one limits section with nsjail's rules, naming the
+// section's keys, and returns it converted.
+func (c *Config) checkLimits(section string, l, def Limits, errs *[]*ConfigError) (nsjail.Limits, bool) {
+	for _, f := range []struct {
+		name string
+		ms   int64
+	}{{"wall_time_ms", l.WallTimeMs}, {"cpu_time_ms", l.CPUTimeMs}} {
+		if f.ms > maxMs {
+			*errs = append(*errs, &ConfigError{Key: section + "." + f.name, Msg: fmt.Sprintf("%d is out of range (at most %d)", f.ms, maxMs)})
+			return nsjail.Limits{}, false
+		}
+	}
+	n := l.nsjail(def)
+	if err := n.Validate(); err != nil {
+		var fe *nsjail.FieldError
+		if errors.As(err, &fe) {
+			*errs = append(*errs, &ConfigError{Key: section + strings.TrimPrefix(fe.Field, "limits"), Msg: fe.Msg})
+		} else {
+			*errs = append(*errs, &ConfigError{Key: section, Msg: err.Error()})
+		}
+		return n, false
+	}
+	return n, true
+}
+
+// limitPairs lists def and max side by side, by key name (times in ms,
+// CPUs in thousandths).
+func limitPairs(def, max nsjail.Limits) []struct {
+	name     string
+	def, max int64
+} {
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	milli := func(c float64) int64 { return int64(math.Round(c * 1000)) }
+	return []struct {
+		name     string
+		def, max int64
+	}{
+		{"memory_bytes", def.MemoryBytes, max.MemoryBytes},
+		{"wall_time_ms", ms(def.WallTime), ms(max.WallTime)},
+		{"cpu_time_ms", ms(def.CPUTime), ms(max.CPUTime)},
+		{"pids", def.Pids, max.Pids},
+		{"output_bytes", def.OutputBytes, max.OutputBytes},
+		{"tmp_bytes", def.TmpBytes, max.TmpBytes},
+		{"open_files", def.OpenFiles, max.OpenFiles},
+		{"file_size_bytes", def.FileSizeBytes, max.FileSizeBytes},
+		{"cpus", milli(def.CPUs), milli(max.CPUs)},
+	}
+}

@@ -37,10 +37,10 @@ type Result struct {
 	PidsPeak         *int64 `json:"pids_peak"`     // null when the kernel has no pids.peak
 	PidsLimitHits    int64  `json:"pids_max_hits"` // forks refused by the pids limit
 
-	Exception any      `json:"exception"`
-	Tests     any      `json:"tests"`
-	Feedback  []string `json:"feedback"`
-	Files     []any    `json:"files"`
+	Exception *Exception   `json:"exception"`
+	Tests     *TestsResult `json:"tests"`
+	Feedback  []string     `json:"feedback"`
+	Files     []ResultFile `json:"files"`
 }
 
 // FromJail converts a jail's result into the contract's result object.
@@ -62,7 +62,7 @@ func FromJail(r *nsjail.Result) *Result {
 		OOMKills:         r.OOMKills,
 		PidsLimitHits:    r.PidsMaxHits,
 		Feedback:         Feedback(r),
-		Files:            []any{},
+		Files:            []ResultFile{},
 	}
 	if r.Signal != 0 {
 		out.Signal = unix.SignalName(r.Signal)

@@ -4,7 +4,7 @@ Stdlib only. Each figure is measured side by side with its baseline in the
 same run, interleaved (bare, jail, bare, jail, ...), so that the machine's
 drift hits both equally; ratios are what to compare across machines.
 """
-import argparse, datetime, json, os, platform, statistics, subprocess, sys, time
+import argparse, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, threading, time
 
 PY = "/usr/bin/python3"
 
@@ -79,6 +79,104 @@ def cgroup_version():
     return "v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1 (hybrid)" if os.path.isdir("/sys/fs/cgroup/memory") else "?"
 
 
+class UnixHTTP(http.client.HTTPConnection):
+    def __init__(self, path):
+        super().__init__("agentjail")
+        self.path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(self.path)
+
+
+def post_run(conn, code="pass"):
+    body = json.dumps({"code": code})
+    conn.request("POST", "/v1/run", body, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    data = r.read()
+    if r.status != 200:
+        sys.exit(f"bench: daemon answered {r.status}: {data[:300]}")
+    return json.loads(data)
+
+
+def proc_cpu_ms(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")  # utime + stime of the daemon itself
+
+
+def proc_rss(pid):
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith("VmRSS:"):
+            return int(l.split()[1]) << 10
+    return 0
+
+
+def daemon_bench(binary, n):
+    """End-to-end latency through the socket, throughput, idle RSS and
+    daemon CPU per run, against a daemon started here."""
+    d = tempfile.mkdtemp(prefix="agentjail-bench-")
+    sock = os.path.join(d, "s.sock")
+    cfg = os.path.join(d, "config.toml")
+    with open(cfg, "w") as f:
+        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % os.cpu_count())
+    srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.02)
+        conn = UnixHTTP(sock)
+        for _ in range(10):
+            post_run(conn)
+        time.sleep(1)
+        idle_rss = proc_rss(srv.pid)
+
+        def persistent():
+            t = time.perf_counter(); post_run(conn); return (time.perf_counter() - t) * 1000
+
+        def fresh():  # a new connection per run, as a one-shot client does
+            t = time.perf_counter(); c = UnixHTTP(sock); post_run(c); c.close(); return (time.perf_counter() - t) * 1000
+
+        bare, keep, conn1, cli = [], [], [], []
+        cpu0 = proc_cpu_ms(srv.pid)
+        for _ in range(n):
+            bare.append(timed([PY, "-I", "-c", "pass"]))
+            keep.append(persistent())
+            conn1.append(fresh())
+            cli.append(timed([binary, "run", "--socket", sock, "-c", "pass"]))
+        cpu_per_run = (proc_cpu_ms(srv.pid) - cpu0) / (3 * n)
+
+        tput = []
+        for clients in (1, 2, 8):
+            total = 40 * clients if clients < 8 else 200
+            left = [total]
+            lock = threading.Lock()
+
+            def worker():
+                c = UnixHTTP(sock)
+                while True:
+                    with lock:
+                        if left[0] == 0:
+                            break
+                        left[0] -= 1
+                    post_run(c)
+                c.close()
+            t = time.perf_counter()
+            ths = [threading.Thread(target=worker) for _ in range(clients)]
+            for th in ths: th.start()
+            for th in ths: th.join()
+            tput.append((clients, total, total / (time.perf_counter() - t)))
+        return bare, keep, conn1, cli, idle_rss, cpu_per_run, tput
+    finally:
+        srv.terminate()
+        srv.wait(timeout=30)
+        for f in (cfg,):
+            os.remove(f)
+        if os.path.exists(sock):
+            os.remove(sock)
+        os.rmdir(d)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -98,6 +196,24 @@ def main():
     print(f"| bare `{PY} -I -c pass` | {mb:.2f} | {pct(bare, .1):.2f} | {pct(bare, .9):.2f} |")
     print(f"| `agentjail run -c pass` (local mode) | {mj:.2f} | {pct(jail, .1):.2f} | {pct(jail, .9):.2f} |")
     print(f"| **ratio** (target ≤ 1.5) | **{mj / mb:.2f}** | | |")
+    print()
+    bare, keep, conn1, cli, idle_rss, cpu_per_run, tput = daemon_bench(a.bin, n)
+    mb = statistics.median(bare)
+    print("Through the daemon (`agentjail serve`, its socket; client time included), interleaved with bare python3:")
+    print()
+    print("| `pass` | median ms | p10 | p90 | ratio (target ≤ 1.2) |")
+    print("|---|---|---|---|---|")
+    print(f"| bare `{PY} -I -c pass` | {mb:.2f} | {pct(bare, .1):.2f} | {pct(bare, .9):.2f} | 1.00 |")
+    for label, v in (("POST /v1/run, kept-alive connection (Python client)", keep), ("POST /v1/run, new connection per run", conn1),
+                     ("`agentjail run --socket … -c pass` (CLI process)", cli)):
+        print(f"| {label} | {statistics.median(v):.2f} | {pct(v, .1):.2f} | {pct(v, .9):.2f} | **{statistics.median(v) / mb:.2f}** |")
+    print()
+    print("| daemon | figure | target |")
+    print("|---|---|---|")
+    print(f"| idle RSS after 10 runs | {idle_rss / (1 << 20):.1f} MiB | < 20 MiB |")
+    print(f"| daemon CPU per run (its own utime+stime; jails excluded) | {cpu_per_run:.2f} ms | < 1 ms |")
+    for clients, total, rps in tput:
+        print(f"| throughput, {clients} concurrent client(s), {total} runs of `pass` | {rps:.0f} runs/s | |")
     print()
     base, fbase, rows = precision(a.bin, reps)
     print(f"Peak memory (`peak_memory_bytes`): `pass` baseline {base / (1 << 20):.2f} MiB (4-process baseline {fbase / (1 << 20):.2f} MiB); target: peak − baseline = N ± 1 MiB.")

@@ -29,8 +29,9 @@ func main() {
 }
 
 const usage = `usage:
-  agentjail run    [--json] [limits] [--on-forbidden-syscall errno|kill] [--stdin FILE]
-                   [--file NAME=HOSTPATH]... (FILE.py | -c CODE | -)
+  agentjail serve  [--config FILE] [--socket PATH]
+  agentjail run    [--socket PATH] [--json] [limits] [--on-forbidden-syscall errno|kill] [--stdin FILE]
+                   [--file NAME=HOSTPATH]... [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)
   agentjail check  [--json]
   agentjail version
 
@@ -43,6 +44,8 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	switch args[0] {
+	case "serve":
+		return cmdServe(args[1:], stderr)
 	case "run":
 		return cmdRun(args[1:], stdin, stdout, stderr)
 	case "check":

@@ -106,7 +106,7 @@ func TestRunJSON(t *testing.T) {
 	assert.Equal(t, "error", res["status"])
 	assert.Equal(t, float64(1), res["exit_code"])
 	assert.Equal(t, "STDIN DATA\n", res["stdout"])
-	assert.Contains(t, res["stderr"], `File "/code/prog.py", line 3`)
+	assert.Contains(t, res["stderr"], `File "/code/main.py", line 3`)
 	for _, k := range []string{"id", "signal", "kill_reason", "seccomp", "stdout_truncated", "stderr_truncated", "wall_time_ms", "cpu_time_ms",
 		"peak_memory_bytes", "memory_limit_bytes", "exception", "tests", "feedback", "files"} {
 		assert.Contains(t, res, k)

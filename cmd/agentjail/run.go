@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -9,11 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
+	"time"
+	"unicode/utf8"
 
 	"agentjail/daemon"
 	"agentjail/nsjail"
@@ -21,45 +22,46 @@ import (
 )
 
 // limitFlag is one limit flag of `agentjail run`, named like the JSON limit
-// it sets (CONTRACT.md §1).
+// it sets (CONTRACT.md §1), with human units.
 type limitFlag struct {
 	name, field, help string
-	set               func(l *nsjail.Limits, v string) error
+	set               func(l *daemon.RequestLimits, v string) error
+}
+
+func sizeFlag(dst func(*daemon.RequestLimits) **int64) func(*daemon.RequestLimits, string) error {
+	return func(l *daemon.RequestLimits, v string) error {
+		n, err := parseSize(v)
+		*dst(l) = &n
+		return err
+	}
+}
+
+func countFlag(dst func(*daemon.RequestLimits) **int64) func(*daemon.RequestLimits, string) error {
+	return func(l *daemon.RequestLimits, v string) error {
+		n, err := parseCount(v)
+		*dst(l) = &n
+		return err
+	}
+}
+
+func msFlag(dst func(*daemon.RequestLimits) **int64) func(*daemon.RequestLimits, string) error {
+	return func(l *daemon.RequestLimits, v string) error {
+		d, err := parseDuration(v)
+		ms := d.Milliseconds()
+		*dst(l) = &ms
+		return err
+	}
 }
 
 var limitFlags = []limitFlag{
-	{"memory", "limits.memory_bytes", "memory limit, swap off (e.g. 256MiB)", func(l *nsjail.Limits, v string) (err error) {
-		l.MemoryBytes, err = parseSize(v)
-		return
-	}},
-	{"timeout", "limits.wall_time_ms", "wall-clock limit (e.g. 10s)", func(l *nsjail.Limits, v string) (err error) {
-		l.WallTime, err = parseDuration(v)
-		return
-	}},
-	{"cpu-time", "limits.cpu_time_ms", "CPU time of all processes (e.g. 5s)", func(l *nsjail.Limits, v string) (err error) {
-		l.CPUTime, err = parseDuration(v)
-		return
-	}},
-	{"pids", "limits.pids", "processes and threads (e.g. 64)", func(l *nsjail.Limits, v string) (err error) {
-		l.Pids, err = parseCount(v)
-		return
-	}},
-	{"output-limit", "limits.output_bytes", "stdout+stderr captured before the jail is killed (e.g. 1MiB)", func(l *nsjail.Limits, v string) (err error) {
-		l.OutputBytes, err = parseSize(v)
-		return
-	}},
-	{"tmp-size", "limits.tmp_bytes", "size of /workspace, /tmp and /dev/shm together (e.g. 64MiB)", func(l *nsjail.Limits, v string) (err error) {
-		l.TmpBytes, err = parseSize(v)
-		return
-	}},
-	{"open-files", "limits.open_files", "open file descriptors per process (e.g. 256)", func(l *nsjail.Limits, v string) (err error) {
-		l.OpenFiles, err = parseCount(v)
-		return
-	}},
-	{"file-size", "limits.file_size_bytes", "largest file a process may write (e.g. 32MiB)", func(l *nsjail.Limits, v string) (err error) {
-		l.FileSizeBytes, err = parseSize(v)
-		return
-	}},
+	{"memory", "limits.memory_bytes", "memory limit, swap off (e.g. 256MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.MemoryBytes })},
+	{"timeout", "limits.wall_time_ms", "wall-clock limit (e.g. 10s)", msFlag(func(l *daemon.RequestLimits) **int64 { return &l.WallTimeMs })},
+	{"cpu-time", "limits.cpu_time_ms", "CPU time of all processes (e.g. 5s)", msFlag(func(l *daemon.RequestLimits) **int64 { return &l.CPUTimeMs })},
+	{"pids", "limits.pids", "processes and threads (e.g. 64)", countFlag(func(l *daemon.RequestLimits) **int64 { return &l.Pids })},
+	{"output-limit", "limits.output_bytes", "stdout+stderr captured before the jail is killed (e.g. 1MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.OutputBytes })},
+	{"tmp-size", "limits.tmp_bytes", "size of /workspace, /tmp and /dev/shm together (e.g. 64MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.TmpBytes })},
+	{"open-files", "limits.open_files", "open file descriptors per process (e.g. 256)", countFlag(func(l *daemon.RequestLimits) **int64 { return &l.OpenFiles })},
+	{"file-size", "limits.file_size_bytes", "largest file a process may write (e.g. 32MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.FileSizeBytes })},
 }
 
 type multiFlag []string
@@ -75,8 +77,11 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 // runArgs is a parsed `agentjail run` command line.
 type runArgs struct {
-	json bool
-	spec nsjail.Spec
+	json   bool
+	socket string // "" runs the jail in this process
+	python string // local mode only
+	req    daemon.Request
+	job    *daemon.Job // the request validated as local mode would run it
 }
 
 func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error) {
@@ -86,21 +91,26 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		ra        runArgs
 		code      string
 		stdinPath string
-		python    string
+		testsPath string
 		files     multiFlag
+		collect   multiFlag
 		limitVals = map[string]*string{}
 	)
 	fs.BoolVar(&ra.json, "json", false, "print exactly one JSON result object on stdout")
+	fs.StringVar(&ra.socket, "socket", os.Getenv("AGENTJAIL_SOCKET"), "send the request to the daemon on this socket (default $AGENTJAIL_SOCKET; empty: run the jail in this process, as root)")
 	fs.StringVar(&code, "c", "", "run CODE instead of a file")
 	fs.StringVar(&stdinPath, "stdin", "", "file whose bytes are the program's stdin (- for this process's stdin; default /dev/null)")
-	fs.StringVar(&python, "python", nsjail.DefaultPython, "host path of the interpreter (it must live under /usr)")
-	onForbidden := fs.String("on-forbidden-syscall", "errno", "errno: a forbidden system call fails with EPERM and is reported; kill: it ends the jail")
+	fs.StringVar(&ra.python, "python", "", "host path of the interpreter, under /usr (local mode; default "+nsjail.DefaultPython+")")
+	onForbidden := fs.String("on-forbidden-syscall", "", "errno: a forbidden system call fails with EPERM and is reported (default); kill: it ends the jail")
 	fs.Var(&files, "file", "NAME=HOSTPATH: copy a host file to /workspace/NAME before the program starts (repeatable)")
+	fs.Var(&collect, "collect", "GLOB: return the files of /workspace matching GLOB after the program ends (repeatable; see --json)")
+	fs.StringVar(&testsPath, "tests", "", "FILE.json: test cases ({\"function\": ..., \"cases\": [...]}, CONTRACT.md §3), judged outside the jail")
 	for _, lf := range limitFlags {
 		limitVals[lf.name] = fs.String(lf.name, "", lf.help)
 	}
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: agentjail run [--json] [limits] [--stdin FILE] [--file NAME=HOSTPATH]... (FILE.py | -c CODE | -)\n\n")
+		fmt.Fprint(stderr, "usage: agentjail run [--socket PATH] [--json] [limits] [--stdin FILE] [--file NAME=HOSTPATH]...\n"+
+			"                     [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)\n\n")
 		fs.PrintDefaults()
 	}
 	// Flags may come before and after the program argument.
@@ -119,29 +129,35 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
-	codeSet := false
-	fs.Visit(func(f *flag.Flag) { codeSet = codeSet || f.Name == "c" })
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	s := &ra.spec
-	s.Python = python
-	mode, err := seccomp.ParseMode(*onForbidden)
-	if err != nil {
-		return nil, usagef("--on-forbidden-syscall: %q: want errno or kill", *onForbidden)
+	r := &ra.req
+	if *onForbidden != "" {
+		if _, err := seccomp.ParseMode(*onForbidden); err != nil {
+			return nil, usagef("--on-forbidden-syscall: %q: want errno or kill", *onForbidden)
+		}
+		r.OnForbiddenSyscall = *onForbidden
 	}
-	s.OnForbiddenSyscall = mode
-	s.Limits = nsjail.DefaultLimits()
+	if ra.socket != "" && ra.python != "" {
+		return nil, usagef("--python: the daemon runs the interpreter of its configuration (jail.python), not the caller's")
+	}
 	for _, lf := range limitFlags {
 		if v := *limitVals[lf.name]; v != "" {
-			if err := lf.set(&s.Limits, v); err != nil {
+			if r.Limits == nil {
+				r.Limits = &daemon.RequestLimits{}
+			}
+			if err := lf.set(r.Limits, v); err != nil {
 				return nil, usagef("--%s: %v", lf.name, err)
 			}
 		}
 	}
+	var program string
 	switch {
-	case codeSet && len(positional) > 0:
+	case set["c"] && len(positional) > 0:
 		return nil, usagef("give either -c CODE or a program file, not both (got %q)", positional[0])
-	case codeSet:
-		s.Program = []byte(code)
+	case set["c"]:
+		program = code
 	case len(positional) == 0:
 		return nil, usagef("no program: give FILE.py, -c CODE, or - to read it from stdin")
 	case len(positional) > 1:
@@ -151,15 +167,16 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		if err != nil {
 			return nil, fmt.Errorf("read program from stdin: %w", err)
 		}
-		s.Program = b
+		program = string(b)
 	default:
 		b, err := os.ReadFile(positional[0])
 		if err != nil {
 			return nil, usagef("read program: %v", err)
 		}
-		s.Program = b
-		s.ProgramName = filepath.Base(positional[0])
+		program = string(b)
 	}
+	r.Code = &program
+	var in []byte
 	switch {
 	case stdinPath == "-" && len(positional) == 1 && positional[0] == "-":
 		return nil, usagef("--stdin -: stdin already holds the program")
@@ -168,13 +185,20 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		if err != nil {
 			return nil, fmt.Errorf("read --stdin: %w", err)
 		}
-		s.Stdin = b
+		in = b
 	case stdinPath != "":
 		b, err := os.ReadFile(stdinPath)
 		if err != nil {
 			return nil, usagef("--stdin: %v", err)
 		}
-		s.Stdin = b
+		in = b
+	}
+	if in != nil {
+		if !utf8.Valid(in) {
+			return nil, usagef("--stdin: the program's stdin must be UTF-8 text (CONTRACT.md §3)")
+		}
+		str := string(in)
+		r.Stdin = &str
 	}
 	for _, f := range files {
 		name, host, ok := strings.Cut(f, "=")
@@ -189,12 +213,39 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		if err != nil {
 			return nil, usagef("--file %s: %v", name, err)
 		}
-		s.Files = append(s.Files, nsjail.File{Path: clean, Content: b})
+		r.Files = append(r.Files, daemon.RequestFile{Path: clean, Content: base64.StdEncoding.EncodeToString(b), Encoding: "base64"})
 	}
-	if err := s.Validate(); err != nil {
+	r.Collect = collect
+	if testsPath != "" {
+		b, err := os.ReadFile(testsPath)
+		if err != nil {
+			return nil, usagef("--tests: %v", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r.Tests); err != nil {
+			return nil, usagef("--tests %s: %v", testsPath, err)
+		}
+	}
+	// Validated here in both modes, so that a bad flag is a usage error
+	// before anything runs; the daemon checks its own maxima again.
+	job, err := r.Job(localPolicy(ra.python))
+	if err != nil {
 		return nil, flagError(err)
 	}
+	ra.job = job
 	return &ra, nil
+}
+
+// localPolicy is what local mode applies: CONTRACT.md's defaults and no
+// maximum (the caller is root).
+func localPolicy(python string) daemon.Policy {
+	p := daemon.DefaultConfig().Policy()
+	p.Max = nil
+	if python != "" {
+		p.Python = python
+	}
+	return p
 }
 
 // flagError names the flag behind a field that failed validation.
@@ -206,8 +257,10 @@ func flagError(err error) error {
 				return usagef("--%s: %s", lf.name, fe.Msg)
 			}
 		}
-		if strings.HasPrefix(fe.Field, "files[") {
-			return usagef("--file: %s", fe.Msg)
+		for prefix, flag := range map[string]string{"files": "--file", "collect": "--collect", "tests": "--tests", "env": "--env"} {
+			if strings.HasPrefix(fe.Field, prefix) {
+				return usagef("%s: %s", flag, err)
+			}
 		}
 	}
 	return &usageError{err.Error()}
@@ -225,14 +278,6 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case err != nil:
 		return setupFailed(ra, err, stdout, stderr)
 	}
-	if err := nsjail.CheckPython(ra.spec.Python); err != nil {
-		fmt.Fprintf(stderr, "agentjail run: --python: %v\n", err)
-		return exitUsage
-	}
-	runner, err := nsjail.NewRunner()
-	if err != nil {
-		return setupFailed(ra, err, stdout, stderr)
-	}
 	// Ctrl-C or a TERM ends the jail as "cancelled" and still reports.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
@@ -243,45 +288,96 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			cancel(nsjail.KillCancelled)
 		}
 	}()
-	res, err := runner.Run(ctx, &ra.spec)
-	signal.Stop(sigs)
-	close(sigs)
+	defer func() {
+		signal.Stop(sigs)
+		close(sigs)
+	}()
+	var res *daemon.Result
+	if ra.socket != "" {
+		res, err = remoteRun(ctx, ra.socket, &ra.req)
+	} else {
+		res, err = localRun(ctx, ra)
+	}
 	if res == nil {
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "agentjail run: %v\n", err)
+			return exitUsage
+		}
 		return setupFailed(ra, err, stdout, stderr)
 	}
 	if err != nil { // the result stands; something was left behind
 		fmt.Fprintf(stderr, "agentjail: warning: %v\n", err)
 	}
-	out := daemon.FromJail(res)
 	if ra.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
-		_ = enc.Encode(out)
+		_ = enc.Encode(res)
 	} else {
-		_, _ = stdout.Write(res.Stdout)
-		_, _ = stderr.Write(res.Stderr)
+		_, _ = io.WriteString(stdout, res.Stdout)
+		_, _ = io.WriteString(stderr, res.Stderr)
+		printVerdicts(stderr, res)
 		fmt.Fprintln(stderr, summary(res))
 	}
 	return res.ExitCode
 }
 
+func localRun(ctx context.Context, ra *runArgs) (*daemon.Result, error) {
+	if err := nsjail.CheckPython(ra.job.Spec.Python); err != nil {
+		return nil, usagef("--python: %v", err)
+	}
+	runner, err := nsjail.NewRunner()
+	if err != nil {
+		return nil, err
+	}
+	res, _, err := ra.job.Run(ctx, runner)
+	return res, err
+}
+
+// printVerdicts shows test verdicts, collected files and feedback for
+// people (without --json).
+func printVerdicts(w io.Writer, r *daemon.Result) {
+	if r.Tests != nil {
+		for _, c := range r.Tests.Results {
+			mark := "PASS"
+			if !c.Passed {
+				mark = "FAIL"
+			}
+			fmt.Fprintf(w, "agentjail: %s %s: %s\n", mark, c.Name, c.Detail)
+		}
+		fmt.Fprintf(w, "agentjail: tests %d/%d passed\n", r.Tests.Passed, r.Tests.Total)
+	}
+	for _, f := range r.Files {
+		if f.Error != "" {
+			fmt.Fprintf(w, "agentjail: not collected %s: %s\n", f.Path, f.Error)
+		} else {
+			fmt.Fprintf(w, "agentjail: collected %s (%s; --json returns the content)\n", f.Path, daemon.Bytes(f.Size))
+		}
+	}
+	if r.Status != string(nsjail.StatusOK) || r.Tests != nil && !r.Tests.AllPassed {
+		for _, s := range r.Feedback {
+			fmt.Fprintf(w, "agentjail: %s\n", s)
+		}
+	}
+}
+
 // summary is the one line `agentjail run` prints on stderr after the
 // program's output.
-func summary(r *nsjail.Result) string {
+func summary(r *daemon.Result) string {
 	var b strings.Builder
 	b.WriteString("agentjail: ")
 	switch r.Status {
-	case nsjail.StatusKilled:
-		fmt.Fprintf(&b, "killed (%s)", string(r.KillReason))
-	case nsjail.StatusSignaled:
-		fmt.Fprintf(&b, "signal %s", unix.SignalName(r.Signal))
+	case string(nsjail.StatusKilled):
+		fmt.Fprintf(&b, "killed (%s)", r.KillReason)
+	case string(nsjail.StatusSignaled):
+		fmt.Fprintf(&b, "signal %s", r.Signal)
 	default:
 		fmt.Fprintf(&b, "exit %d", r.ExitCode)
 	}
-	fmt.Fprintf(&b, " · wall %s · cpu %s", daemon.Duration(r.WallTime), daemon.Duration(r.CPUTime))
-	if r.PeakMemoryBytes >= 0 {
-		fmt.Fprintf(&b, " · peak %s", daemon.Bytes(r.PeakMemoryBytes))
-		if r.KillReason == nsjail.KillMemoryLimit {
+	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+	fmt.Fprintf(&b, " · wall %s · cpu %s", daemon.Duration(ms(r.WallTimeMs)), daemon.Duration(ms(r.CPUTimeMs)))
+	if r.PeakMemoryBytes != nil {
+		fmt.Fprintf(&b, " · peak %s", daemon.Bytes(*r.PeakMemoryBytes))
+		if r.KillReason == string(nsjail.KillMemoryLimit) {
 			fmt.Fprintf(&b, " of %s", daemon.Bytes(r.MemoryLimitBytes))
 		}
 	}
@@ -293,9 +389,14 @@ func summary(r *nsjail.Result) string {
 
 // setupFailed reports an error that left no result: exit 125.
 func setupFailed(ra *runArgs, err error, stdout, stderr io.Writer) int {
+	code := "setup_failed"
+	var re *remoteError
+	if errors.As(err, &re) {
+		code = re.Code
+	}
 	if ra != nil && ra.json {
 		enc := json.NewEncoder(stdout)
-		_ = enc.Encode(map[string]any{"error": map[string]string{"code": "setup_failed", "message": err.Error()}})
+		_ = enc.Encode(map[string]any{"error": map[string]string{"code": code, "message": err.Error()}})
 	}
 	fmt.Fprintf(stderr, "agentjail: %v\n", err)
 	return exitSetup

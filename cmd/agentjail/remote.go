@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"agentjail/daemon"
+)
+
+// remoteError is the daemon's refusal (CONTRACT.md §2): exit 125.
+type remoteError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *remoteError) Error() string {
+	return fmt.Sprintf("daemon refused the run (%d %s): %s", e.Status, e.Code, e.Message)
+}
+
+// remoteRun sends the request to the daemon on sock and returns its
+// result. Cancelling ctx closes the connection, which makes the daemon end
+// the jail ("cancelled").
+func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.Result, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	c := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		DisableKeepAlives: true,
+	}}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agentjail/v1/run", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(hr)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+		}
+		return nil, fmt.Errorf("daemon on %s: %w", sock, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("daemon on %s: reading the answer: %w", sock, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
+			return nil, &remoteError{Status: resp.StatusCode, Code: "http_error", Message: string(bytes.TrimSpace(b))}
+		}
+		re := &remoteError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		if re.Code == "invalid_request" {
+			return nil, &usageError{re.Message}
+		}
+		return nil, re
+	}
+	var res daemon.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("daemon on %s: bad result: %w", sock, err)
+	}
+	return &res, nil
+}

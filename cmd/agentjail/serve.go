@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
+	sdaemon "github.com/coreos/go-systemd/v22/daemon"
+
+	"agentjail/daemon"
+	"agentjail/nsjail"
+)
+
+// cmdServe is `agentjail serve`: the daemon. Start-up errors (bad
+// configuration, socket in use, no cgroup) exit 1 with a message that
+// names what to fix; SIGTERM or SIGINT stop it gracefully with exit 0.
+func cmdServe(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agentjail serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", daemon.DefaultConfigPath, "configuration file (TOML); a missing default file means all defaults")
+	socketPath := fs.String("socket", "", "socket path (overrides [socket] path; ignored under systemd socket activation)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentjail serve: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "config" })
+	cfg, err := daemon.LoadConfig(*configPath)
+	if errors.Is(err, os.ErrNotExist) && !explicit {
+		cfg, err = daemon.DefaultConfig(), nil
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agentjail serve: %v\n", err)
+		return 1
+	}
+	if *socketPath != "" {
+		cfg.Socket.Path = *socketPath
+	}
+	var h slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.SlogLevel()})
+	if cfg.Log.Format == "json" {
+		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.SlogLevel()})
+	}
+	log := slog.New(h)
+	if err := serve(cfg, log); err != nil {
+		log.Error("agentjail serve: " + err.Error())
+		return 1
+	}
+	return 0
+}
+
+func serve(cfg *daemon.Config, log *slog.Logger) error {
+	runner, err := nsjail.NewRunner()
+	if err != nil {
+		return err
+	}
+	runner.UIDs = cfg.UIDRange()
+	if err := runner.UIDs.Validate(os.Getuid()); err != nil {
+		return fmt.Errorf("jail.uid_base/uid_count: %w", err)
+	}
+	// Every init stage runs from one sealed copy of this binary: nothing
+	// that a jail can reach may ever rewrite what the next jail executes.
+	exe, err := nsjail.SealedExe()
+	if err != nil {
+		return fmt.Errorf("sealed copy of the binary: %w", err)
+	}
+	defer exe.Close()
+	runner.ExeFile = exe
+	if err := nsjail.CheckPython(cfg.Jail.Python); err != nil {
+		return fmt.Errorf("jail.python: %w", err)
+	}
+
+	// A previous instance that crashed (kill -9) left its jails' cgroups;
+	// their processes died with it (the jails' init has a parent-death
+	// signal), but anything still in them is killed here.
+	stale, err := runner.Cgroups.Stale()
+	if err != nil {
+		return fmt.Errorf("start-up clean-up: %w", err)
+	}
+	for _, name := range stale {
+		if err := runner.Cgroups.Remove(name); err != nil {
+			return fmt.Errorf("start-up clean-up: %w", err)
+		}
+		log.Warn("removed a jail left by a previous instance", "id", name)
+	}
+
+	l, owned, err := listener(cfg)
+	if err != nil {
+		return err
+	}
+	srv := daemon.NewServer(daemon.Options{
+		Policy:          cfg.Policy(),
+		AllowUIDs:       cfg.Peers.UIDs,
+		AllowGIDs:       cfg.Peers.GIDs,
+		MaxConcurrent:   cfg.Admission.MaxConcurrent,
+		QueueLength:     cfg.Admission.QueueLength,
+		MaxRequestBytes: cfg.Admission.MaxRequestBytes,
+		Version:         version,
+		CgroupVersion:   string(runner.Cgroups.Version()),
+		Logger:          log,
+	}, runner)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	_, _ = sdaemon.SdNotify(false, sdaemon.SdNotifyReady)
+	log.Info("serving", "socket", l.Addr().String(), "version", version, "cgroup", runner.Cgroups.Version(),
+		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case sig := <-sigs:
+		grace := time.Duration(cfg.Admission.ShutdownGrace)
+		log.Info("stopping", "signal", sig.String(), "grace", grace.String(), "running", srv.Running(), "queued", srv.Queued())
+		_, _ = sdaemon.SdNotify(false, sdaemon.SdNotifyStopping)
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		err := srv.Shutdown(ctx)
+		if owned {
+			_ = os.Remove(cfg.Socket.Path)
+		}
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		if err != nil {
+			return fmt.Errorf("shutdown: %w", err)
+		}
+		log.Info("stopped")
+		return nil
+	}
+}
+
+// listener is the socket systemd passed (socket activation), or one
+// created at the configured path (owned: removed again at exit).
+func listener(cfg *daemon.Config) (l net.Listener, owned bool, err error) {
+	ls, err := activation.Listeners()
+	if err != nil {
+		return nil, false, fmt.Errorf("systemd socket activation: %w", err)
+	}
+	if len(ls) > 0 {
+		if len(ls) > 1 || ls[0] == nil {
+			return nil, false, fmt.Errorf("systemd socket activation: want one stream socket, got %d", len(ls))
+		}
+		return ls[0], false, nil
+	}
+	gid, err := cfg.SocketGID()
+	if err != nil {
+		return nil, false, fmt.Errorf("socket.group: %w", err)
+	}
+	l, err = daemon.Listen(cfg.Socket.Path, cfg.SocketMode(), gid)
+	if err != nil {
+		return nil, false, err
+	}
+	return l, true, nil
+}

@@ -1,0 +1,341 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
+	"agentjail/nsjail"
+)
+
+var (
+	runnerOnce sync.Once
+	runner     *nsjail.Runner
+	runnerErr  error
+)
+
+// realRunner is the shared jail runner of the integration tests.
+func realRunner(t *testing.T) *nsjail.Runner {
+	t.Helper()
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	runnerOnce.Do(func() { runner, runnerErr = nsjail.NewRunner() })
+	require.NoError(t, runnerErr)
+	return runner
+}
+
+// recordingJailer remembers every jail (not its output: the load test
+// measures the daemon's memory), for host-side checks.
+type recordingJailer struct {
+	r *nsjail.Runner
+
+	mu      sync.Mutex
+	results []jailRecord
+	ended   []time.Time
+}
+
+type jailRecord struct {
+	ID         string
+	HostUID    uint32
+	KillReason nsjail.KillReason
+}
+
+func (j *recordingJailer) Run(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+	res, err := j.r.Run(ctx, s)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if res != nil {
+		j.results = append(j.results, jailRecord{res.ID, res.HostUID, res.KillReason})
+		j.ended = append(j.ended, time.Now())
+	}
+	return res, err
+}
+
+func (j *recordingJailer) noLeftovers(t *testing.T, mounts int) {
+	t.Helper()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, r := range j.results {
+		systest.NoLeftovers(t, r.HostUID, r.ID, mounts)
+	}
+}
+
+func runJSON(t *testing.T, c *http.Client, req map[string]any) *Result {
+	t.Helper()
+	b, err := json.Marshal(req)
+	require.NoError(t, err)
+	resp, body := post(t, c, string(b))
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	var res Result
+	require.NoError(t, json.Unmarshal(body, &res))
+	return &res
+}
+
+func TestDaemonRunsRealJails(t *testing.T) {
+	j := &recordingJailer{r: realRunner(t)}
+	mounts := systest.MountCount()
+	_, _, c := startServer(t, testOptions(), j)
+	res := runJSON(t, c, map[string]any{"code": "import sys; print(sum(range(10))); print(sys.stdin.read(), open('d/in.txt').read())",
+		"stdin": "IN", "files": []map[string]string{{"path": "d/in.txt", "content": "FILE"}}})
+	assert.Equal(t, "ok", res.Status, res.Stderr)
+	assert.Equal(t, "45\nIN FILE\n", res.Stdout)
+	require.NotNil(t, res.PeakMemoryBytes)
+	assert.Greater(t, *res.PeakMemoryBytes, int64(1<<20))
+
+	res = runJSON(t, c, map[string]any{"code": "x = bytearray(200 << 20)", "limits": map[string]any{"memory_bytes": 64 << 20}})
+	assert.Equal(t, "killed", res.Status)
+	assert.Equal(t, "memory_limit", res.KillReason)
+	assert.NotEmpty(t, res.Feedback)
+	j.noLeftovers(t, mounts)
+}
+
+// TestDaemonCancelsRealJail: the client hangs up mid-run; the jail is dead
+// within 100 ms, with kill_reason "cancelled", and nothing is left.
+func TestDaemonCancelsRealJail(t *testing.T) {
+	j := &recordingJailer{r: realRunner(t)}
+	mounts := systest.MountCount()
+	_, sock, _ := startServer(t, testOptions(), j)
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	body := `{"code":"import time; print('up', flush=True); time.sleep(60)"}`
+	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	time.Sleep(500 * time.Millisecond) // python3 is running
+	closed := time.Now()
+	conn.Close()
+	require.Eventually(t, func() bool { j.mu.Lock(); defer j.mu.Unlock(); return len(j.results) == 1 }, 5*time.Second, time.Millisecond)
+	j.mu.Lock()
+	res, ended := j.results[0], j.ended[0]
+	j.mu.Unlock()
+	assert.Equal(t, nsjail.KillCancelled, res.KillReason)
+	assert.Less(t, ended.Sub(closed), 100*time.Millisecond, "the jail outlived its client by too much")
+	t.Logf("jail ended %v after the client hung up", ended.Sub(closed))
+	j.noLeftovers(t, mounts)
+}
+
+// TestConcurrentJobsDoNotSeeEachOther runs two jobs at once: the second
+// must not see the first's files, processes, abstract sockets or SysV IPC
+// (attacks.md A.1: one namespace set per job), nor, run afterwards, its
+// files (F03).
+func TestConcurrentJobsDoNotSeeEachOther(t *testing.T) {
+	j := &recordingJailer{r: realRunner(t)}
+	mounts := systest.MountCount()
+	_, _, c := startServer(t, testOptions(), j)
+	const first = `import os, socket, ctypes, time
+for p in ("/tmp/m", "/workspace/m", "/dev/shm/m"):
+    open(p, "w").write("x")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind("\0agentjail-f03"); s.listen()
+libc = ctypes.CDLL(None, use_errno=True)
+print("shm", libc.shmget(0x4a41494c, 4096, 0o1666), "msg", libc.msgget(0x4a41494c, 0o1666))
+print("F03 w", flush=True)
+time.sleep(3)`
+	const second = `import os, socket, ctypes
+print("F03 r", [p for p in ("/tmp/m", "/workspace/m", "/dev/shm/m", os.path.expanduser("~/.pythonrc")) if os.path.exists(p)])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect("\0agentjail-f03"); print("abstract: connected")
+except OSError as e:
+    print("abstract:", type(e).__name__)
+libc = ctypes.CDLL(None, use_errno=True)
+print("shm", libc.shmget(0x4a41494c, 4096, 0), "msg", libc.msgget(0x4a41494c, 0))
+print("procs", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))`
+	var wg sync.WaitGroup
+	var firstRes *Result
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		firstRes = runJSON(t, c, map[string]any{"code": first})
+	}()
+	time.Sleep(1500 * time.Millisecond) // the first job is in its sleep
+	res := runJSON(t, c, map[string]any{"code": second})
+	assert.Equal(t, "ok", res.Status, res.Stderr)
+	assert.Equal(t, "F03 r []\nabstract: ConnectionRefusedError\nshm -1 msg -1\nprocs [1]\n", res.Stdout)
+	wg.Wait()
+	require.NotNil(t, firstRes)
+	assert.Equal(t, "ok", firstRes.Status, firstRes.Stderr)
+	assert.Regexp(t, `^shm \d+ msg \d+\nF03 w\n$`, firstRes.Stdout, "the first job did create everything")
+	// And sequentially: a fresh job sees nothing of the last one.
+	res = runJSON(t, c, map[string]any{"code": second})
+	assert.Contains(t, res.Stdout, "F03 r []\n")
+	j.noLeftovers(t, mounts)
+}
+
+// TestPeerCredentials: a client running under another uid is refused with
+// 403, while the allowed uid (root) is served. The peer is this test
+// binary re-executed as nobody.
+func TestPeerCredentials(t *testing.T) {
+	systest.Require(t, systest.Root)
+	dir, err := os.MkdirTemp("", "agentjail-peer-") // reachable by nobody, unlike t.TempDir's parent
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	require.NoError(t, os.Chmod(dir, 0o755))
+	o := testOptions()
+	o.AllowUIDs = []uint32{0}
+	sock := filepath.Join(dir, "peer.sock")
+	l, err := Listen(sock, 0o666, -1)
+	require.NoError(t, err)
+	s := NewServer(o, &fakeJailer{})
+	go func() { _ = s.Serve(l) }()
+	defer s.Shutdown(context.Background())
+
+	peer := func(uid uint32) string {
+		cmd := exec.Command("/proc/self/exe", "-test.run=^$")
+		cmd.Env = []string{"AGENTJAIL_TEST_PEER=" + sock}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		return strings.TrimSpace(string(out))
+	}
+	assert.Equal(t, "403", peer(65534), "nobody is refused")
+	assert.Equal(t, "200", peer(0), "root is allowed")
+}
+
+// TestLoad sends 1,000 mixed runs from 16 clients to a daemon with two
+// slots: every request gets its right answer (no 500, no 429 with a queue
+// that fits every client), and afterwards the daemon's fds, goroutines and
+// memory are back near their baseline and no jail is left.
+func TestLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test: not in -short")
+	}
+	j := &recordingJailer{r: realRunner(t)}
+	mounts := systest.MountCount()
+	o := testOptions()
+	o.MaxConcurrent, o.QueueLength = 2, 16
+	s, _, c := startServer(t, o, j)
+
+	// Warm up, then take the baseline.
+	runJSON(t, c, map[string]any{"code": "pass"})
+	debug.FreeOSMemory()
+	fds0, gor0, rss0 := fdCount(t), runtime.NumGoroutine(), rssBytes(t)
+
+	type kind struct {
+		req        map[string]any
+		status     string
+		killReason string
+		check      func(*Result) string
+	}
+	kinds := []kind{
+		{map[string]any{"code": "print('ok')"}, "ok", "", func(r *Result) string { return eq(r.Stdout, "ok\n") }},
+		{map[string]any{"code": "raise ValueError('boom')"}, "error", "", func(r *Result) string { return contains(r.Stderr, "ValueError: boom") }},
+		{map[string]any{"code": "x = bytearray(100 << 20)", "limits": map[string]any{"memory_bytes": 32 << 20}}, "killed", "memory_limit", nil},
+		{map[string]any{"code": "while True: pass", "limits": map[string]any{"wall_time_ms": 150}}, "killed", "wall_timeout", nil},
+		{map[string]any{"code": "import sys\nwhile True: sys.stdout.write('x' * 65536)", "limits": map[string]any{"output_bytes": 100000}}, "killed", "output_limit",
+			func(r *Result) string { return eq(strconv.Itoa(len(r.Stdout)), "100000") }},
+	}
+	const total, clients = 1000, 16
+	var mu sync.Mutex
+	var failures []string
+	work := make(chan int, total)
+	for i := range total {
+		work <- i
+	}
+	close(work)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				k := kinds[i%len(kinds)]
+				b, _ := json.Marshal(k.req)
+				resp, err := c.Post("http://agentjail/v1/run", "application/json", strings.NewReader(string(b)))
+				if err != nil {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("run %d: %v", i, err))
+					mu.Unlock()
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var res Result
+				msg := ""
+				switch {
+				case resp.StatusCode != 200:
+					msg = fmt.Sprintf("HTTP %d %s", resp.StatusCode, body)
+				case json.Unmarshal(body, &res) != nil:
+					msg = "bad JSON " + string(body)
+				case res.Status != k.status || res.KillReason != k.killReason:
+					msg = fmt.Sprintf("got %s/%s, want %s/%s (stderr %.200s)", res.Status, res.KillReason, k.status, k.killReason, res.Stderr)
+				case k.check != nil:
+					msg = k.check(&res)
+				}
+				if msg != "" {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("run %d (kind %d): %s", i, i%len(kinds), msg))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	t.Logf("%d runs from %d clients with 2 slots in %v (%.1f runs/s)", total, clients, took, total/took.Seconds())
+	assert.Empty(t, failures, "%d of %d runs went wrong", len(failures), total)
+	c.CloseIdleConnections()
+
+	assert.Equal(t, 0, s.Running())
+	assert.Equal(t, 0, s.Queued())
+	// Back near the baseline: a leak of one fd, goroutine or 10 KiB per run
+	// would show as 1,000 of them.
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= gor0+8 }, 5*time.Second, 50*time.Millisecond,
+		"goroutines: %d before, %d after", gor0, runtime.NumGoroutine())
+	assert.LessOrEqual(t, fdCount(t), fds0+8, "fds: %d before", fds0)
+	debug.FreeOSMemory() // what the heap holds, not what the runtime has yet to return
+	rss1 := rssBytes(t)
+	t.Logf("baseline fds %d goroutines %d rss %.1f MiB; after fds %d goroutines %d rss %.1f MiB",
+		fds0, gor0, float64(rss0)/(1<<20), fdCount(t), runtime.NumGoroutine(), float64(rss1)/(1<<20))
+	assert.Less(t, rss1, rss0+16<<20, "RSS grew by %d MiB", (rss1-rss0)>>20)
+	j.noLeftovers(t, mounts)
+}
+
+func eq(got, want string) string {
+	if got != want {
+		return fmt.Sprintf("got %.100q, want %.100q", got, want)
+	}
+	return ""
+}
+
+func contains(got, want string) string {
+	if !strings.Contains(got, want) {
+		return fmt.Sprintf("%.200q does not contain %q", got, want)
+	}
+	return ""
+}
+
+func fdCount(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	return len(ents)
+}
+
+func rssBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}

@@ -1,0 +1,70 @@
+package daemon
+
+import (
+	"context"
+	"encoding/base64"
+	"unicode/utf8"
+
+	"agentjail/nsjail"
+)
+
+// Jailer runs one jail (nsjail.Runner; a fake in tests).
+type Jailer interface {
+	Run(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error)
+}
+
+// Run runs the job and composes the contract's result: the jail's
+// evidence, the harness's report (exception, test observations), the
+// verdicts computed here, feedback and the collected files. The error is
+// the jail's set-up error (no result), or nsjail.ErrCleanup beside a valid
+// result.
+func (j *Job) Run(ctx context.Context, jl Jailer) (*Result, *nsjail.Result, error) {
+	jr, err := jl.Run(ctx, &j.Spec)
+	if jr == nil {
+		return nil, nil, err
+	}
+	return j.result(jr), jr, err
+}
+
+func (j *Job) result(jr *nsjail.Result) *Result {
+	res := FromJail(jr)
+	rep := ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
+	var exc *Exception
+	if jr.Status == nsjail.StatusError && rep.Exception != nil {
+		exc = rep.Exception
+		res.Exception = exc
+	}
+	tr := rep.Verdicts(j.Tests, jr)
+	if tr != nil {
+		res.Tests = tr
+	}
+	res.Feedback = append(append([]string{}, HarnessFeedback(exc, tr, j.Tests)...), res.Feedback...)
+	for _, f := range jr.Files {
+		res.Files = append(res.Files, resultFile(f))
+	}
+	return res
+}
+
+// ResultFile is one collected file of the result (CONTRACT.md §3).
+type ResultFile struct {
+	Path     string  `json:"path"`
+	Size     int64   `json:"size"`
+	Encoding string  `json:"encoding,omitempty"`
+	Content  *string `json:"content,omitempty"` // nil only beside Error
+	Error    string  `json:"error,omitempty"`
+}
+
+// resultFile gives text files as utf-8 and everything else as base64.
+func resultFile(f nsjail.CollectedFile) ResultFile {
+	rf := ResultFile{Path: f.Path, Size: f.Size, Error: f.Error}
+	if f.Error != "" {
+		return rf
+	}
+	c := string(f.Content)
+	rf.Encoding = "utf-8"
+	if !utf8.ValidString(c) {
+		rf.Encoding, c = "base64", base64.StdEncoding.EncodeToString(f.Content)
+	}
+	rf.Content = &c
+	return rf
+}

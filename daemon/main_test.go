@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"agentjail/nsjail"
+)
+
+// TestMain: the test binary is also the jail's init stage (the runner
+// re-executes /proc/self/exe), and a peer under another uid in
+// TestPeerCredentials (AGENTJAIL_TEST_PEER names the socket to call).
+func TestMain(m *testing.M) {
+	if nsjail.IsInit() {
+		nsjail.Init()
+	}
+	if sock := os.Getenv("AGENTJAIL_TEST_PEER"); sock != "" {
+		resp, err := unixClient(sock).Get("http://agentjail/v1/health")
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println(resp.StatusCode)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// unixClient is an HTTP client that reaches the daemon's socket.
+func unixClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+func trim(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 2000 {
+		s = s[:2000] + "…"
+	}
+	return s
+}

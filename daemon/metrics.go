@@ -1,0 +1,78 @@
+package daemon
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the daemon's Prometheus series. Each server has its own
+// registry, so that tests can run several servers in one process.
+type metrics struct {
+	reg       *prometheus.Registry
+	runs      *prometheus.CounterVec
+	rejected  *prometheus.CounterVec
+	wall      prometheus.Histogram
+	queueWait prometheus.Histogram
+	peak      prometheus.Histogram
+	violation prometheus.Counter
+}
+
+func newMetrics(adm *admission) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentjail_runs_total",
+			Help: "Programs run to their end, by result status and kill reason (empty unless killed).",
+		}, []string{"status", "kill_reason"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentjail_requests_rejected_total",
+			Help: "Requests answered with an error instead of a result, by error code (queue_full, forbidden, invalid_request, too_large, shutting_down, setup_failed, ...).",
+		}, []string{"code"}),
+		wall: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agentjail_run_wall_seconds",
+			Help:    "Wall time of programs, from the exec of python3 to the end of the jail's last process.",
+			Buckets: []float64{.01, .02, .05, .1, .2, .5, 1, 2, 5, 10, 30, 60, 300},
+		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agentjail_queue_wait_seconds",
+			Help:    "Time requests waited for a free slot.",
+			Buckets: []float64{.001, .01, .1, .5, 1, 5, 10, 30, 60},
+		}),
+		peak: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agentjail_run_peak_memory_bytes",
+			Help:    "Peak memory of programs (the jail cgroup's high-water mark since the exec of python3).",
+			Buckets: prometheus.ExponentialBuckets(4<<20, 2, 11), // 4 MiB .. 4 GiB
+		}),
+		violation: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentjail_forbidden_syscall_runs_total",
+			Help: "Runs in which the program made at least one forbidden system call.",
+		}),
+	}
+	m.reg.MustRegister(m.runs, m.rejected, m.wall, m.queueWait, m.peak, m.violation,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_running_jails", Help: "Jails running now."},
+			func() float64 { return float64(adm.running()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_queue_depth", Help: "Requests waiting for a slot now."},
+			func() float64 { return float64(adm.waiting()) }),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+func (m *metrics) observe(r *Result) {
+	m.runs.WithLabelValues(r.Status, r.KillReason).Inc()
+	m.wall.Observe(r.WallTimeMs / 1000)
+	if r.PeakMemoryBytes != nil {
+		m.peak.Observe(float64(*r.PeakMemoryBytes))
+	}
+	if r.Seccomp != nil {
+		m.violation.Inc()
+	}
+}

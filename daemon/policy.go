@@ -1,0 +1,16 @@
+package daemon
+
+import "agentjail/nsjail"
+
+// Policy is what the configuration decides for every request.
+func (c *Config) Policy() Policy {
+	max := c.MaxLimits()
+	return Policy{
+		Defaults:           c.DefaultLimits(),
+		Max:                &max,
+		Python:             c.Jail.Python,
+		ReadOnlyMounts:     c.Jail.ReadOnlyMounts,
+		OnForbiddenSyscall: c.ForbiddenSyscallMode(),
+		Collect:            nsjail.CollectLimits{FileBytes: c.Collect.FileBytes, TotalBytes: c.Collect.TotalBytes, Files: c.Collect.Files},
+	}
+}

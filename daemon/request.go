@@ -1,0 +1,240 @@
+package daemon
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"agentjail/nsjail"
+	"agentjail/seccomp"
+)
+
+// Request is the run request of CONTRACT.md §3. Only Code is required.
+type Request struct {
+	Code               *string           `json:"code"`
+	Stdin              *string           `json:"stdin,omitempty"`
+	Env                map[string]string `json:"env,omitempty"`
+	Files              []RequestFile     `json:"files,omitempty"`
+	Collect            []string          `json:"collect,omitempty"`
+	Limits             *RequestLimits    `json:"limits,omitempty"`
+	Tests              *Tests            `json:"tests,omitempty"`
+	OnForbiddenSyscall string            `json:"on_forbidden_syscall,omitempty"`
+}
+
+// RequestFile is a file written into /workspace before the program starts.
+type RequestFile struct {
+	Path     string `json:"path"`
+	Content  string `json:"content"`
+	Encoding string `json:"encoding,omitempty"` // "utf-8" (default) or "base64"
+}
+
+// RequestLimits are the request's limits; a nil field takes the daemon's
+// default. Units are in the names.
+type RequestLimits struct {
+	MemoryBytes   *int64   `json:"memory_bytes,omitempty"`
+	WallTimeMs    *int64   `json:"wall_time_ms,omitempty"`
+	CPUTimeMs     *int64   `json:"cpu_time_ms,omitempty"`
+	Pids          *int64   `json:"pids,omitempty"`
+	OutputBytes   *int64   `json:"output_bytes,omitempty"`
+	TmpBytes      *int64   `json:"tmp_bytes,omitempty"`
+	OpenFiles     *int64   `json:"open_files,omitempty"`
+	FileSizeBytes *int64   `json:"file_size_bytes,omitempty"`
+	CPUs          *float64 `json:"cpus,omitempty"`
+}
+
+// DecodeRequest reads one request strictly: an unknown field, a wrong type
+// or trailing data is an error that names what to fix.
+func DecodeRequest(r io.Reader) (*Request, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var req Request
+	if err := dec.Decode(&req); err != nil {
+		return nil, jsonError(err)
+	}
+	if dec.More() {
+		return nil, &nsjail.FieldError{Field: "body", Msg: "one JSON object only"}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, &nsjail.FieldError{Field: "body", Msg: "one JSON object only"}
+	}
+	return &req, nil
+}
+
+// jsonError turns encoding/json's errors into field errors.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("must be %s, got JSON %s", jsonKind(te.Type.Kind().String()), te.Value)}
+	case errors.As(err, &se):
+		return &nsjail.FieldError{Field: "body", Msg: fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, err)}
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return &nsjail.FieldError{Field: "body", Msg: "empty or incomplete JSON object"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return &nsjail.FieldError{Field: strings.Trim(name, `"`), Msg: "unknown field (see CONTRACT.md §3 for the request's fields)"}
+	}
+	return &nsjail.FieldError{Field: "body", Msg: err.Error()}
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int64", "int", "uint32", "float64":
+		return "a number"
+	case "ptr":
+		return "of another type"
+	case "map", "struct":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return "a " + k
+}
+
+// Policy is what the daemon's configuration decides for every request.
+type Policy struct {
+	Defaults           nsjail.Limits  // for omitted limits
+	Max                *nsjail.Limits // nil: no maximum (local mode, run by root)
+	Python             string
+	ReadOnlyMounts     []string
+	OnForbiddenSyscall seccomp.Mode
+	Collect            nsjail.CollectLimits
+}
+
+// Job is a validated request, ready to run.
+type Job struct {
+	Spec  nsjail.Spec
+	Tests *Tests
+}
+
+// Job validates the request against the policy and builds the jail's spec.
+// Every error is a *nsjail.FieldError naming the request field.
+func (r *Request) Job(p Policy) (*Job, error) {
+	if r.Code == nil {
+		return nil, &nsjail.FieldError{Field: "code", Msg: "is required"}
+	}
+	if !utf8.ValidString(*r.Code) || strings.IndexByte(*r.Code, 0) >= 0 {
+		return nil, &nsjail.FieldError{Field: "code", Msg: "must be UTF-8 text without NUL bytes"}
+	}
+	limits, err := r.Limits.apply(p.Defaults, p.Max)
+	if err != nil {
+		return nil, err
+	}
+	mode := p.OnForbiddenSyscall
+	if r.OnForbiddenSyscall != "" {
+		if mode, err = seccomp.ParseMode(r.OnForbiddenSyscall); err != nil {
+			return nil, &nsjail.FieldError{Field: "on_forbidden_syscall", Msg: fmt.Sprintf("must be \"errno\" or \"kill\", got %q", r.OnForbiddenSyscall)}
+		}
+	}
+	if r.Tests != nil {
+		if err := r.Tests.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	j := &Job{Tests: r.Tests}
+	s := &j.Spec
+	s.Program, s.ProgramName, s.CodeFiles = HarnessProgram([]byte(*r.Code), r.Tests)
+	s.Report = true
+	s.Python = p.Python
+	s.ReadOnlyMounts = p.ReadOnlyMounts
+	s.Limits = limits
+	s.OnForbiddenSyscall = mode
+	s.Env = r.Env
+	s.Collect = r.Collect
+	s.CollectLimits = p.Collect
+	if r.Stdin != nil {
+		s.Stdin = []byte(*r.Stdin)
+	}
+	for i, f := range r.Files {
+		content, err := f.decode()
+		if err != nil {
+			return nil, &nsjail.FieldError{Field: fmt.Sprintf("files[%d].content", i), Msg: err.Error()}
+		}
+		s.Files = append(s.Files, nsjail.File{Path: f.Path, Content: content})
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+func (f RequestFile) decode() ([]byte, error) {
+	switch f.Encoding {
+	case "", "utf-8":
+		return []byte(f.Content), nil
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(f.Content)
+		if err != nil {
+			return nil, fmt.Errorf("not valid base64: %v", err)
+		}
+		return b, nil
+	}
+	return nil, fmt.Errorf("encoding must be \"utf-8\" or \"base64\", got %q", f.Encoding)
+}
+
+// maxLimitValue bounds every limit before unit conversion (2^40 ms is 34
+// years; 2^40 bytes is 1 TiB).
+const maxLimitValue = 1 << 40
+
+// apply fills the limits from the request, the defaults for what it
+// omits, and checks each against the maximum.
+func (rl *RequestLimits) apply(def nsjail.Limits, max *nsjail.Limits) (nsjail.Limits, error) {
+	l := def
+	if rl == nil {
+		return l, l.Validate()
+	}
+	type field struct {
+		name      string
+		req       *int64
+		dst, ceil *int64
+	}
+	var m nsjail.Limits
+	if max != nil {
+		m = *max
+	}
+	wall, cpu := int64(def.WallTime/time.Millisecond), int64(def.CPUTime/time.Millisecond)
+	wallMax, cpuMax := int64(m.WallTime/time.Millisecond), int64(m.CPUTime/time.Millisecond)
+	for _, f := range []field{
+		{"memory_bytes", rl.MemoryBytes, &l.MemoryBytes, &m.MemoryBytes},
+		{"wall_time_ms", rl.WallTimeMs, &wall, &wallMax},
+		{"cpu_time_ms", rl.CPUTimeMs, &cpu, &cpuMax},
+		{"pids", rl.Pids, &l.Pids, &m.Pids},
+		{"output_bytes", rl.OutputBytes, &l.OutputBytes, &m.OutputBytes},
+		{"tmp_bytes", rl.TmpBytes, &l.TmpBytes, &m.TmpBytes},
+		{"open_files", rl.OpenFiles, &l.OpenFiles, &m.OpenFiles},
+		{"file_size_bytes", rl.FileSizeBytes, &l.FileSizeBytes, &m.FileSizeBytes},
+	} {
+		if f.req == nil {
+			continue
+		}
+		if max != nil && *f.req > *f.ceil {
+			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("%d is above this daemon's maximum of %d", *f.req, *f.ceil)}
+		}
+		if *f.req > maxLimitValue {
+			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("%d is absurdly large", *f.req)}
+		}
+		if *f.req <= 0 {
+			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("must be positive, got %d", *f.req)}
+		}
+		*f.dst = *f.req
+	}
+	if rl.CPUs != nil {
+		if max != nil && *rl.CPUs > m.CPUs {
+			return l, &nsjail.FieldError{Field: "limits.cpus", Msg: fmt.Sprintf("%v is above this daemon's maximum of %v", *rl.CPUs, m.CPUs)}
+		}
+		l.CPUs = *rl.CPUs
+	}
+	l.WallTime = time.Duration(wall) * time.Millisecond
+	l.CPUTime = time.Duration(cpu) * time.Millisecond
+	return l, l.Validate()
+}

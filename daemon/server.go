@@ -1,0 +1,295 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"agentjail/nsjail"
+)
+
+// Options configure a Server: plain data, built from the configuration
+// file by `agentjail serve` (Config) or directly by tests.
+type Options struct {
+	Policy          Policy
+	AllowUIDs       []uint32 // peers (SO_PEERCRED) with one of these uids are answered
+	AllowGIDs       []uint32 // ... or with one of these gids
+	MaxConcurrent   int      // jails running at once; at least 1
+	QueueLength     int      // requests waiting for a slot before 429
+	MaxRequestBytes int64    // request body cap (413 above it)
+	Version         string   // reported by /v1/health
+	CgroupVersion   string   // "v1" or "v2", reported by /v1/health
+	Logger          *slog.Logger
+}
+
+// Server is the HTTP API of CONTRACT.md §2 on a Unix socket, shaped like
+// net/http: Serve(listener), then Shutdown(ctx).
+type Server struct {
+	opts   Options
+	jailer Jailer
+	log    *slog.Logger
+	adm    *admission
+	m      *metrics
+	hs     *http.Server
+
+	draining atomic.Bool
+	// killAll ends every running jail with nsjail.KillShutdown when the
+	// grace period of Shutdown is over.
+	killCtx context.Context
+	killAll context.CancelFunc
+	jobs    sync.WaitGroup // handlers between admission and their answer
+}
+
+// NewServer returns a server that runs jails with jailer.
+func NewServer(o Options, jailer Jailer) *Server {
+	if o.MaxConcurrent < 1 {
+		o.MaxConcurrent = 1
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = 128 << 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	s := &Server{opts: o, jailer: jailer, log: o.Logger}
+	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength)
+	s.m = newMetrics(s.adm)
+	s.killCtx, s.killAll = context.WithCancel(context.Background())
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/run", s.handleRun)
+	mux.HandleFunc("/v1/health", s.handleHealth)
+	mux.Handle("/metrics", s.m.handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see CONTRACT.md §2: POST /v1/run, GET /v1/health, GET /metrics)", r.Method, r.URL.Path))
+	})
+	s.hs = &http.Server{
+		Handler:           s.checkPeer(mux),
+		ConnContext:       withPeer,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+	}
+	return s
+}
+
+// Serve answers requests on l until Shutdown; it then returns
+// http.ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
+
+// Shutdown stops the server: it stops accepting, answers queued requests
+// with 503, lets running jails finish until ctx is done, then kills them
+// with kill_reason "shutdown", answers their requests and returns once
+// every jail is gone (its cgroup removed).
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.draining.Swap(true) {
+		return errors.New("already shutting down")
+	}
+	s.adm.close()
+	done := make(chan error, 1)
+	go func() { done <- s.hs.Shutdown(context.Background()) }()
+	jobsDone := make(chan struct{})
+	go func() { s.jobs.Wait(); close(jobsDone) }()
+	select {
+	case <-jobsDone:
+	case <-ctx.Done():
+		s.log.Warn("grace period over: killing running jails", "running", s.adm.running())
+		s.killAll()
+		<-jobsDone
+	}
+	// Every handler has answered; the connections close as they go idle.
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		return s.hs.Close()
+	}
+}
+
+// Running and Queued are the admission state (for health and tests).
+func (s *Server) Running() int { return s.adm.running() }
+func (s *Server) Queued() int  { return s.adm.waiting() }
+
+type peerKey struct{}
+
+// withPeer records the peer's credentials (SO_PEERCRED: taken by the
+// kernel at connect, not claimed by the client) in the connection's context.
+func withPeer(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if err != nil || cred == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerKey{}, cred)
+}
+
+func peerOf(r *http.Request) *unix.Ucred {
+	c, _ := r.Context().Value(peerKey{}).(*unix.Ucred)
+	return c
+}
+
+// checkPeer answers only peers whose uid or gid the configuration allows.
+func (s *Server) checkPeer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := peerOf(r)
+		if c == nil || !(slices.Contains(s.opts.AllowUIDs, c.Uid) || slices.Contains(s.opts.AllowGIDs, c.Gid)) {
+			attrs := []any{"path", r.URL.Path}
+			if c != nil {
+				attrs = append(attrs, "peer_pid", c.Pid, "peer_uid", c.Uid, "peer_gid", c.Gid)
+			}
+			s.log.Warn("peer refused", attrs...)
+			s.fail(w, r, http.StatusForbidden, "forbidden", "this peer's uid and gid are not allowed (see [peers] in the configuration)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use GET /v1/health")
+		return
+	}
+	status := "ok"
+	if s.draining.Load() {
+		status = "shutting_down"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": status, "version": s.opts.Version, "cgroup": s.opts.CgroupVersion,
+		"running": s.adm.running(), "queued": s.adm.waiting(),
+	})
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use POST /v1/run with a JSON run request")
+		return
+	}
+	if s.draining.Load() {
+		s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
+		return
+	}
+	req, err := DecodeRequest(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || (err != nil && r.ContentLength > s.opts.MaxRequestBytes) {
+		s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is larger than this daemon's limit of %d bytes (admission.max_request_bytes)", s.opts.MaxRequestBytes))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	job, err := req.Job(s.opts.Policy)
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+
+	s.jobs.Add(1)
+	defer s.jobs.Done()
+	queuedAt := time.Now()
+	switch err := s.adm.acquire(r.Context()); {
+	case errors.Is(err, errQueueFull):
+		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
+		s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("%d jails are running and %d requests are waiting, the most this daemon allows; retry later", s.opts.MaxConcurrent, s.opts.QueueLength))
+		return
+	case errors.Is(err, errDraining):
+		s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
+		return
+	case err != nil: // the client went away while queued: nobody to answer
+		s.m.rejected.WithLabelValues("cancelled").Inc()
+		return
+	}
+	started := time.Now()
+	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
+
+	// The jail ends when the client goes away (the request's context is
+	// cancelled once its connection closes: "cancelled") or when the
+	// grace period of a shutdown is over ("shutdown").
+	ctx, cancel := context.WithCancelCause(r.Context())
+	stop := context.AfterFunc(s.killCtx, func() { cancel(nsjail.KillShutdown) })
+	res, jr, err := job.Run(ctx, s.jailer)
+	stop()
+	cancel(nil)
+	s.adm.release(time.Since(started))
+
+	if res == nil {
+		var fe *nsjail.FieldError
+		if errors.As(err, &fe) {
+			s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
+			return
+		}
+		s.log.Error("jail set-up failed", "err", err)
+		s.fail(w, r, http.StatusInternalServerError, "setup_failed", err.Error())
+		return
+	}
+	if err != nil {
+		s.log.Warn("jail clean-up failed; the start-up sweep of the next instance removes what is left", "id", res.ID, "err", err)
+	}
+	s.m.observe(res)
+	attrs := []any{"id", res.ID, "status", res.Status, "exit_code", res.ExitCode,
+		"wall_ms", res.WallTimeMs, "cpu_ms", res.CPUTimeMs, "queue_ms", started.Sub(queuedAt).Milliseconds()}
+	if res.KillReason != "" {
+		attrs = append(attrs, "kill_reason", res.KillReason)
+	}
+	if res.PeakMemoryBytes != nil {
+		attrs = append(attrs, "peak_bytes", *res.PeakMemoryBytes)
+	}
+	if res.Seccomp != nil {
+		attrs = append(attrs, "forbidden_syscall", res.Seccomp.Syscall)
+	}
+	if c := peerOf(r); c != nil {
+		attrs = append(attrs, "peer_pid", c.Pid, "peer_uid", c.Uid)
+	}
+	if jr != nil {
+		attrs = append(attrs, "jail_uid", jr.HostUID)
+	}
+	s.log.Info("run", attrs...)
+	if r.Context().Err() != nil {
+		return // the client is gone; the result is logged and counted
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// fail answers with the error object of CONTRACT.md §2.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	s.m.rejected.WithLabelValues(code).Inc()
+	s.log.Debug("request failed", "path", r.URL.Path, "status", status, "code", code, "message", msg)
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // the program's output as it is, as `agentjail run --json` prints it
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString(`{"error":{"code":"internal","message":"cannot encode the answer"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}

@@ -1,0 +1,394 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/nsjail"
+)
+
+// fakeJailer answers runs without a jail, for the API's own behaviour.
+type fakeJailer struct {
+	run func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error)
+}
+
+func (f *fakeJailer) Run(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+	return f.run(ctx, s)
+}
+
+func okResult(s *nsjail.Spec) *nsjail.Result {
+	return &nsjail.Result{ID: "j-test", Status: nsjail.StatusOK, Stdout: []byte("hi\n"), MemoryLimitBytes: s.Limits.MemoryBytes, PeakMemoryBytes: 3 << 20, PidsPeak: 1}
+}
+
+// blockUntilCancelled is a jail that runs until its context ends and
+// reports the cause as the kill reason, as nsjail.Runner does.
+func blockUntilCancelled(started chan<- struct{}) *fakeJailer {
+	return &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+		if started != nil {
+			started <- struct{}{}
+		}
+		<-ctx.Done()
+		res := okResult(s)
+		res.Status, res.KillReason = nsjail.StatusKilled, nsjail.KillCancelled
+		if errors.Is(context.Cause(ctx), nsjail.KillShutdown) {
+			res.KillReason = nsjail.KillShutdown
+		}
+		return res, nil
+	}}
+}
+
+func testOptions() Options {
+	max := nsjail.DefaultLimits()
+	max.MemoryBytes = 1 << 30
+	return Options{
+		Policy:          Policy{Defaults: nsjail.DefaultLimits(), Max: &max, Python: nsjail.DefaultPython},
+		AllowUIDs:       []uint32{uint32(os.Getuid())},
+		MaxConcurrent:   2,
+		QueueLength:     2,
+		MaxRequestBytes: 1 << 20,
+		Version:         "test",
+		CgroupVersion:   "v1",
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+}
+
+// startServer serves on a fresh socket and shuts the server down at the
+// end of the test.
+func startServer(t *testing.T, o Options, j Jailer) (*Server, string, *http.Client) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "agentjail.sock")
+	l, err := Listen(sock, 0o660, -1)
+	require.NoError(t, err)
+	s := NewServer(o, j)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+		assert.ErrorIs(t, <-served, http.ErrServerClosed)
+	})
+	return s, sock, unixClient(sock)
+}
+
+type apiError struct {
+	Error struct{ Code, Message string } `json:"error"`
+}
+
+func post(t *testing.T, c *http.Client, body string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := c.Post("http://agentjail/v1/run", "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, b
+}
+
+func decodeErr(t *testing.T, b []byte) apiError {
+	t.Helper()
+	var e apiError
+	require.NoError(t, json.Unmarshal(b, &e), string(b))
+	return e
+}
+
+func TestAPIRoundTrip(t *testing.T) {
+	var got *nsjail.Spec
+	_, _, c := startServer(t, testOptions(), &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+		got = s
+		return okResult(s), nil
+	}})
+	resp, b := post(t, c, `{"code":"print('hi')","stdin":"in","env":{"A":"1"},"limits":{"memory_bytes":33554432,"wall_time_ms":1500},
+		"files":[{"path":"d/a.txt","content":"aGk=","encoding":"base64"}],"on_forbidden_syscall":"kill"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(b))
+	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(b, &res))
+	assert.Equal(t, "ok", res["status"])
+	assert.Equal(t, "hi\n", res["stdout"])
+	assert.Equal(t, []any{}, res["feedback"])
+	assert.Equal(t, []any{}, res["files"])
+	for _, k := range []string{"id", "exit_code", "signal", "kill_reason", "seccomp", "stderr", "stdout_truncated", "stderr_truncated",
+		"wall_time_ms", "cpu_time_ms", "peak_memory_bytes", "memory_limit_bytes", "exception", "tests"} {
+		assert.Contains(t, res, k)
+	}
+	// The request reached the jail as asked, defaults filling the rest.
+	require.NotNil(t, got)
+	assert.Equal(t, int64(32<<20), got.Limits.MemoryBytes)
+	assert.Equal(t, 1500*time.Millisecond, got.Limits.WallTime)
+	assert.Equal(t, nsjail.DefaultLimits().Pids, got.Limits.Pids)
+	assert.Equal(t, []byte("in"), got.Stdin)
+	assert.Equal(t, "hi", string(got.Files[0].Content))
+	assert.Equal(t, "1", got.Env["A"])
+	assert.True(t, got.Report)
+
+	resp, err := c.Get("http://agentjail/v1/health")
+	require.NoError(t, err)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.JSONEq(t, `{"status":"ok","version":"test","cgroup":"v1","running":0,"queued":0}`, string(b))
+
+	resp, err = c.Get("http://agentjail/metrics")
+	require.NoError(t, err)
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(b), `agentjail_runs_total{kill_reason="",status="ok"} 1`)
+	assert.Contains(t, string(b), "agentjail_running_jails 0")
+	assert.Contains(t, string(b), "agentjail_queue_depth 0")
+	assert.Contains(t, string(b), "agentjail_run_peak_memory_bytes_bucket")
+}
+
+// TestAPIErrors: every error of CONTRACT §2 is JSON with its code, and the
+// message names what to fix.
+func TestAPIErrors(t *testing.T) {
+	o := testOptions()
+	_, _, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+		if strings.Contains(string(s.Program), "setup-fails") {
+			return nil, &nsjail.StageError{Stage: "pivot_root", Msg: "EPERM"}
+		}
+		return okResult(s), nil
+	}})
+	for _, tc := range []struct {
+		body, code, msg string
+		status          int
+	}{
+		{`{`, "invalid_request", "body: empty or incomplete", 400},
+		{`not json`, "invalid_request", "body: invalid JSON", 400},
+		{`{"stdin":"x"}`, "invalid_request", "code: is required", 400},
+		{`{"code":"pass","limts":{}}`, "invalid_request", "limts: unknown field", 400},
+		{`{"code":"pass","limits":{"memory_bytes":"big"}}`, "invalid_request", "limits.memory_bytes: must be a number", 400},
+		{`{"code":"pass","limits":{"memory_bytes":1024}}`, "invalid_request", "limits.memory_bytes: must be at least 16 MiB", 400},
+		{`{"code":"pass","limits":{"memory_bytes":4294967296}}`, "invalid_request", "limits.memory_bytes: 4294967296 is above this daemon's maximum of 1073741824", 400},
+		{`{"code":"pass","limits":{"wall_time_ms":-5}}`, "invalid_request", "limits.wall_time_ms: must be positive", 400},
+		{`{"code":"pass","files":[{"path":"../x","content":""}]}`, "invalid_request", "files[0].path", 400},
+		{`{"code":"pass","files":[{"path":"x","content":"!!","encoding":"base64"}]}`, "invalid_request", "files[0].content: not valid base64", 400},
+		{`{"code":"pass","files":[{"path":"x","content":"","encoding":"latin1"}]}`, "invalid_request", `files[0].content: encoding must be "utf-8" or "base64"`, 400},
+		{`{"code":"pass","env":{"HOME":"/"}}`, "invalid_request", "env: HOME is set by the jail", 400},
+		{`{"code":"pass","on_forbidden_syscall":"ignore"}`, "invalid_request", "on_forbidden_syscall", 400},
+		{`{"code":"pass"} {"code":"pass"}`, "invalid_request", "body: one JSON object only", 400},
+		{`{"code":"` + strings.Repeat("x", 2<<20) + `"}`, "too_large", "larger than this daemon's limit of 1048576 bytes", 413},
+		{`{"code":"# setup-fails"}`, "setup_failed", "pivot_root: EPERM", 500},
+	} {
+		resp, b := post(t, c, tc.body)
+		assert.Equal(t, tc.status, resp.StatusCode, "%.60s: %s", tc.body, b)
+		e := decodeErr(t, b)
+		assert.Equal(t, tc.code, e.Error.Code, "%.60s", tc.body)
+		assert.Contains(t, e.Error.Message, tc.msg, "%.60s", tc.body)
+	}
+	resp, err := c.Get("http://agentjail/v1/run")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	resp, err = c.Get("http://agentjail/v2/run")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	assert.Equal(t, "not_found", decodeErr(t, b).Error.Code)
+}
+
+// TestQueueFullAndRetryAfter: with both slots busy and the queue full, the
+// next request is refused at once with 429 and a Retry-After.
+func TestQueueFullAndRetryAfter(t *testing.T) {
+	started := make(chan struct{}, 10)
+	o := testOptions()
+	o.MaxConcurrent, o.QueueLength = 2, 1
+	s, _, c := startServer(t, o, blockUntilCancelled(started))
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, "POST", "http://agentjail/v1/run", strings.NewReader(`{"code":"pass"}`))
+			if resp, err := c.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	<-started
+	<-started
+	require.Eventually(t, func() bool { return s.Queued() == 1 }, 5*time.Second, 5*time.Millisecond)
+	assert.Equal(t, 2, s.Running())
+	resp, b := post(t, c, `{"code":"pass"}`)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "queue_full", decodeErr(t, b).Error.Code)
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	cancel()
+	wg.Wait()
+	require.Eventually(t, func() bool { return s.Running() == 0 && s.Queued() == 0 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestClientDisconnectCancels: a client that goes away mid-run gets its
+// jail ended with "cancelled" within 100 ms.
+func TestClientDisconnectCancels(t *testing.T) {
+	started := make(chan struct{}, 1)
+	ended := make(chan time.Time, 1)
+	var reason nsjail.KillReason
+	_, sock, _ := startServer(t, testOptions(), &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- time.Now()
+		reason = nsjail.KillCancelled
+		if errors.Is(context.Cause(ctx), nsjail.KillShutdown) {
+			reason = nsjail.KillShutdown
+		}
+		return okResult(s), nil
+	}})
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	body := `{"code":"import time; time.sleep(60)"}`
+	_, err = conn.Write([]byte("POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body))
+	require.NoError(t, err)
+	<-started
+	closed := time.Now()
+	conn.Close()
+	select {
+	case at := <-ended:
+		assert.Less(t, at.Sub(closed), 100*time.Millisecond, "jail ended too late after the client left")
+		assert.Equal(t, nsjail.KillCancelled, reason)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the jail was not cancelled when the client went away")
+	}
+}
+
+// TestShutdownGraceThenKill: Shutdown lets running jails finish within the
+// grace period, then kills them with "shutdown" and answers them; queued
+// requests and new ones get 503.
+func TestShutdownGraceThenKill(t *testing.T) {
+	started := make(chan struct{}, 4)
+	o := testOptions()
+	o.MaxConcurrent, o.QueueLength = 1, 4
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	l, err := Listen(sock, 0o600, -1)
+	require.NoError(t, err)
+	s := NewServer(o, blockUntilCancelled(started))
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	c := unixClient(sock)
+
+	type answer struct {
+		status int
+		body   []byte
+	}
+	answers := make(chan answer, 2)
+	for range 2 {
+		go func() {
+			resp, err := c.Post("http://agentjail/v1/run", "application/json", strings.NewReader(`{"code":"pass"}`))
+			if err != nil {
+				answers <- answer{0, []byte(err.Error())}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- answer{resp.StatusCode, b}
+		}()
+	}
+	<-started
+	require.Eventually(t, func() bool { return s.Queued() == 1 }, 5*time.Second, 5*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	require.NoError(t, s.Shutdown(ctx))
+	assert.GreaterOrEqual(t, time.Since(t0), 200*time.Millisecond, "the grace period was not granted")
+	var got []answer
+	got = append(got, <-answers, <-answers)
+	var killed, refused int
+	for _, a := range got {
+		switch a.status {
+		case 200:
+			var r Result
+			require.NoError(t, json.Unmarshal(a.body, &r))
+			assert.Equal(t, "shutdown", r.KillReason)
+			killed++
+		case 503:
+			assert.Equal(t, "shutting_down", decodeErr(t, a.body).Error.Code)
+			refused++
+		default:
+			t.Errorf("unexpected answer %d %s", a.status, a.body)
+		}
+	}
+	assert.Equal(t, 1, killed, "the running jail is killed and answered")
+	assert.Equal(t, 1, refused, "the queued request is refused")
+	assert.ErrorIs(t, <-served, http.ErrServerClosed)
+	_, err = os.Stat(sock)
+	assert.NoError(t, err, "the socket file stays for the caller of Listen to remove")
+}
+
+// TestSocketSafety: a live daemon's socket is never stolen, a stale one is
+// replaced, a non-socket is never removed, and mode and group are applied.
+func TestSocketSafety(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "a.sock")
+	l1, err := Listen(sock, 0o600, -1)
+	require.NoError(t, err)
+	go func() {
+		for {
+			c, err := l1.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	_, err = Listen(sock, 0o600, -1)
+	require.ErrorIs(t, err, ErrSocketInUse)
+	l1.Close() // now stale: the file remains, nobody listens
+	fi, err := os.Lstat(sock)
+	require.NoError(t, err)
+	require.Equal(t, os.ModeSocket, fi.Mode().Type())
+	l2, err := Listen(sock, 0o660, os.Getgid())
+	require.NoError(t, err, "a stale socket is replaced")
+	defer l2.Close()
+	fi, err = os.Lstat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o660), fi.Mode().Perm())
+
+	plain := filepath.Join(dir, "plain")
+	require.NoError(t, os.WriteFile(plain, []byte("keep"), 0o644))
+	_, err = Listen(plain, 0o660, -1)
+	require.ErrorContains(t, err, "is not a socket")
+	b, _ := os.ReadFile(plain)
+	assert.Equal(t, "keep", string(b))
+}
+
+// TestPeerNotAllowed: a peer whose uid and gid are not allowed gets 403 on
+// every endpoint, and no jail runs.
+func TestPeerNotAllowed(t *testing.T) {
+	o := testOptions()
+	o.AllowUIDs, o.AllowGIDs = []uint32{4242}, []uint32{4242}
+	ran := false
+	_, _, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+		ran = true
+		return okResult(s), nil
+	}})
+	for _, path := range []string{"/v1/health", "/metrics"} {
+		resp, err := c.Get("http://agentjail" + path)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusForbidden, resp.StatusCode, path)
+		assert.Equal(t, "forbidden", decodeErr(t, b).Error.Code)
+	}
+	resp, b := post(t, c, `{"code":"pass"}`)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.Equal(t, "forbidden", decodeErr(t, b).Error.Code)
+	assert.False(t, ran)
+}

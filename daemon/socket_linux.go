@@ -1,0 +1,69 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ErrSocketInUse means another live daemon answers on the socket path.
+var ErrSocketInUse = errors.New("socket is in use by a running daemon")
+
+// Listen creates the daemon's Unix socket at path with the given mode and
+// group (gid -1: keep the daemon's) without a window in which it is
+// reachable with other permissions: the socket is bound under a temporary
+// name, chowned and chmodded, then renamed into place. A socket left by a
+// dead daemon is replaced; one that a live daemon answers on is not
+// stolen; anything that is not a socket is never removed.
+func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != os.ModeSocket {
+			return nil, fmt.Errorf("%s exists and is not a socket; remove it or choose another socket path", path)
+		}
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", path, ErrSocketInUse)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("probe existing socket %s: %w", path, err)
+		}
+		// Stale: nobody listens. It is replaced by the rename below.
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
+	_ = os.Remove(tmp)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	// The listener must not unlink the final path on Close by its old
+	// name; the daemon removes its socket itself.
+	l.SetUnlinkOnClose(false)
+	fail := func(err error) (net.Listener, error) {
+		l.Close()
+		os.Remove(tmp)
+		return nil, err
+	}
+	if gid >= 0 {
+		if err := os.Lchown(tmp, -1, gid); err != nil {
+			return fail(fmt.Errorf("chown socket to group %d: %w", gid, err))
+		}
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return fail(fmt.Errorf("chmod socket: %w", err))
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(fmt.Errorf("move socket into place: %w", err))
+	}
+	return l, nil
+}

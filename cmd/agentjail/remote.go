@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 
 	"agentjail/daemon"
+	"agentjail/nsjail"
 )
 
 // remoteError is the daemon's refusal (CONTRACT.md §2): exit 125.
@@ -63,8 +65,9 @@ func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.R
 			return nil, &remoteError{Status: resp.StatusCode, Code: "http_error", Message: string(bytes.TrimSpace(b))}
 		}
 		re := &remoteError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
-		if re.Code == "invalid_request" {
-			return nil, &usageError{re.Message}
+		if re.Code == "invalid_request" { // named as the flag that set the field
+			field, msg, _ := strings.Cut(re.Message, ": ")
+			return nil, flagError(&nsjail.FieldError{Field: field, Msg: msg})
 		}
 		return nil, re
 	}

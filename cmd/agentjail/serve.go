@@ -121,7 +121,11 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	_, _ = sdaemon.SdNotify(false, sdaemon.SdNotifyReady)
-	log.Info("serving", "socket", l.Addr().String(), "version", version, "cgroup", runner.Cgroups.Version(),
+	addr := cfg.Socket.Path
+	if !owned {
+		addr = l.Addr().String() + " (systemd socket activation)"
+	}
+	log.Info("serving", "socket", addr, "version", version, "cgroup", runner.Cgroups.Version(),
 		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength)
 
 	select {

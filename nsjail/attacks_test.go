@@ -1655,9 +1655,8 @@ time.sleep(3600)
 				wallKilled(t, res, time.Second)
 			},
 		},
-		{id: "S09_daemon_restart_during_job", run: func(t *testing.T, r *Runner, e *attackEnv) {
-			t.Skip("needs the daemon (SIGKILL and restart it during a job, then look for orphaned jails): issue 5")
-		}},
+		// S09 (kill -9 the daemon mid-job, restart it) needs the daemon as a
+		// process: cmd/agentjail TestServeCrashRecovery runs it.
 
 		// ---------------------------------------------------------------
 		// Group X: daemon-facing integrity

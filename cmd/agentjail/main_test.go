@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if nsjail.IsInit() {
 		nsjail.Init()
 	}
+	if os.Getenv("AGENTJAIL_TEST_MAIN") == "1" { // the real command, for tests of `serve` as a process
+		os.Exit(dispatch(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	os.Exit(m.Run())
 }
 

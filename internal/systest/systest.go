@@ -86,6 +86,12 @@ func missing(n Need) string {
 	return ""
 }
 
+// CgroupV2 says whether /sys/fs/cgroup is the unified (v2) hierarchy.
+func CgroupV2() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
+}
+
 // ProcessesOf lists the pids of host processes whose real uid is uid.
 func ProcessesOf(uid uint32) []int {
 	var pids []int

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/daemon"
+	"agentjail/internal/systest"
+)
+
+// daemonProc is `agentjail serve` as its own process: this test binary,
+// re-executed with AGENTJAIL_TEST_MAIN=1 (see TestMain), so that it can be
+// killed, signalled and restarted like the real one.
+type daemonProc struct {
+	cmd  *exec.Cmd
+	sock string
+	log  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startDaemon(t *testing.T, dir, config string) *daemonProc {
+	t.Helper()
+	cfg := filepath.Join(dir, "config.toml")
+	require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))
+	d := &daemonProc{sock: filepath.Join(dir, "agentjail.sock"), log: &syncBuffer{}, done: make(chan error, 1)}
+	d.cmd = exec.Command("/proc/self/exe", "serve", "--config", cfg, "--socket", d.sock)
+	d.cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
+	d.cmd.Stderr = d.log
+	require.NoError(t, d.cmd.Start())
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		if d.cmd.ProcessState == nil {
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.log.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := d.client().Get("http://agentjail/v1/health"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return d
+			}
+		}
+		select {
+		case err := <-d.done:
+			t.Fatalf("daemon exited at start-up: %v\n%s", err, d.log.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("daemon did not answer within 10 s\n%s", d.log.String())
+	return nil
+}
+
+func (d *daemonProc) client() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "unix", d.sock)
+	}}}
+}
+
+// jailGroups lists the jail cgroups below the daemon's subtree (the daemon
+// inherits this test's cgroup), with their processes.
+func jailGroups(t *testing.T) map[string][]string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/cgroup")
+	require.NoError(t, err)
+	var base string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(l, ":", 3)
+		switch {
+		case len(f) == 3 && strings.Contains(","+f[1]+",", ",memory,"):
+			base = filepath.Join("/sys/fs/cgroup/memory", f[2], "agentjail")
+		case len(f) == 3 && f[0] == "0" && base == "" && systest.CgroupV2():
+			own := f[2]
+			if filepath.Base(own) == "supervisor" {
+				own = filepath.Dir(own)
+			}
+			base = filepath.Join("/sys/fs/cgroup", own, "agentjail")
+		}
+	}
+	require.NotEmpty(t, base, "no memory cgroup")
+	groups := map[string][]string{}
+	ents, _ := os.ReadDir(base)
+	for _, e := range ents {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "j-") {
+			procs, _ := os.ReadFile(filepath.Join(base, e.Name(), "cgroup.procs"))
+			groups[e.Name()] = strings.Fields(string(procs))
+		}
+	}
+	return groups
+}
+
+// startSleeper starts a run that sleeps, and returns once the jail's
+// python3 is running, with the channel its answer arrives on.
+func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
+	t.Helper()
+	before := jailGroups(t)
+	answer := make(chan *daemon.Result, 1)
+	go func() {
+		resp, err := d.client().Post("http://agentjail/v1/run", "application/json",
+			strings.NewReader(`{"code":"import time; print('S09 running', flush=True); time.sleep(3600)","limits":{"wall_time_ms":120000}}`))
+		if err != nil {
+			answer <- nil
+			return
+		}
+		defer resp.Body.Close()
+		var res daemon.Result
+		if json.NewDecoder(resp.Body).Decode(&res) != nil {
+			answer <- nil
+			return
+		}
+		answer <- &res
+	}()
+	var id string
+	require.Eventually(t, func() bool {
+		for g, procs := range jailGroups(t) {
+			if _, old := before[g]; !old && len(procs) > 0 {
+				id = g
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the jail did not start")
+	time.Sleep(200 * time.Millisecond) // past the exec of python3
+	return id, answer
+}
+
+// TestServeSIGTERM: SIGTERM lets the running jail use the grace period,
+// then kills it with kill_reason "shutdown" and answers it; the daemon
+// exits 0 and leaves no socket, cgroup or process.
+func TestServeSIGTERM(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "[peers]\nuids = [0]\n[admission]\nshutdown_grace = \"300ms\"\n")
+	id, answer := startSleeper(t, d)
+	t0 := time.Now()
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	res := <-answer
+	require.NotNil(t, res, "the running request is answered")
+	assert.Equal(t, "killed", res.Status)
+	assert.Equal(t, "shutdown", res.KillReason)
+	assert.GreaterOrEqual(t, time.Since(t0), 300*time.Millisecond, "the grace period was granted")
+	select {
+	case err := <-d.done:
+		assert.NoError(t, err, "exit status 0")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not exit after SIGTERM")
+	}
+	_, err := os.Stat(d.sock)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the socket is removed")
+	assert.NotContains(t, jailGroups(t), id, "the jail's cgroup is removed")
+	assert.Contains(t, d.log.String(), "msg=stopped")
+}
+
+// TestServeCrashRecovery is attacks.md S09: kill -9 the daemon mid-job.
+// The jail dies with it (parent-death signal on the locked creating
+// thread), and the next instance removes the stale cgroup before it
+// answers its first request.
+func TestServeCrashRecovery(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	dir := t.TempDir()
+	const cfg = "[peers]\nuids = [0]\n"
+	d := startDaemon(t, dir, cfg)
+	id, answer := startSleeper(t, d)
+	require.NoError(t, d.cmd.Process.Kill())
+	<-d.done
+	assert.Nil(t, <-answer, "the client sees the daemon go away")
+	require.Eventually(t, func() bool { return len(jailGroups(t)[id]) == 0 }, time.Second, 10*time.Millisecond,
+		"S09: jail processes outlived the daemon by more than 1 s: %v", jailGroups(t)[id])
+	require.Contains(t, jailGroups(t), id, "the crash left the jail's cgroup (what the restart must clean)")
+
+	d2 := startDaemon(t, dir, cfg) // the stale socket file is replaced
+	assert.NotContains(t, jailGroups(t), id, "the restarted daemon removed the stale cgroup before serving")
+	assert.Contains(t, d2.log.String(), "removed a jail left by a previous instance")
+	assert.Contains(t, d2.log.String(), id)
+	resp, err := d2.client().Post("http://agentjail/v1/run", "application/json", strings.NewReader(`{"code":"print('again')"}`))
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(b), `"stdout":"again\n"`)
+}
+
+// TestRunThroughSocket: `agentjail run --socket` prints what local mode
+// prints, and the daemon's refusals are exit 125 (or 2 for a bad field).
+func TestRunThroughSocket(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	d := startDaemon(t, t.TempDir(), "[peers]\nuids = [0]\n")
+	prog := "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
+	codeL, outL, errL := run(t, "", "run", "-c", prog)
+	codeR, outR, errR := run(t, "", "run", "--socket", d.sock, "-c", prog)
+	assert.Equal(t, 3, codeL)
+	assert.Equal(t, codeL, codeR)
+	assert.Equal(t, outL, outR)
+	firstLine := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+	assert.Equal(t, firstLine(errL), firstLine(errR))
+	assert.Regexp(t, `agentjail: exit 3 · wall \d+ ms`, errR)
+
+	t.Setenv("AGENTJAIL_SOCKET", d.sock)
+	code, stdout, _ := run(t, "", "run", "--json", "-c", "print(1)")
+	assert.Equal(t, 0, code)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	assert.Equal(t, "1\n", res["stdout"])
+
+	code, _, stderr := run(t, "", "run", "--memory", "100GiB", "-c", "pass")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--memory: 107374182400 is above this daemon's maximum")
+
+	code, stdout, stderr = run(t, "", "run", "--socket", filepath.Join(t.TempDir(), "none.sock"), "--json", "-c", "pass")
+	assert.Equal(t, exitSetup, code)
+	assert.Contains(t, stderr, "none.sock")
+	assert.Contains(t, stdout, `"code":"setup_failed"`)
+}

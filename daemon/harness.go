@@ -258,9 +258,6 @@ func (r *Report) parseLine(line []byte) {
 		if rec.Ms != nil && *rec.Ms >= 0 && !math.IsInf(*rec.Ms, 0) {
 			c.ms = *rec.Ms
 		}
-		if c.raised != nil && len(c.raised.MRO) == 0 {
-			c.raised.MRO = []string{c.raised.Type}
-		}
 	}
 }
 
@@ -276,8 +273,8 @@ func caseMalformed(rec *record, err error) string {
 		return "a field has the wrong type"
 	case n != 1:
 		return "it must have exactly one of value, repr and raised"
-	case rec.Raised != nil && rec.Raised.Type == "":
-		return "the exception has no type"
+	case rec.Raised != nil && !plausibleMRO(rec.Raised):
+		return "the exception's classes are not a class hierarchy"
 	case rec.Raised == nil && rec.Type == "":
 		return "the value has no type"
 	}
@@ -293,4 +290,27 @@ func (r *Report) UncaughtException(jail *nsjail.Result) *Exception {
 		return nil
 	}
 	return r.Exception
+}
+
+// maxMRO bounds the classes a raised exception may claim. Python's deepest
+// built-in hierarchy has 5; a class that inherits from many exception
+// classes passes the expected_exception of each, as `except` would catch it,
+// but a record cannot claim more than a plausible hierarchy.
+const maxMRO = 32
+
+// plausibleMRO: the exception's classes could be a Python exception's MRO,
+// as the harness reports it: itself first, BaseException last, each once.
+func plausibleMRO(e *raisedReport) bool {
+	n := len(e.MRO)
+	if e.Type == "" || n == 0 || n > maxMRO || e.MRO[0] != e.Type || e.MRO[n-1] != "BaseException" {
+		return false
+	}
+	seen := make(map[string]bool, n)
+	for _, c := range e.MRO {
+		if c == "" || seen[c] {
+			return false
+		}
+		seen[c] = true
+	}
+	return true
 }

@@ -262,6 +262,8 @@ func (r *Report) notRun(t *Tests, i, running int, jail *nsjail.Result) string {
 		return fmt.Sprintf("not run: '%s' is an object of type %s, not a function", t.Function, r.started.typ)
 	case r.started.function != "ok" || r.ended:
 		return "not reported: the harness's report of this case was lost (the program closed or replaced its report channel)"
+	case i == running && jail != nil && jail.Status == nsjail.StatusOK:
+		return "failed: the program exited with code 0 while this case ran (os._exit?), or closed the harness's report channel"
 	case i == running:
 		return "failed: the program " + end + " while this case ran"
 	}

@@ -83,6 +83,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"math"
+	"strconv"
 
 	"agentjail/nsjail"
 )
@@ -197,7 +198,7 @@ type record struct {
 	Function string `json:"function"`
 	Error    string `json:"error"`
 
-	I      *int            `json:"i"`
+	I      json.RawMessage `json:"i"` // parsed apart, strictly: a mistyped field must not move a record to another case
 	Ms     *float64        `json:"ms"`
 	Value  json.RawMessage `json:"value"`
 	Repr   *string         `json:"repr"`
@@ -245,10 +246,11 @@ func (r *Report) parseLine(line []byte) {
 	case "end":
 		r.ended = true
 	case "case":
-		if rec.I == nil || *rec.I < 0 || *rec.I >= len(r.cases) {
+		i, ierr := strconv.Atoi(string(rec.I))
+		if ierr != nil || i < 0 || i >= len(r.cases) {
 			return
 		}
-		c := &r.cases[*rec.I]
+		c := &r.cases[i]
 		c.records++
 		c.malformed = caseMalformed(&rec, err)
 		if c.malformed != "" {

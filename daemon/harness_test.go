@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -686,4 +687,77 @@ func TestHarnessReportCut(t *testing.T) {
 		t.Fatalf("truncated %v, %d passed", r.truncated, tr.Passed)
 	}
 	requireDetail(t, tr, 19, "not reported: the harness's report passed its limit of 16.0 MiB")
+}
+
+// Parts of the harness a run cannot show: harness.py's _compile gives the
+// code compile() gives (and takes the fast path), harness_lib.py's JSON
+// quoting without the json module is JSON.
+func TestHarnessInternals(t *testing.T) {
+	systest.Require(t, systest.Python)
+	stdlib, _ := filepath.Glob("/usr/lib/python3*/*.py")
+	corpus, _ := filepath.Glob("testdata/harness/corpus/*.py")
+	if len(stdlib) < 100 || len(corpus) < 30 {
+		t.Fatalf("%d stdlib files, %d corpus files", len(stdlib), len(corpus))
+	}
+	for _, args := range [][]string{
+		append(append([]string{"fast", "harness"}, corpus...), stdlib[:100]...),
+		{"quote", "harness"},
+	} {
+		out, err := exec.Command(python, append([]string{"-I", "testdata/harness/compile.py"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %s%v", args[0], out, err)
+		}
+	}
+}
+
+// Without harness.bin, or with one for another python, boot.py compiles
+// the sources, and the harness does the same.
+func TestHarnessWithoutCompiledCode(t *testing.T) {
+	systest.Require(t, systest.Python)
+	programs := []string{
+		"import sys\nprint('out', sys.argv)\ndef add(a, b):\n    return a + b\n",
+		"def add(a, b):\n    return a - b\n1/0\n",
+		"def add(a, b):\n    raise ValueError('no')\n",
+	}
+	judge := func(dir string) (*run, string) {
+		r := runPython(t, []string{filepath.Join(dir, harnessName), dir}, "", true)
+		tr := ParseReport(r.report, r.truncated, addTests()).Verdicts(addTests(), r.jail)
+		for i := range tr.Results {
+			tr.Results[i].DurationMs = 0
+		}
+		r.stdout = strings.ReplaceAll(r.stdout, dir, "DIR")
+		r.stderr = strings.ReplaceAll(r.stderr, dir, "DIR")
+		return r, fmt.Sprintf("%+v", *tr)
+	}
+	// Which code ran shows in the name of the frame below the program's.
+	whose := "import sys\nprint(sys._getframe(1).f_code.co_filename)\n"
+	for _, variant := range []string{"missing", "other python"} {
+		for i, src := range append(programs, whose) {
+			with := layout(t, []byte(src), addTests())
+			without := layout(t, []byte(src), addTests())
+			bin := filepath.Join(without, harnessBinName)
+			if err := os.Chmod(bin, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if variant == "missing" {
+				err := os.Remove(bin)
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.WriteFile(bin, append([]byte{0, 0, '\r', '\n'}, harnessBin[4:]...), 0o444); err != nil {
+				t.Fatal(err)
+			}
+			want, wantTr := judge(with)
+			got, gotTr := judge(without)
+			if src == whose {
+				if want.stdout != "/code/"+harnessRunName+"\n" || got.stdout != "DIR/"+harnessRunName+"\n" {
+					t.Errorf("%s: the harness's code came from %q with harness.bin, %q without", variant, want.stdout, got.stdout)
+				}
+				continue
+			}
+			if got.stdout != want.stdout || got.stderr != want.stderr || fmt.Sprint(*got.jail) != fmt.Sprint(*want.jail) || gotTr != wantTr {
+				t.Errorf("%s, program %d:\n%+v\n%s\nwith harness.bin:\n%+v\n%s", variant, i, got, gotTr, want, wantTr)
+			}
+		}
+	}
 }

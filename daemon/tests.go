@@ -276,7 +276,7 @@ func programEnd(j *nsjail.Result) string {
 	case j == nil:
 		return "ended"
 	case j.KillReason != nsjail.KillNone:
-		return fmt.Sprintf("was killed (%s)", j.KillReason)
+		return "was killed (" + string(j.KillReason) + ")"
 	case j.Status == nsjail.StatusSignaled:
 		return "died of signal " + unix.SignalName(j.Signal)
 	}

@@ -51,7 +51,8 @@ def _compile(src, path):
     A warning while compiling (it would name <string>), a syntax error or a
     tracer already set leave it to compile() itself."""
     import _warnings
-    got, filters, error = [], _warnings.filters, ("error", None, Warning, None, 0)
+    w = sys.modules.get("warnings")  # once imported, its filters are the ones python applies
+    got, filters, error = [], _warnings.filters if w is None else w.filters, ("error", None, Warning, None, 0)
 
     def grab(frame, event, arg):
         if frame.f_code.co_filename == "<string>":

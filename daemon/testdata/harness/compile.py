@@ -1,10 +1,14 @@
 # Builds and checks daemon/harness/harness.bin: the harness's code compiled
 # by this python, as boot.py loads it (this python's magic number, then
-# marshal of a tuple of the marshalled code of each file). Run by
-# harness_test.go:
-#   python3 -I compile.py build HARNESS_DIR OUT   writes OUT
-#   python3 -I compile.py check HARNESS_DIR BIN   exits 1 when BIN is not
-#                                                 the sources' code
+# marshal of a tuple of the marshalled code of each file); and checks parts
+# of the harness that a run cannot show. Run by harness_test.go:
+#   python3 -I compile.py build HARNESS_DIR OUT    writes OUT
+#   python3 -I compile.py check HARNESS_DIR BIN    exits 1 when BIN is not
+#                                                  the sources' code
+#   python3 -I compile.py fast HARNESS_DIR FILE... exits 1 when harness.py's
+#                                                  _compile differs from compile()
+#   python3 -I compile.py quote HARNESS_DIR        exits 1 when harness_lib.py's
+#                                                  _py_quote is not json's
 import marshal
 import sys
 from importlib.util import MAGIC_NUMBER
@@ -41,8 +45,60 @@ def same(a, b, where):
     return None
 
 
+def load(path, drop_last_line=False):
+    """The names a harness file defines, without running it."""
+    with open(path) as f:
+        src = f.read()
+    if drop_last_line:  # harness.py ends by running the program
+        src = src.rstrip("\n").rsplit("\n", 1)[0]
+    ns = {"__builtins__": __builtins__, "__name__": "selftest"}
+    exec(compile(src, path, "exec"), ns)
+    return ns
+
+
+def fast(src_dir, files):
+    ns = load(src_dir + "/harness.py", drop_last_line=True)
+    _compile, slow = ns["_compile"], []
+    ns["compile"] = lambda *a, **k: slow.append(a[1]) or compile(*a, **k)
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        _compile(b"x = 1\nif x is 1:\n    pass\n", "/code/main.py")
+    if [(x.category.__name__, x.filename, x.lineno) for x in w] != [("SyntaxWarning", "/code/main.py", 2)]:
+        sys.exit("a warning while compiling: %s" % [(x.category, x.filename, x.lineno) for x in w])
+    del slow[:]
+    n = 0
+    for path in files:
+        with open(path, "rb") as f:
+            src = f.read()
+        try:
+            want = compile(src, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):
+            continue
+        why = same(want, _compile(src, path), path)
+        if why:
+            sys.exit(why)
+        n += 1
+    if len(slow) > n // 10:
+        sys.exit("the fast path was not taken for %d of %d files: %s" % (len(slow), n, slow))
+
+
+def quote(src_dir):
+    import json
+    q = load(src_dir + "/harness_lib.py")["_py_quote"]
+    for s in ["", "plain", 'a"b\\c/', "\n\t\r\b\f\x00\x1f\x7f", "é ✓ 😀 \U0010ffff", "\ud800 \udfff", "".join(map(chr, range(0, 0x3000, 7)))]:
+        got = q(s)
+        if not got.isascii() or json.loads(got) != s:
+            sys.exit("_py_quote(%r) = %r" % (s, got))
+
+
 def main():
-    mode, src_dir, path = sys.argv[1:4]
+    mode, src_dir = sys.argv[1:3]
+    if mode == "fast":
+        return fast(src_dir, sys.argv[3:])
+    if mode == "quote":
+        return quote(src_dir)
+    path = sys.argv[3]
     if mode == "build":
         with open(path, "wb") as f:
             f.write(MAGIC_NUMBER + marshal.dumps(tuple(marshal.dumps(c) for c in codes(src_dir))))

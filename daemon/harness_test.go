@@ -690,8 +690,8 @@ func TestHarnessReportCut(t *testing.T) {
 }
 
 // Parts of the harness a run cannot show: harness.py's _compile gives the
-// code compile() gives (and takes the fast path), harness_lib.py's JSON
-// quoting without the json module is JSON.
+// code compile() gives (and takes the fast path); harness_lib.py's JSON,
+// done without the json package, is json.dumps's and json.loads's.
 func TestHarnessInternals(t *testing.T) {
 	systest.Require(t, systest.Python)
 	stdlib, _ := filepath.Glob("/usr/lib/python3*/*.py")
@@ -701,7 +701,7 @@ func TestHarnessInternals(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		append(append([]string{"fast", "harness"}, corpus...), stdlib[:100]...),
-		{"quote", "harness"},
+		{"json", "harness"},
 	} {
 		out, err := exec.Command(python, append([]string{"-I", "testdata/harness/compile.py"}, args...)...).CombinedOutput()
 		if err != nil {

@@ -158,20 +158,19 @@ class Harness:
         program runs."""
         with open(self.dir + "/tests.json", "rb") as f:
             data = f.read()
-        import json
         import reprlib
         import time
         self.perf = time.perf_counter
-        self.dumps = json.JSONEncoder(separators=(",", ":")).encode
         self.quote = _quote()
-        self.encode = json.JSONEncoder(allow_nan=False).encode
+        self.dumps = _encoder(",", ":", True)  # for the records
+        self.encode = _encoder(", ", ": ", False)  # for return values: as json.dumps(x, allow_nan=False)
         r = reprlib.Repr()
         r.maxlevel = 8
         r.maxtuple = r.maxlist = r.maxarray = r.maxdict = r.maxset = r.maxfrozenset = r.maxdeque = 100
         r.maxstring = r.maxlong = r.maxother = 1000
         self.repr = r.repr
         try:
-            spec = json.loads(data)
+            spec = _loads(data.decode("utf-8"))
             function, cases = spec["function"], spec["cases"]
             if not isinstance(function, str) or not isinstance(cases, list):
                 raise ValueError("function must be a string and cases a list")
@@ -254,16 +253,63 @@ class Harness:
             "type": mro[0], "mro": mro, "message": _cap(_str(e), MAX_MESSAGE), "line": self.line(e.__traceback__)}})
 
 
+# JSON without the json package: importing it (re, enum, collections...)
+# takes 4 ms, and, because those run exec() on source, makes python forget
+# that a KeyboardInterrupt is unhandled (it exits 1 instead of dying of
+# SIGINT). Its C accelerator _json, built into python, does the work, as it
+# does for json.dumps and json.loads.
+
 def _quote():
-    """A function that makes a str a JSON string, in ASCII. Not json's: an
-    import that runs exec or eval on a str (as importing json does) makes
-    python forget that a KeyboardInterrupt is unhandled, and exit 1 instead of
-    dying of SIGINT; _json is built in."""
+    """A function that makes a str a JSON string, in ASCII."""
     try:
         from _json import encode_basestring_ascii
         return encode_basestring_ascii
     except ImportError:
         return _py_quote
+
+
+def _encoder(item_separator, key_separator, allow_nan):
+    """json.dumps with these separators (and ensure_ascii, no indent)."""
+    try:
+        from _json import encode_basestring_ascii, make_encoder
+    except ImportError:
+        import json
+        return json.JSONEncoder(separators=(item_separator, key_separator), allow_nan=allow_nan).encode
+
+    def default(o):
+        raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
+
+    def encode(o):
+        # markers: the objects being encoded, to refuse a cycle; a fresh dict
+        # each time, as json's own encoder does.
+        enc = make_encoder({}, default, encode_basestring_ascii, None, key_separator, item_separator,
+                           False, False, allow_nan)
+        return "".join(enc(o, 0))
+    return encode
+
+
+class _Context:
+    """What _json's scanner reads from a json.JSONDecoder."""
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float = parse_constant = float
+    parse_int = int
+
+
+def _loads(s):
+    """json.loads of what the daemon wrote: one compact JSON value."""
+    try:
+        from _json import make_scanner
+    except ImportError:
+        import json
+        return json.loads(s)
+    try:
+        value, end = make_scanner(_Context())(s, 0)
+    except StopIteration as e:
+        raise ValueError("not JSON at character %d" % e.value)
+    if end != len(s):
+        raise ValueError("more than one JSON value")
+    return value
 
 
 def _py_quote(s):

@@ -7,8 +7,8 @@
 #                                                  the sources' code
 #   python3 -I compile.py fast HARNESS_DIR FILE... exits 1 when harness.py's
 #                                                  _compile differs from compile()
-#   python3 -I compile.py quote HARNESS_DIR        exits 1 when harness_lib.py's
-#                                                  _py_quote is not json's
+#   python3 -I compile.py json HARNESS_DIR         exits 1 when harness_lib.py's
+#                                                  JSON functions are not json's
 import marshal
 import sys
 from importlib.util import MAGIC_NUMBER
@@ -83,21 +83,68 @@ def fast(src_dir, files):
         sys.exit("the fast path was not taken for %d of %d files: %s" % (len(slow), n, slow))
 
 
-def quote(src_dir):
+def json_(src_dir):
     import json
-    q = load(src_dir + "/harness_lib.py")["_py_quote"]
+    lib = load(src_dir + "/harness_lib.py")
+    q = lib["_py_quote"]
     for s in ["", "plain", 'a"b\\c/', "\n\t\r\b\f\x00\x1f\x7f", "é ✓ 😀 \U0010ffff", "\ud800 \udfff", "".join(map(chr, range(0, 0x3000, 7)))]:
         got = q(s)
-        if not got.isascii() or json.loads(got) != s:
+        if not got.isascii() or json.loads(got) != s or lib["_quote"]()(s) != json.dumps(s):
             sys.exit("_py_quote(%r) = %r" % (s, got))
+
+    class I(int):
+        def __repr__(self):
+            return "I()"
+
+    class F(float):
+        def __repr__(self):
+            return "F()"
+
+    class L(list):
+        pass
+
+    class D(dict):
+        pass
+
+    cyclic = [1]
+    cyclic.append(cyclic)
+    values = [0, -1, 2**64, 10**100, 0.1, -0.0, 1e16, 1.5e-7, 1e308, True, False, None, "é\n✓", I(3), F(2.5),
+              (1, [2, (3,)]), L([1]), D(a=1), {"a": {"b": [None]}}, {1: 2, 2.5: 3, True: 4, None: 5, "s": 6},
+              [[[]]], {}, [], "", set(), frozenset(), float("nan"), float("inf"), cyclic, {(1, 2): 3}, object(), b"x",
+              {"k": {1, 2}}, complex(1, 2)]
+    enc = lib["_encoder"](", ", ": ", False)
+    for v in values:
+        def outcome(f):
+            try:
+                return f(v)
+            except Exception as e:
+                return "%s: %s" % (type(e).__name__, e)
+        want, got = outcome(lambda v: json.dumps(v, allow_nan=False)), outcome(enc)
+        if want != got:
+            sys.exit("encoding %r: %r, json.dumps: %r" % (v, got, want))
+    rec = lib["_encoder"](",", ":", True)
+    r = {"t": "case", "i": 1, "ms": 0.25, "raised": {"type": "E", "mro": ["E", "BaseException"], "message": "é"}}
+    if rec(r) != json.dumps(r, separators=(",", ":")):
+        sys.exit("record %r" % rec(r))
+    loads = lib["_loads"]
+    for doc in ['{"function":"f","cases":[{"args":[1,-2.5e3,"\\u00e9",null,true,false,[],{}],"kwargs":{"k":{"a":[1]}}}]}',
+                "123456789012345678901234567890", '"x"', "[1,2]"]:
+        if loads(doc) != json.loads(doc) or type(loads(doc)) != type(json.loads(doc)):
+            sys.exit("decoding %r: %r" % (doc, loads(doc)))
+    for bad in ["", "{", "[1,]", "[1] [2]", "nul", '{"a":1}x']:
+        try:
+            loads(bad)
+        except ValueError:
+            continue
+        sys.exit("decoded %r" % bad)
 
 
 def main():
     mode, src_dir = sys.argv[1:3]
     if mode == "fast":
         return fast(src_dir, sys.argv[3:])
-    if mode == "quote":
-        return quote(src_dir)
+    if mode == "json":
+        return json_(src_dir)
     path = sys.argv[3]
     if mode == "build":
         with open(path, "wb") as f:

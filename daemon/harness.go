@@ -55,7 +55,7 @@ package daemon
 //	{"t":"tests","error":"JSONDecodeError: …"}
 //	    tests.json could not be read; no case record follows.
 //	{"t":"case","i":0,"ms":0.0123,"type":"int","value":3}
-//	    Case i (0-based, in tests.json order) returned a value; value is its
+//	    Case i (0-based, in tests.json order, a plain integer) returned a value; value is its
 //	    JSON text (json.dumps with allow_nan=False: tuples become lists, dict
 //	    keys become strings), type its type(x).__name__, ms the duration of
 //	    the call.
@@ -65,18 +65,23 @@ package daemon
 //	    why the reason.
 //	{"t":"case","i":2,"ms":0.02,"raised":{"type":"ValueError","mro":["ValueError","Exception","BaseException"],"message":"…","line":4}}
 //	    The call raised (any BaseException: SystemExit and KeyboardInterrupt
-//	    too; a case never stops the others); mro names the exception's classes,
-//	    itself first, object left out; line as for "exception".
+//	    too; a case never stops the others); mro names the exception's classes
+//	    as type does, itself first, BaseException last, object left out (at
+//	    most 32); line as for "exception".
 //	{"t":"end"}
 //	    Every case was called.
 //
 // Nothing in the jail is trusted: the submitted code runs in the harness's
-// process and can write any of these records itself. So a record can never
-// gain a case more than what the code could have earned by returning that
-// value or raising that exception, which needs the right value in the first
-// place; and ParseReport is strict: a line that is not a whole record is
-// ignored, a case with more than one record or a malformed one fails, a case
-// without a record fails with the reason the jail's result gives.
+// process and can write any of these records itself, or make the harness
+// write what it likes. So the records carry observations, never verdicts,
+// and an observation the code forges gains it no more than returning that
+// value or raising that exception would have, which needs the right value
+// in the first place. ParseReport is strict: a line that is not a whole
+// record is ignored, a case with more than one record or a malformed one
+// fails, a case without a record fails with the reason the jail's result
+// gives. (What no report format can prevent: a real exception class that
+// inherits from several exception classes passes the expected_exception of
+// each, as `except` would catch it.)
 
 import (
 	"bytes"

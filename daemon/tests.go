@@ -11,8 +11,11 @@ package daemon
 //     key by key in any order, lists item by item. One departure from
 //     Python: a boolean equals only a boolean (Python's True == 1 is true,
 //     here true does not equal 1), because a function that returns True
-//     where 1 is expected is almost always wrong. A value reported by its
-//     repr (no JSON form) never equals anything.
+//     where 1 is expected is almost always wrong. The harness converts as
+//     json.dumps does, so a tuple equals the list with its items and a dict's
+//     int keys equal their decimal strings (the caller's expected value went
+//     through JSON too). A value reported by its repr (no JSON form: a set,
+//     a generator, NaN, a cycle, over 1 MiB of JSON) never equals anything.
 //   - expected_type: type(x).__name__ of the return value, exactly.
 //   - expected_exception: the call raised that class or a subclass: the name
 //     matches one of the exception's classes, by its name as python prints it
@@ -20,7 +23,9 @@ package daemon
 //     It cannot be combined with expected or expected_type.
 //
 // A case without any check passes when the call returns without raising. A
-// case the harness did not report fails, and its detail says why.
+// case the harness did not report fails, and its detail says why ("not run:
+// …", "not reported: …", "failed: …"). A case's name defaults to "case N",
+// N counting from 1; names must be unique.
 
 import (
 	"bytes"

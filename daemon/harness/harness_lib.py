@@ -155,9 +155,7 @@ class Harness:
 
     def prepare(self):
         """Reads tests.json and imports what the tests need, before the
-        program runs."""
-        with open(self.dir + "/tests.json", "rb") as f:
-            data = f.read()
+        program runs; a tests.json it cannot use fails every case."""
         import reprlib
         import time
         self.perf = time.perf_counter
@@ -170,7 +168,8 @@ class Harness:
         r.maxstring = r.maxlong = r.maxother = 1000
         self.repr = r.repr
         try:
-            spec = _loads(data.decode("utf-8"))
+            with open(self.dir + "/tests.json", "rb") as f:
+                spec = _loads(f.read().decode("utf-8"))
             function, cases = spec["function"], spec["cases"]
             if not isinstance(function, str) or not isinstance(cases, list):
                 raise ValueError("function must be a string and cases a list")

@@ -20,10 +20,11 @@ package daemon
 // and loads that code as agentjail's build compiled it (harness.bin) when
 // the jail's python has the same bytecode magic number, and compiles the
 // sources otherwise. main.py itself is compiled through exec() rather than
-// compile(), whose first call costs 0.4 ms. With harness.bin the harness
-// adds about 0.25 ms to python's 5.5 ms start-up for a `pass` program,
-// importing nothing python has not imported already; compiling its sources
-// would add 0.7 ms.
+// compile(), whose first call costs 0.4 ms. Measured on this project's
+// machines (python3.11, 400 interleaved runs, medians): the harness adds
+// 0.24 ms to python's 5.5 ms for a `pass` program without tests, importing
+// nothing python has not already imported (1.2 ms when it must compile its
+// sources), and about 0.6 ms for a program with three test cases.
 //
 // What differs from plain python: the harness's frames are below the
 // program's module frame (sys._getframe(1) at the top level, inspect.stack(),

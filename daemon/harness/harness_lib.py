@@ -156,17 +156,12 @@ class Harness:
     def prepare(self):
         """Reads tests.json and imports what the tests need, before the
         program runs; a tests.json it cannot use fails every case."""
-        import reprlib
         import time
         self.perf = time.perf_counter
         self.quote = _quote()
         self.dumps = _encoder(",", ":", True)  # for the records
         self.encode = _encoder(", ", ": ", False)  # for return values: as json.dumps(x, allow_nan=False)
-        r = reprlib.Repr()
-        r.maxlevel = 8
-        r.maxtuple = r.maxlist = r.maxarray = r.maxdict = r.maxset = r.maxfrozenset = r.maxdeque = 100
-        r.maxstring = r.maxlong = r.maxother = 1000
-        self.repr = r.repr
+        self.repr = None
         try:
             with open(self.dir + "/tests.json", "rb") as f:
                 spec = _loads(f.read().decode("utf-8"))
@@ -235,6 +230,13 @@ class Harness:
         if why is None:
             return '{"t":"case","i":%d,"ms":%r,"type":%s,"value":%s}' % (i, round(ms, 4), q(typ), text)
         try:
+            if self.repr is None:  # a repr bounded in size and depth, however large r is
+                import reprlib
+                b = reprlib.Repr()
+                b.maxlevel = 8
+                b.maxtuple = b.maxlist = b.maxarray = b.maxdict = b.maxset = b.maxfrozenset = b.maxdeque = 100
+                b.maxstring = b.maxlong = b.maxother = 1000
+                self.repr = b.repr
             s = self.repr(r)
             if not isinstance(s, str):
                 raise TypeError

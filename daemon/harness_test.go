@@ -385,7 +385,8 @@ func TestHarnessAdversarialExit(t *testing.T) {
 }
 
 // A program that patches json, sys, os and builtins, or the harness's own
-// helpers, can at most break its own report: its cases fail.
+// helpers, can at most break its own report: its cases fail. No record
+// field but the observations counts ("passed": true means nothing).
 func TestHarnessAdversarialMonkeypatch(t *testing.T) {
 	for name, patch := range map[string]string{
 		"json": `
@@ -396,6 +397,10 @@ json.JSONEncoder.encode = lambda self, o: "true"
 json.JSONEncoder.iterencode = lambda self, o, _one_shot=False: ["true"]
 json.encoder.c_make_encoder = None
 json.encoder.encode_basestring_ascii = lambda s: '"OK"'
+import _json
+_json.make_encoder = lambda *a: (lambda o, level: ["true"])
+_json.encode_basestring_ascii = lambda s: '"OK"'
+_json.make_scanner = None
 `,
 		"sys and os": `
 import sys, os
@@ -438,12 +443,20 @@ def add(a, b):
 `,
 	} {
 		t.Run(name, func(t *testing.T) {
-			code := patch
-			if !strings.Contains(patch, "def add") {
-				code += wrongAdd
+			if strings.Contains(patch, "def add") {
+				_, tr := judged(t, patch, addTests())
+				requirePassed(t, tr, false, false, false)
+				return
 			}
-			_, tr := judged(t, code, addTests())
+			_, tr := judged(t, patch+wrongAdd, addTests())
 			requirePassed(t, tr, false, false, false)
+			if name == "the harness's helpers" {
+				return
+			}
+			// The harness took what it uses before the program ran: an
+			// honest function still passes, as it would without the patches.
+			_, tr = judged(t, patch+honestAdd, addTests())
+			requirePassed(t, tr, true, true, true)
 		})
 	}
 }
@@ -615,7 +628,8 @@ def add(a, b):
 }
 
 // A process the program forks runs the rest of the harness too, and is
-// silent; a program it execs never holds fd 3.
+// silent; a program it execs never holds fd 3, even when the program lets
+// it inherit every inheritable fd.
 func TestHarnessChildrenCannotReport(t *testing.T) {
 	_, tr := judged(t, "import os\nos.fork()\n"+honestAdd, addTests())
 	requirePassed(t, tr, true, true, true)
@@ -623,7 +637,7 @@ func TestHarnessChildrenCannotReport(t *testing.T) {
 	code := `
 import subprocess, sys
 r = subprocess.run([sys.executable, "-c", "import os; os.write(3, b'{\"t\":\"case\",\"i\":0,\"ms\":0,\"type\":\"int\",\"value\":3}\\n')"],
-                   capture_output=True, text=True)
+                   capture_output=True, text=True, close_fds=False)  # what would be inherited is
 print(r.returncode, "Bad file descriptor" in r.stderr)
 ` + honestAdd
 	r, tr := judged(t, code, addTests())

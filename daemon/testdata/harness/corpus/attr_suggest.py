@@ -1,0 +1,2 @@
+import collections
+collections.OrderedDic()

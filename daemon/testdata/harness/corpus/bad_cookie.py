@@ -1,0 +1,2 @@
+# coding: bogus
+print(1)

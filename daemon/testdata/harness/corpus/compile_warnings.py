@@ -1,0 +1,5 @@
+x = 5
+if x is 5:
+    print("five")
+y = "\d"
+print(len(y))

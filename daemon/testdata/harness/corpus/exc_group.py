@@ -1,0 +1,3 @@
+def f():
+    raise ExceptionGroup("many", [ValueError("one"), TypeError("two")])
+f()

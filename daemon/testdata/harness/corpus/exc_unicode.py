@@ -1,0 +1,1 @@
+raise ValueError("naïve café ✓")

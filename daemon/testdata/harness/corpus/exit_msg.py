@@ -1,0 +1,4 @@
+import sys
+def main():
+    sys.exit("fatal: something went wrong")
+main()

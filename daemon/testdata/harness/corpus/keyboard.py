@@ -1,0 +1,4 @@
+def loop():
+    raise KeyboardInterrupt
+print("x")
+loop()

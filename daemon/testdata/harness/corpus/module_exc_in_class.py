@@ -1,0 +1,3 @@
+class Config:
+    values = {"a": 1}
+    missing = values["b"]

@@ -1,0 +1,3 @@
+def total(values):
+    return sum(valuez)
+total([1, 2])

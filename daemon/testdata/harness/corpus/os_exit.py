@@ -1,0 +1,3 @@
+import os
+print("going")
+os._exit(5)

@@ -1,0 +1,2 @@
+print("before")
+exec("1 +")

@@ -1,0 +1,5 @@
+import sys
+try:
+    raise ValueError("first")
+finally:
+    print("cleanup")

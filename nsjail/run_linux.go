@@ -442,8 +442,11 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		report = readReport(reportR)
 	}
 	done := make(chan struct{})
+	// The watchers read the jail's cgroup: none may outlive this call,
+	// whose caller deletes the cgroup.
+	var watchers sync.WaitGroup
 	wall := time.AfterFunc(l.WallTime, func() { j.kill(KillWallTimeout) })
-	go j.watchCPU(l.CPUTime, l.CPUs, done)
+	watchers.Go(func() { j.watchCPU(l.CPUTime, l.CPUs, done) })
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -459,7 +462,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		// cgroup v1 has no memory.oom.group: when the OOM killer picks
 		// any process of the jail, end the whole jail.
 		if oom, err := j.cg.OOMEvents(); err == nil {
-			go j.watchOOM(oom, done)
+			watchers.Go(func() { j.watchOOM(oom, done) })
 		}
 	}
 
@@ -467,6 +470,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	end := time.Now()
 	wall.Stop()
 	close(done)
+	watchers.Wait()
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
 		return nil, stageErr("wait", werr)

@@ -339,3 +339,80 @@ func rssBytes(t *testing.T) int64 {
 	t.Fatal("no VmRSS")
 	return 0
 }
+
+// TestHarnessInRealJail: the harness, the report channel, verdicts outside
+// the jail and collection, end to end through the daemon and a real jail.
+func TestHarnessInRealJail(t *testing.T) {
+	j := &recordingJailer{r: realRunner(t)}
+	mounts := systest.MountCount()
+	_, _, c := startServer(t, testOptions(), j)
+
+	res := runJSON(t, c, map[string]any{"code": "x = 1\nprint('before')\n1/0\n"})
+	assert.Equal(t, "error", res.Status)
+	require.NotNil(t, res.Exception, res.Stderr)
+	assert.Equal(t, "ZeroDivisionError", res.Exception.Type)
+	assert.Equal(t, 3, res.Exception.Line)
+	assert.Equal(t, "before\n", res.Stdout)
+	assert.Contains(t, res.Stderr, `File "/code/main.py", line 3, in <module>`)
+	assert.NotContains(t, res.Stderr, "harness", "harness frames are not shown")
+	assert.Equal(t, res.Stderr, res.Exception.Traceback)
+	require.NotEmpty(t, res.Feedback)
+	assert.Contains(t, res.Feedback[0], "ZeroDivisionError")
+
+	// Tests: the code forges a record for case 0 on fd 3 before the harness
+	// reports its own; expected values never entered the jail.
+	res = runJSON(t, c, map[string]any{
+		"code": `import os
+os.write(3, b'{"t":"case","i":0,"ms":0,"type":"int","value":3}\n')
+print("PASS small", flush=True)
+def add(a, b):
+    return a - b
+`,
+		"tests": map[string]any{"function": "add", "cases": []map[string]any{
+			{"name": "small", "args": []any{1, 2}, "expected": 3},
+			{"name": "zero", "args": []any{0, 0}, "expected": 0},
+			{"name": "type", "args": []any{1, 2}, "expected_type": "int"},
+			{"name": "raises", "args": []any{nil, 2}, "expected_exception": "TypeError"},
+		}},
+	})
+	assert.Equal(t, "ok", res.Status, res.Stderr)
+	require.NotNil(t, res.Tests)
+	verdict := map[string]bool{}
+	for _, r := range res.Tests.Results {
+		verdict[r.Name] = r.Passed
+	}
+	assert.Equal(t, map[string]bool{"small": false, "zero": true, "type": true, "raises": true}, verdict, "%+v", res.Tests.Results)
+	assert.Equal(t, 4, res.Tests.Total)
+	assert.Equal(t, 3, res.Tests.Passed)
+	assert.False(t, res.Tests.AllPassed)
+	assert.NotEmpty(t, res.Feedback, "a failed test is explained")
+
+	// Files in and out.
+	res = runJSON(t, c, map[string]any{
+		"code": `import os
+os.makedirs("out", exist_ok=True)
+open("out/a.txt", "w").write(open("in/data.txt").read().upper())
+open("out/b.bin", "wb").write(bytes([0, 255, 1]))
+os.symlink("/etc/passwd", "out/c.txt")
+`,
+		"files":   []map[string]string{{"path": "in/data.txt", "content": "hello"}},
+		"collect": []string{"out/*", "missing.json"},
+	})
+	assert.Equal(t, "ok", res.Status, res.Stderr)
+	files := map[string]ResultFile{}
+	for _, f := range res.Files {
+		files[f.Path] = f
+	}
+	require.Contains(t, files, "out/a.txt")
+	assert.Equal(t, "utf-8", files["out/a.txt"].Encoding)
+	assert.Equal(t, "HELLO", *files["out/a.txt"].Content)
+	require.Contains(t, files, "out/b.bin")
+	assert.Equal(t, "base64", files["out/b.bin"].Encoding)
+	assert.Equal(t, "AP8B", *files["out/b.bin"].Content)
+	require.Contains(t, files, "out/c.txt")
+	assert.Nil(t, files["out/c.txt"].Content)
+	assert.Contains(t, files["out/c.txt"].Error, "symbolic link")
+	require.Contains(t, files, "missing.json")
+	assert.NotEmpty(t, files["missing.json"].Error)
+	j.noLeftovers(t, mounts)
+}

@@ -29,16 +29,10 @@ func (j *Job) Run(ctx context.Context, jl Jailer) (*Result, *nsjail.Result, erro
 func (j *Job) result(jr *nsjail.Result) *Result {
 	res := FromJail(jr)
 	rep := ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
-	var exc *Exception
-	if jr.Status == nsjail.StatusError && rep.Exception != nil {
-		exc = rep.Exception
-		res.Exception = exc
-	}
-	tr := rep.Verdicts(j.Tests, jr)
-	if tr != nil {
-		res.Tests = tr
-	}
-	res.Feedback = append(append([]string{}, HarnessFeedback(exc, tr, j.Tests)...), res.Feedback...)
+	res.Exception = rep.UncaughtException(jr)
+	res.Tests = rep.Verdicts(j.Tests, jr)
+	// What the program did wrong first, then what the jail did to it.
+	res.Feedback = append(append([]string{}, HarnessFeedback(res.Exception, res.Tests, j.Tests)...), res.Feedback...)
 	for _, f := range jr.Files {
 		res.Files = append(res.Files, resultFile(f))
 	}

@@ -31,6 +31,16 @@ func (f *fakeJailer) Run(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, e
 	return f.run(ctx, s)
 }
 
+// userCode is the submitted code in a spec (the harness runs it from /code).
+func userCode(s *nsjail.Spec) string {
+	for _, f := range s.CodeFiles {
+		if f.Path == "main.py" {
+			return string(f.Content)
+		}
+	}
+	return ""
+}
+
 func okResult(s *nsjail.Spec) *nsjail.Result {
 	return &nsjail.Result{ID: "j-test", Status: nsjail.StatusOK, Stdout: []byte("hi\n"), MemoryLimitBytes: s.Limits.MemoryBytes, PeakMemoryBytes: 3 << 20, PidsPeak: 1}
 }
@@ -159,7 +169,7 @@ func TestAPIRoundTrip(t *testing.T) {
 func TestAPIErrors(t *testing.T) {
 	o := testOptions()
 	_, _, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
-		if strings.Contains(string(s.Program), "setup-fails") {
+		if strings.Contains(userCode(s), "setup-fails") {
 			return nil, &nsjail.StageError{Stage: "pivot_root", Msg: "EPERM"}
 		}
 		return okResult(s), nil

@@ -150,3 +150,41 @@ func TestCheck(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "FAIL python")
 }
+
+// TestRunTestsAndCollect: --tests and --collect from the command line, in
+// local mode; the verdicts and files come back in the JSON result, and a
+// person sees PASS/FAIL lines.
+func TestRunTestsAndCollect(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
+	dir := t.TempDir()
+	tests := filepath.Join(dir, "tests.json")
+	require.NoError(t, os.WriteFile(tests, []byte(`{"function":"sq","cases":[{"name":"two","args":[2],"expected":4},{"name":"neg","args":[-3],"expected":9}]}`), 0o644))
+	prog := "def sq(x):\n    return x * 2\nopen('out.txt', 'w').write('done')\n"
+	code, stdout, stderr := run(t, "", "run", "--tests", tests, "--collect", "out.txt", "--json", "-c", prog)
+	assert.Equal(t, 0, code, stderr)
+	var res struct {
+		Tests struct {
+			Passed, Total int
+			Results       []struct {
+				Name   string
+				Passed bool
+			}
+		}
+		Files []struct{ Path, Content string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res), stdout)
+	assert.Equal(t, 1, res.Tests.Passed)
+	assert.Equal(t, 2, res.Tests.Total)
+	require.Len(t, res.Files, 1)
+	assert.Equal(t, "done", res.Files[0].Content)
+
+	_, _, stderr = run(t, "", "run", "--tests", tests, "-c", prog)
+	assert.Contains(t, stderr, "agentjail: PASS two")
+	assert.Contains(t, stderr, "agentjail: FAIL neg")
+	assert.Contains(t, stderr, "agentjail: tests 1/2 passed")
+
+	require.NoError(t, os.WriteFile(tests, []byte(`{"function":"sq","cases":[{"name":"x","args":[1],"expected_type":"int","expected_exception":"E"}]}`), 0o644))
+	code, _, stderr = run(t, "", "run", "--tests", tests, "-c", prog)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--tests")
+}

@@ -105,7 +105,7 @@ type initConfig struct {
 	Code     []File     // written read-only into /code; the program is one of them
 	Report   bool       // keep reportFd open across the exec
 	Collect  bool       // send a directory fd of /workspace with the listener
-	Argv     []string // argv of python3; Argv[0] is the path inside the jail
+	Argv     []string   // argv of python3; Argv[0] is the path inside the jail
 	Env      []string
 	Rlimits  []initRlimit
 	Seccomp  []byte // the filter (seccomp.Program.MarshalBinary); always present

@@ -259,8 +259,8 @@ type jail struct {
 	cg        *cgroup.Group
 	cmd       *exec.Cmd
 	workspace *os.File // /workspace of the jail, for Collect; nil unless asked
-	sync    *os.File // parent's end of the socketpair
-	closers []io.Closer
+	sync      *os.File // parent's end of the socketpair
+	closers   []io.Closer
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail

@@ -129,10 +129,10 @@ type Spec struct {
 	// program ended, without following any symbolic link (Collect).
 	Collect       []string
 	CollectLimits CollectLimits
-	Stdin       []byte // nil: stdin is /dev/null
-	Env         map[string]string
-	Files       []File
-	Limits      Limits // zero fields take DefaultLimits' values
+	Stdin         []byte // nil: stdin is /dev/null
+	Env           map[string]string
+	Files         []File
+	Limits        Limits // zero fields take DefaultLimits' values
 	// OnForbiddenSyscall is what a forbidden system call does: fail with
 	// EPERM and be reported (seccomp.ModeErrno, the default), or end the
 	// jail with KillSeccomp (seccomp.ModeKill).

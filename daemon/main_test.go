@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -32,14 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 // unixClient is an HTTP client that reaches the daemon's socket.
-func unixClient(sock string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}}
-}
+func unixClient(sock string) *http.Client { return HTTPClient(sock) }
 
 func trim(s string) string {
 	s = strings.TrimSpace(s)

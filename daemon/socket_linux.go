@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,4 +68,15 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 		return fail(fmt.Errorf("move socket into place: %w", err))
 	}
 	return l, nil
+}
+
+// HTTPClient is an HTTP client whose every request goes to the daemon's
+// Unix socket at path (the URL's host is ignored: use http://agentjail/…).
+func HTTPClient(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 
@@ -33,13 +32,8 @@ func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.R
 	if err != nil {
 		return nil, err
 	}
-	c := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-		DisableKeepAlives: true,
-	}}
+	c := daemon.HTTPClient(sock)
+	c.Transport.(*http.Transport).DisableKeepAlives = true
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agentjail/v1/run", bytes.NewReader(body))
 	if err != nil {
 		return nil, err

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -86,12 +84,7 @@ func startDaemon(t *testing.T, dir, config string) *daemonProc {
 	return nil
 }
 
-func (d *daemonProc) client() *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dl net.Dialer
-		return dl.DialContext(ctx, "unix", d.sock)
-	}}}
-}
+func (d *daemonProc) client() *http.Client { return daemon.HTTPClient(d.sock) }
 
 // jailGroups lists the jail cgroups below the daemon's subtree (the daemon
 // inherits this test's cgroup), with their processes.

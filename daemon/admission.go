@@ -78,6 +78,16 @@ func (a *admission) release(took time.Duration) {
 
 func (a *admission) close() { close(a.closed) }
 
+// full says that a request arriving now would get errQueueFull.
+func (a *admission) full() bool {
+	if len(a.slots) < cap(a.slots) {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.queued >= a.queueLen
+}
+
 func (a *admission) running() int { return len(a.slots) }
 
 func (a *admission) waiting() int {

@@ -88,7 +88,7 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
-	"math"
+	"slices"
 	"strconv"
 
 	"agentjail/nsjail"
@@ -191,6 +191,19 @@ type raisedReport struct {
 	Line    int      `json:"line"`
 }
 
+// Bounds of what one record may carry. The harness stays well inside them
+// (a value's JSON text is at most 1 MiB, a traceback its last 64 KiB);
+// past them a record is forged, and it must not make the daemon's answer
+// or memory grow with it.
+const (
+	maxReportName      = 512       // a class or type name, dotted
+	maxReportText      = 4 << 10   // a message, why, error
+	maxReportRepr      = 16 << 10  // a repr
+	maxReportTraceback = 80 << 10  // a traceback
+	maxReportValue     = 1<<20 + 1 // a value's JSON text
+	maxCaseMs          = 1e9       // a case's duration: more than 11 days is no measurement
+)
+
 // record is any line of the channel; which fields count depends on T.
 type record struct {
 	T string `json:"t"`
@@ -237,13 +250,21 @@ func (r *Report) parseLine(line []byte) {
 	if _, typeErr := err.(*json.UnmarshalTypeError); err != nil && !typeErr {
 		return // not JSON, or not one object
 	}
+	// Every text comes from the jail: bounded here, once, so that no
+	// sentence, detail or copy made of it later can grow with it.
+	rec.Message, rec.Traceback, rec.Error, rec.Why = capText(rec.Message, maxReportText), capText(rec.Traceback, maxReportTraceback),
+		capText(rec.Error, maxReportText), capText(rec.Why, maxReportText)
+	if rec.Repr != nil {
+		r := capText(*rec.Repr, maxReportRepr)
+		rec.Repr = &r
+	}
 	switch rec.T {
 	case "exception":
-		if err == nil && rec.Type != "" {
+		if err == nil && rec.Type != "" && len(rec.Type) <= maxReportName {
 			r.Exception = &Exception{Type: rec.Type, Message: rec.Message, Line: max(rec.Line, 0), Traceback: rec.Traceback}
 		}
 	case "tests":
-		if err == nil && r.started == nil {
+		if err == nil && r.started == nil && len(rec.Type) <= maxReportName && len(rec.Function) <= maxReportName {
 			r.started = &testsRecord{function: rec.Function, typ: rec.Type, err: rec.Error}
 			if rec.Error == "" && rec.N != nil && *rec.N != len(r.cases) {
 				r.started.err = "it saw a different number of cases"
@@ -263,7 +284,7 @@ func (r *Report) parseLine(line []byte) {
 			return
 		}
 		c.typ, c.value, c.repr, c.why, c.raised = rec.Type, rec.Value, rec.Repr, rec.Why, rec.Raised
-		if rec.Ms != nil && *rec.Ms >= 0 && !math.IsInf(*rec.Ms, 0) {
+		if rec.Ms != nil && *rec.Ms >= 0 && *rec.Ms <= maxCaseMs { // NaN fails both
 			c.ms = *rec.Ms
 		}
 	}
@@ -279,6 +300,13 @@ func caseMalformed(rec *record, err error) string {
 	switch {
 	case err != nil:
 		return "a field has the wrong type"
+	case len(rec.Type) > maxReportName:
+		return "its type name is too long"
+	case len(rec.Value) > maxReportValue:
+		return "its value is larger than the harness ever reports"
+	case rec.Raised != nil && (len(rec.Raised.Type) > maxReportName || len(rec.Raised.Message) > maxReportText ||
+		slices.ContainsFunc(rec.Raised.MRO, func(c string) bool { return len(c) > maxReportName })):
+		return "its exception is larger than the harness ever reports"
 	case n != 1:
 		return "it must have exactly one of value, repr and raised"
 	case rec.Raised != nil && !plausibleMRO(rec.Raised):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -36,15 +37,16 @@ type RequestFile struct {
 // RequestLimits are the request's limits; a nil field takes the daemon's
 // default. Units are in the names.
 type RequestLimits struct {
-	MemoryBytes   *int64   `json:"memory_bytes,omitempty"`
-	WallTimeMs    *int64   `json:"wall_time_ms,omitempty"`
-	CPUTimeMs     *int64   `json:"cpu_time_ms,omitempty"`
-	Pids          *int64   `json:"pids,omitempty"`
-	OutputBytes   *int64   `json:"output_bytes,omitempty"`
-	TmpBytes      *int64   `json:"tmp_bytes,omitempty"`
-	OpenFiles     *int64   `json:"open_files,omitempty"`
-	FileSizeBytes *int64   `json:"file_size_bytes,omitempty"`
-	CPUs          *float64 `json:"cpus,omitempty"`
+	MemoryBytes   *int64 `json:"memory_bytes,omitempty"`
+	WallTimeMs    *int64 `json:"wall_time_ms,omitempty"`
+	CPUTimeMs     *int64 `json:"cpu_time_ms,omitempty"`
+	Pids          *int64 `json:"pids,omitempty"`
+	OutputBytes   *int64 `json:"output_bytes,omitempty"`
+	TmpBytes      *int64 `json:"tmp_bytes,omitempty"`
+	OpenFiles     *int64 `json:"open_files,omitempty"`
+	FileSizeBytes *int64 `json:"file_size_bytes,omitempty"`
+	// No CPU bandwidth: CONTRACT.md has none, and the daemon's
+	// limits.default.cpus is every jail's share of the host.
 }
 
 // DecodeRequest reads one request strictly: an unknown field, a wrong type
@@ -54,6 +56,10 @@ func DecodeRequest(r io.Reader) (*Request, error) {
 	dec.DisallowUnknownFields()
 	var req Request
 	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err // the caller answers 413
+		}
 		return nil, jsonError(err)
 	}
 	if dec.More() {
@@ -227,12 +233,6 @@ func (rl *RequestLimits) apply(def nsjail.Limits, max *nsjail.Limits) (nsjail.Li
 			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("must be positive, got %d", *f.req)}
 		}
 		*f.dst = *f.req
-	}
-	if rl.CPUs != nil {
-		if max != nil && *rl.CPUs > m.CPUs {
-			return l, &nsjail.FieldError{Field: "limits.cpus", Msg: fmt.Sprintf("%v is above this daemon's maximum of %v", *rl.CPUs, m.CPUs)}
-		}
-		l.CPUs = *rl.CPUs
 	}
 	l.WallTime = time.Duration(wall) * time.Millisecond
 	l.CPUTime = time.Duration(cpu) * time.Millisecond

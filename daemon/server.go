@@ -44,7 +44,9 @@ type Server struct {
 	m      *metrics
 	hs     *http.Server
 
+	decoding chan struct{} // a token per request body being decoded
 	draining atomic.Bool
+	refusals atomic.Int64
 	// killAll ends every running jail with nsjail.KillShutdown when the
 	// grace period of Shutdown is over.
 	killCtx context.Context
@@ -65,6 +67,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	}
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength)
+	s.decoding = make(chan struct{}, max(2, o.MaxConcurrent))
 	s.m = newMetrics(s.adm)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
@@ -78,7 +81,10 @@ func NewServer(o Options, jailer Jailer) *Server {
 		Handler:           s.checkPeer(mux),
 		ConnContext:       withPeer,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
+		// An idle connection holds a daemon fd: a client that keeps none
+		// busy for a minute reconnects.
+		IdleTimeout: time.Minute,
+		ErrorLog:    slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn),
 	}
 	return s
 }
@@ -157,7 +163,10 @@ func (s *Server) checkPeer(next http.Handler) http.Handler {
 			if c != nil {
 				attrs = append(attrs, "peer_pid", c.Pid, "peer_uid", c.Uid, "peer_gid", c.Gid)
 			}
-			s.log.Warn("peer refused", attrs...)
+			if s.refusals.Add(1)%100 == 1 { // the first, then every 100th: a refused peer cannot flood the log
+				s.log.Warn("peer refused", append(attrs, "refused_so_far", s.refusals.Load())...)
+			}
+			w.Header().Set("Connection", "close")
 			s.fail(w, r, http.StatusForbidden, "forbidden", "this peer's uid and gid are not allowed (see [peers] in the configuration)")
 			return
 		}
@@ -190,7 +199,20 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
 		return
 	}
+	// Refused before the body is read: a full queue costs no decoding.
+	if s.adm.full() {
+		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
+		s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("%d jails are running and %d requests are waiting, the most this daemon allows; retry later", s.opts.MaxConcurrent, s.opts.QueueLength))
+		return
+	}
+	// Bodies are decoded a few at a time: each may be max_request_bytes.
+	select {
+	case s.decoding <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
 	req, err := DecodeRequest(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	<-s.decoding
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || (err != nil && r.ContentLength > s.opts.MaxRequestBytes) {
 		s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is larger than this daemon's limit of %d bytes (admission.max_request_bytes)", s.opts.MaxRequestBytes))
@@ -229,10 +251,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	// grace period of a shutdown is over ("shutdown").
 	ctx, cancel := context.WithCancelCause(r.Context())
 	stop := context.AfterFunc(s.killCtx, func() { cancel(nsjail.KillShutdown) })
-	res, jr, err := job.Run(ctx, s.jailer)
+	res, jr, err := func() (*Result, *nsjail.Result, error) {
+		defer func() { s.adm.release(time.Since(started)) }()
+		return job.Run(ctx, s.jailer)
+	}()
 	stop()
 	cancel(nil)
-	s.adm.release(time.Since(started))
 
 	if res == nil {
 		var fe *nsjail.FieldError

@@ -191,6 +191,7 @@ func TestAPIErrors(t *testing.T) {
 		{`{"code":"pass","files":[{"path":"x","content":"","encoding":"latin1"}]}`, "invalid_request", `files[0].content: encoding must be "utf-8" or "base64"`, 400},
 		{`{"code":"pass","env":{"HOME":"/"}}`, "invalid_request", "env: HOME is set by the jail", 400},
 		{`{"code":"pass","on_forbidden_syscall":"ignore"}`, "invalid_request", "on_forbidden_syscall", 400},
+		{`{"code":"pass","limits":{"cpus":1024}}`, "invalid_request", "cpus: unknown field", 400},
 		{`{"code":"pass"} {"code":"pass"}`, "invalid_request", "body: one JSON object only", 400},
 		{`{"code":"` + strings.Repeat("x", 2<<20) + `"}`, "too_large", "larger than this daemon's limit of 1048576 bytes", 413},
 		{`{"code":"# setup-fails"}`, "setup_failed", "pivot_root: EPERM", 500},
@@ -399,6 +400,7 @@ func TestPeerNotAllowed(t *testing.T) {
 	}
 	resp, b := post(t, c, `{"code":"pass"}`)
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	assert.True(t, resp.Close, "a refused peer's connection is closed, not kept alive")
 	assert.Equal(t, "forbidden", decodeErr(t, b).Error.Code)
 	assert.False(t, ran)
 }

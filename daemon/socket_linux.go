@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrSocketInUse means another live daemon answers on the socket path.
@@ -19,7 +21,8 @@ var ErrSocketInUse = errors.New("socket is in use by a running daemon")
 // Listen creates the daemon's Unix socket at path with the given mode and
 // group (gid -1: keep the daemon's) without a window in which it is
 // reachable with other permissions: the socket is bound under a temporary
-// name, chowned and chmodded, then renamed into place. A socket left by a
+// name with its mode (umask), chowned without following links, then renamed
+// into place. A socket left by a
 // dead daemon is replaced; one that a live daemon answers on is not
 // stolen; anything that is not a socket is never removed.
 func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
@@ -44,7 +47,12 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	}
 	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
 	_ = os.Remove(tmp)
+	// The mode comes from the umask at bind: a chmod by name afterwards
+	// would follow a symbolic link swapped in for it. (Start-up only: no
+	// other goroutine creates files meanwhile.)
+	old := unix.Umask(0o777 &^ int(mode.Perm()))
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	unix.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
@@ -60,9 +68,6 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 		if err := os.Lchown(tmp, -1, gid); err != nil {
 			return fail(fmt.Errorf("chown socket to group %d: %w", gid, err))
 		}
-	}
-	if err := os.Chmod(tmp, mode); err != nil {
-		return fail(fmt.Errorf("chmod socket: %w", err))
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(fmt.Errorf("move socket into place: %w", err))

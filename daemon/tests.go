@@ -460,7 +460,19 @@ func (d *difference) String() string {
 // numbersEqual compares two JSON numbers as Python compares what json.loads
 // makes of them: an int when the text has no '.', 'e' or 'E', else a float
 // (1e400 is inf); an int and a float compare by exact value.
+//
+// The texts come from the jail: an integer of millions of digits must not
+// cost the daemon seconds of big.Int parsing (quadratic), so two integers
+// compare as text, and an integer too long to be any finite float64 (over
+// 310 digits) equals no float.
 func numbersEqual(a, b string) bool {
+	aInt, bInt := !strings.ContainsAny(a, ".eE"), !strings.ContainsAny(b, ".eE")
+	switch {
+	case aInt && bInt:
+		return canonicalInt(a) == canonicalInt(b)
+	case aInt && len(a) > maxFloatIntDigits, bInt && len(b) > maxFloatIntDigits:
+		return false
+	}
 	af, ai, aok := pyNumber(a)
 	bf, bi, bok := pyNumber(b)
 	switch {
@@ -474,6 +486,18 @@ func numbersEqual(a, b string) bool {
 		return intEqualsFloat(ai, bf)
 	}
 	return intEqualsFloat(bi, af)
+}
+
+// maxFloatIntDigits: the largest finite float64 has 309 integer digits.
+const maxFloatIntDigits = 310
+
+// canonicalInt is a JSON integer's text as Python would print the int:
+// "-0" is "0". (JSON integers have no leading zeros or plus sign.)
+func canonicalInt(s string) string {
+	if s == "-0" {
+		return "0"
+	}
+	return s
 }
 
 func intEqualsFloat(i *big.Int, f float64) bool {

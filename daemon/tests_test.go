@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"agentjail/nsjail"
 )
@@ -401,5 +402,58 @@ func TestHarnessFeedback(t *testing.T) {
 	tr = ParseReport(report(fmt.Sprintf(started, 1), `{"t":"case","i":0,"ms":0,"type":"int","value":1}`), false, one).Verdicts(one, exited0)
 	if fb = HarnessFeedback(nil, tr, one); len(fb) != 0 || !tr.AllPassed {
 		t.Errorf("%q %+v", fb, tr)
+	}
+}
+
+// TestForgedReportsCannotHurtTheDaemon: the report comes from the jail.
+// A record with huge texts must not make the answer grow with the number
+// of cases, a huge integer must not cost the daemon seconds, and an absurd
+// duration must not make the answer unencodable.
+func TestForgedReportsCannotHurtTheDaemon(t *testing.T) {
+	tests := &Tests{Function: "f"}
+	for i := range 1000 {
+		tests.Cases = append(tests.Cases, TestCase{Name: fmt.Sprint("c", i), Expected: json.RawMessage(`3`)})
+	}
+	huge := strings.Repeat("A", 15<<20)
+	for _, rec := range []string{
+		`{"t":"tests","n":1000,"function":"not_callable","type":"` + huge + `"}`,
+		`{"t":"tests","error":"` + huge + `"}`,
+	} {
+		tr := ParseReport(report(rec), true, tests).Verdicts(tests, exited0)
+		b, err := json.Marshal(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 4<<20 {
+			t.Errorf("a forged %d-byte record made a %d-byte verdict", len(rec), len(b))
+		}
+	}
+	exc := ParseReport(report(`{"t":"exception","type":"E","message":"`+huge+`","traceback":"`+huge+`"}`), true, nil).UncaughtException(exited1)
+	if exc == nil || len(exc.Message) > 8<<10 || len(exc.Traceback) > 96<<10 {
+		t.Errorf("exception texts not bounded: %v", exc != nil)
+	}
+
+	start := time.Now()
+	digits := strings.Repeat("7", 8<<20)
+	r := verdict(t, TestCase{Expected: json.RawMessage(`3`)}, `"ms":0,"type":"int","value":`+digits+`}`)
+	r2 := verdict(t, TestCase{Expected: json.RawMessage(`3.5`)}, `"ms":0,"type":"int","value":`+digits[:1<<20]+`}`)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("judging two huge integers took %v", took)
+	}
+	if r.Passed || r2.Passed {
+		t.Error("a huge integer passed")
+	}
+	if !verdict(t, TestCase{Expected: json.RawMessage(`3`)}, `"ms":0,"type":"int","value":3}`).Passed ||
+		!verdict(t, TestCase{Expected: json.RawMessage(`3.0`)}, `"ms":0,"type":"int","value":3}`).Passed ||
+		!verdict(t, TestCase{Expected: json.RawMessage(`0`)}, `"ms":0,"type":"int","value":-0}`).Passed {
+		t.Error("small numbers no longer compare by value")
+	}
+
+	for _, ms := range []string{"1e306", "1e400", "-1", "NaN"} {
+		tr := ParseReport(report(fmt.Sprintf(started, 1), `{"t":"case","i":0,"ms":`+ms+`,"type":"int","value":3}`, `{"t":"end"}`), false, oneCase(TestCase{Expected: json.RawMessage(`3`)})).
+			Verdicts(oneCase(TestCase{Expected: json.RawMessage(`3`)}), exited0)
+		if _, err := json.Marshal(tr); err != nil {
+			t.Errorf("ms %s: the verdict cannot be encoded: %v", ms, err)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -381,6 +382,11 @@ func LoadConfig(path string) (*Config, error) {
 	// write is as good as no access control.
 	if st.Mode().Perm()&0o002 != 0 {
 		return nil, fmt.Errorf("config %s: is writable by every user (mode %04o); refusing it", path, st.Mode().Perm())
+	}
+	// Nor may anyone but this daemon's user (root) own it: its owner
+	// could change it at will.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
+		return nil, fmt.Errorf("config %s: is owned by uid %d, not by root or the daemon's user; refusing it", path, sys.Uid)
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(f); err != nil {

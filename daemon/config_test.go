@@ -358,6 +358,14 @@ func TestLoadConfig(t *testing.T) {
 	_, err = LoadConfig(p)
 	assert.EqualError(t, err, "config "+p+": is writable by every user (mode 0666); refusing it")
 
+	// Nor one that another user owns (and so may rewrite).
+	if os.Geteuid() == 0 {
+		require.NoError(t, os.Chmod(p, 0o644))
+		require.NoError(t, os.Chown(p, 65534, 65534))
+		_, err = LoadConfig(p)
+		assert.EqualError(t, err, "config "+p+": is owned by uid 65534, not by root or the daemon's user; refusing it")
+	}
+
 	_, err = LoadConfig(dir)
 	assert.ErrorContains(t, err, "config "+dir+": ")
 }

@@ -86,8 +86,11 @@ func parseMemoryEvents(data []byte) (memEvents, error) {
 
 // oomKillsSince counts OOM kills between two readings of memory.events.
 // A group kill (memory.oom.group=1, which Create sets) kills every process
-// of the group and bumps oom_kill once per victim but oom_group_kill once:
-// it counts as one kill. Kernels without oom_group_kill count oom_kill.
+// of the group and bumps oom_kill once per process killed, the chosen
+// victim twice (6.1: the victim is killed, then killed again with the rest
+// of the group; one python3 alone gives oom_kill 2, as does /proc/vmstat),
+// but oom_group_kill once: it counts as one kill. Kernels without
+// oom_group_kill count oom_kill.
 func oomKillsSince(base, now memEvents) int64 {
 	if now.HasGroupKill {
 		if d := now.OOMGroupKill - base.OOMGroupKill; d > 0 {

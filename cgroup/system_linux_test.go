@@ -19,6 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"agentjail/internal/systest"
 )
 
 // System tests: they create real groups, only below this process's own
@@ -36,40 +38,49 @@ const (
 	needHybridUnified
 )
 
-// requireSystem is the one skip helper of the package: it skips the test
-// with the reason when it cannot run here (not root, no cgroups, the
-// controllers or the delegation it needs missing), and otherwise returns a
-// Manager on a per-process test subtree that is removed after the test
-// (nil for needHybridUnified).
+// requireSystem is the package's entry to the one skip helper
+// (systest.Require): it skips the test with the reason when it cannot run
+// here (not root, no memory controller, python3 or the delegation it needs
+// missing), or fails it under AGENTJAIL_REQUIRE_ALL=1, and otherwise
+// returns a Manager on a per-process test subtree that is removed after
+// the test (nil for needHybridUnified).
 func requireSystem(t *testing.T, need requirement) *Manager {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: needs root to create cgroups")
-	}
+	systest.Require(t, systest.Root)
 	switch need {
 	case needHybridUnified:
+		// The shape of the host, not a missing need: a v2-only host runs
+		// the real v2 code in every other test instead.
 		if cgroups.Mode() != cgroups.Hybrid {
 			t.Skip("skipping: not a hybrid cgroup host (no v2 mount at /sys/fs/cgroup/unified)")
 		}
 		return nil
 	}
-	if cgroups.Mode() == cgroups.Unavailable {
-		t.Skip("skipping: no cgroup file system mounted")
-	}
-	if need == needManager {
-		for _, p := range []string{python, "/bin/sh", "/bin/sleep"} {
-			if _, err := os.Stat(p); err != nil {
-				t.Skipf("skipping: %s missing", p)
-			}
+	systest.Require(t, systest.CgroupMem, systest.Python)
+	for _, p := range []string{"/bin/sh", "/bin/sleep"} {
+		if _, err := os.Stat(p); err != nil {
+			missingNeed(t, "%s: %v", p, err)
 		}
 	}
 	m, err := Open(testSubtree())
 	if errors.Is(err, ErrNoController) || errors.Is(err, ErrOwnCgroupBusy) || errors.Is(err, ErrNotWritable) {
-		t.Skipf("skipping: %v", err)
+		missingNeed(t, "a delegated cgroup of its own: %v", err)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { removeSubtree(t, m) })
 	return m
+}
+
+// missingNeed is systest.Require for the needs systest has no name for:
+// it skips t, or fails it under AGENTJAIL_REQUIRE_ALL=1, where a skip
+// would let the whole package pass without creating one group (on a v2
+// host run outside a delegated cgroup every system test would skip).
+func missingNeed(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("AGENTJAIL_REQUIRE_ALL") == "1" {
+		t.Fatalf("needs "+format+" (AGENTJAIL_REQUIRE_ALL=1)", args...)
+	}
+	t.Skipf("skipping: needs "+format, args...)
 }
 
 func testSubtree() string { return fmt.Sprintf("agentjail-test-%d", os.Getpid()) }

@@ -45,16 +45,17 @@ TMPFS = '''c = b"\\x01" * (64 << 10)
 with open("/tmp/f", "wb") as f:
     for _ in range({n} * 16): f.write(c)
 '''
-FOURPROC = '''import os, time
+FOURPROC = '''import os
 r, w = os.pipe()
+ready_r, ready_w = os.pipe()
 kids = []
 for i in range(3):
     pid = os.fork()
     if pid == 0:
-        b = b"\\x01" * (({n} << 20) // 4); os.read(r, 1); os._exit(0)
+        b = b"\\x01" * (({n} << 20) // 4); os.write(ready_w, b"."); os.read(r, 1); os._exit(0)
     kids.append(pid)
 b = b"\\x01" * (({n} << 20) // 4)
-time.sleep(0.3)
+for _ in range(3): os.read(ready_r, 1)   # all four hold their share at once
 os.write(w, b"xxx")
 for k in kids: os.waitpid(k, 0)
 '''

@@ -18,6 +18,7 @@ import (
 
 	"agentjail/daemon"
 	"agentjail/internal/systest"
+	"agentjail/nsjail"
 )
 
 // daemonProc is `agentjail serve` as its own process: this test binary,
@@ -49,6 +50,12 @@ func (s *syncBuffer) String() string {
 
 func startDaemon(t *testing.T, dir, config string) *daemonProc {
 	t.Helper()
+	// On cgroup v2 the daemon creates its jails below its own cgroup, which
+	// must hold no other process: opening the runner here first moves this
+	// test process into the leaf "supervisor", and the daemon, started
+	// from it, puts its jails beside it (cgroup.Open).
+	_, err := nsjail.NewRunner()
+	require.NoError(t, err)
 	cfg := filepath.Join(dir, "config.toml")
 	require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))
 	d := &daemonProc{sock: filepath.Join(dir, "agentjail.sock"), log: &syncBuffer{}, done: make(chan error, 1)}

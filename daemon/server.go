@@ -196,13 +196,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.draining.Load() {
-		s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
+		s.shuttingDown(w, r)
 		return
 	}
 	// Refused before the body is read: a full queue costs no decoding.
 	if s.adm.full() {
-		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
-		s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("%d jails are running and %d requests are waiting, the most this daemon allows; retry later", s.opts.MaxConcurrent, s.opts.QueueLength))
+		s.queueFull(w, r)
 		return
 	}
 	// Bodies are decoded a few at a time: each may be max_request_bytes.
@@ -233,11 +232,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	queuedAt := time.Now()
 	switch err := s.adm.acquire(r.Context()); {
 	case errors.Is(err, errQueueFull):
-		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
-		s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("%d jails are running and %d requests are waiting, the most this daemon allows; retry later", s.opts.MaxConcurrent, s.opts.QueueLength))
+		s.queueFull(w, r)
 		return
 	case errors.Is(err, errDraining):
-		s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
+		s.shuttingDown(w, r)
 		return
 	case err != nil: // the client went away while queued: nobody to answer
 		s.m.rejected.WithLabelValues("cancelled").Inc()
@@ -294,6 +292,15 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return // the client is gone; the result is logged and counted
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
+	s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("%d jails are running and %d requests are waiting, the most this daemon allows; retry later", s.opts.MaxConcurrent, s.opts.QueueLength))
+}
+
+func (s *Server) shuttingDown(w http.ResponseWriter, r *http.Request) {
+	s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
 }
 
 // fail answers with the error object of CONTRACT.md §2.

@@ -123,26 +123,26 @@ const (
 	testsName      = "tests.json"
 )
 
-// MaxReportBytes is how much of the report channel the daemon reads; a report
-// cut there fails the cases it did not reach.
-const MaxReportBytes = 16 << 20
+// MaxReportBytes is how much of the report channel the jail returns (the
+// jail's own cap); a report cut there fails the cases it did not reach.
+const MaxReportBytes = nsjail.MaxReportBytes
 
 // HarnessProgram returns what the jail runs for one request: the harness as
 // the entry program and the read-only files it reads under /code (the
 // submitted code as main.py, the rest of the harness and, when tests is not
-// nil, tests.json). tests must have passed Validate. The slices are the
-// caller's.
+// nil, tests.json). tests must have passed Validate. The harness's files
+// share the embedded bytes: nothing writes a Spec's contents.
 func HarnessProgram(code []byte, tests *Tests) (program []byte, programName string, codeFiles []nsjail.File) {
 	codeFiles = []nsjail.File{
 		{Path: mainName, Content: code},
-		{Path: harnessRunName, Content: bytes.Clone(harnessRun)},
-		{Path: harnessLibName, Content: bytes.Clone(harnessLib)},
-		{Path: harnessBinName, Content: bytes.Clone(harnessBin)},
+		{Path: harnessRunName, Content: harnessRun},
+		{Path: harnessLibName, Content: harnessLib},
+		{Path: harnessBinName, Content: harnessBin},
 	}
 	if tests != nil {
 		codeFiles = append(codeFiles, nsjail.File{Path: testsName, Content: tests.jailJSON()})
 	}
-	return bytes.Clone(harnessBoot), harnessName, codeFiles
+	return harnessBoot, harnessName, codeFiles
 }
 
 // Exception is the uncaught exception of CONTRACT.md §3.

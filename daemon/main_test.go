@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 
 	"agentjail/nsjail"
@@ -31,11 +30,3 @@ func TestMain(m *testing.M) {
 
 // unixClient is an HTTP client that reaches the daemon's socket.
 func unixClient(sock string) *http.Client { return HTTPClient(sock) }
-
-func trim(s string) string {
-	s = strings.TrimSpace(s)
-	if len(s) > 2000 {
-		s = s[:2000] + "…"
-	}
-	return s
-}

@@ -437,9 +437,12 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}
 	out.start(0, outR)
 	out.start(1, errR)
-	var report *reportReader
+	// The report channel is drained like stdout, capped on its own and
+	// never a reason to kill: a harness past the cap just gets cut.
+	var report *capture
 	if reportR != nil {
-		report = readReport(reportR)
+		report = &capture{limit: MaxReportBytes, onLimit: func() {}}
+		report.start(0, reportR)
 	}
 	done := make(chan struct{})
 	// The watchers read the jail's cgroup: none may outlive this call,
@@ -481,7 +484,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	}
 	out.wait(time.Second, outR, errR)
 	if report != nil {
-		report.wait(time.Second)
+		report.wait(time.Second, reportR)
 	}
 	// The supervisor ends by itself once the filter's last process is
 	// reaped; the grace only bounds a kernel that never says so.
@@ -511,7 +514,7 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 		Seccomp:          violations.Report(),
 	}
 	if report != nil {
-		res.Report, res.ReportTruncated = report.buf, report.truncated
+		res.Report, res.ReportTruncated = report.buf[0], report.truncated[0]
 	}
 	if j.workspace != nil {
 		// Every process of the jail is gone: nothing writes any more, and
@@ -652,7 +655,11 @@ func decodeStageError(payload []byte) *StageError {
 
 // awaitExec waits for the exec of python3: EOF on the sync socket. Before
 // it the init stage sends the seccomp filter's listener (SCM_RIGHTS on
-// msgSeccomp), which it returns.
+// msgSeccomp), which it returns, and the /workspace fd for Collect.
+//
+// Security: both fds are trusted because only agentjail's own code can
+// send them. The sync socket is close-on-exec, so no jail process ever
+// holds it; after EOF nothing more is read from it.
 func (j *jail) awaitExec() (listener int, err error) {
 	listener = -1
 	defer func() {

@@ -97,7 +97,8 @@ type JailConfig struct {
 	Python             string   `toml:"python"`               // interpreter, an absolute path under a bound directory; default /usr/bin/python3
 	ReadOnlyMounts     []string `toml:"read_only_mounts"`     // extra host dirs bound read-only at the same path (a virtualenv); default []
 	UIDBase            uint32   `toml:"uid_base"`             // first host uid (and gid) for jails, at least 65536; default 2000000000
-	UIDCount           uint32   `toml:"uid_count"`            // how many, at least max_concurrent; default 1000000
+	UIDCount           uint32   `toml:"uid_count"`            // how many, at least max_concurrent + prepared_jails; default 1000000
+	PreparedJails      *int     `toml:"prepared_jails"`       // jails started ahead of requests, 0 = off; default admission.max_concurrent
 	OnForbiddenSyscall string   `toml:"on_forbidden_syscall"` // "errno" (default) or "kill"; a request may override it
 }
 
@@ -275,6 +276,16 @@ func (c *Config) ForbiddenSyscallMode() seccomp.Mode {
 		return m
 	}
 	return seccomp.ModeErrno
+}
+
+// Prepared is how many jails the daemon keeps prepared ahead of requests:
+// jail.prepared_jails, by default admission.max_concurrent (each running
+// jail's replacement is being prepared while it runs).
+func (c *Config) Prepared() int {
+	if c.Jail.PreparedJails != nil {
+		return *c.Jail.PreparedJails
+	}
+	return c.Admission.MaxConcurrent
 }
 
 // UIDRange is a fresh allocator of the jails' host uids (one per daemon);
@@ -591,6 +602,8 @@ func checkValue(v any, t reflect.Type) string {
 		return ""
 	}
 	switch t.Kind() {
+	case reflect.Pointer: // an optional value: absent means "derived from others"
+		return checkValue(v, t.Elem())
 	case reflect.String:
 		if _, ok := v.(string); !ok {
 			return "must be a string, got " + describe(v)
@@ -763,6 +776,9 @@ func (c *Config) Validate() error {
 			bad("jail.read_only_mounts", "%v", err)
 		}
 	}
+	if j.PreparedJails != nil && (*j.PreparedJails < 0 || *j.PreparedJails > 1024) {
+		bad("jail.prepared_jails", "must be from 0 (off) to 1024, got %d", *j.PreparedJails)
+	}
 	end := uint64(j.UIDBase) + uint64(j.UIDCount) // one past the last uid
 	switch {
 	case j.UIDBase < minJailUID:
@@ -771,8 +787,8 @@ func (c *Config) Validate() error {
 		bad("jail.uid_count", "must be at least 1")
 	case end > math.MaxUint32: // 2^32-1 is the kernel's invalid uid
 		bad("jail.uid_count", "uid_base %d + uid_count %d passes the largest uid %d", j.UIDBase, j.UIDCount, uint32(math.MaxUint32-1))
-	case a.MaxConcurrent >= 1 && uint64(j.UIDCount) < uint64(a.MaxConcurrent):
-		bad("jail.uid_count", "%d is below admission.max_concurrent (%d): every running jail needs its own uid", j.UIDCount, a.MaxConcurrent)
+	case a.MaxConcurrent >= 1 && c.Prepared() >= 0 && uint64(j.UIDCount) < uint64(a.MaxConcurrent)+uint64(c.Prepared()):
+		bad("jail.uid_count", "%d is below admission.max_concurrent + jail.prepared_jails (%d): every running or prepared jail needs its own uid", j.UIDCount, a.MaxConcurrent+c.Prepared())
 	default:
 		// A jail's uid is also its gid: an allowed peer id inside the range
 		// would let a jailed process call the daemon.

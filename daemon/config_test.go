@@ -123,6 +123,7 @@ python = "/opt/venv/bin/python3"
 read_only_mounts = ["/opt/venv"]
 uid_base = 100000
 uid_count = 1000
+prepared_jails = 1
 on_forbidden_syscall = "kill"
 [collect]
 file_bytes = 1024
@@ -142,7 +143,7 @@ format = "json"
 			Default: Limits{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
 			Max:     Limits{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
 		},
-		Jail:    JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, OnForbiddenSyscall: "kill"},
+		Jail:    JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, PreparedJails: ptr(1), OnForbiddenSyscall: "kill"},
 		Collect: CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
 		Log:     LogConfig{Level: "debug", Format: "json"},
 	}, c)
@@ -252,7 +253,9 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		{"[jail]\nuid_count = 0", "line 2: jail.uid_count: must be at least 1"},
 		{"[jail]\nuid_base = 4294967000\nuid_count = 295", ""}, // the last uid is 2^32-2: fine
 		{"[jail]\nuid_base = 4294967000\nuid_count = 296", "line 3: jail.uid_count: uid_base 4294967000 + uid_count 296 passes the largest uid 4294967294"},
-		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 4", "line 4: jail.uid_count: 4 is below admission.max_concurrent (8)"},
+		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 4", "line 4: jail.uid_count: 4 is below admission.max_concurrent + jail.prepared_jails (16)"},
+		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 8\nprepared_jails = 0", ""},
+		{"[jail]\nprepared_jails = -1", "line 2: jail.prepared_jails: must be from 0 (off) to 1024, got -1"},
 		{"[jail]\non_forbidden_syscall = \"trap\"", `line 2: jail.on_forbidden_syscall: must be "errno" or "kill", got "trap"`},
 		{"[collect]\nfile_bytes = 0", "line 2: collect.file_bytes: must be at least 1, got 0"},
 		{"[collect]\ntotal_bytes = 0", "line 2: collect.total_bytes: must be at least 1, got 0"},
@@ -399,8 +402,8 @@ func TestConfigDurationText(t *testing.T) {
 
 // scripts/config.toml is what the install script puts in place: it must
 // parse to exactly the defaults, and show every key. The one exception is
-// max_concurrent, whose default (the number of CPUs) a file cannot hold:
-// it is there commented out.
+// max_concurrent, whose default (the number of CPUs) a file cannot hold,
+// and prepared_jails, which follows it: they are there commented out.
 func TestShippedConfigIsTheDefault(t *testing.T) {
 	b, err := os.ReadFile("../scripts/config.toml")
 	require.NoError(t, err)
@@ -409,7 +412,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	assert.Equal(t, DefaultConfig(), c)
 
 	text := string(b)
-	commented := map[string]bool{"admission.max_concurrent": true}
+	commented := map[string]bool{"admission.max_concurrent": true, "jail.prepared_jails": true}
 	section := ""
 	set := map[string]bool{}
 	for _, line := range strings.Split(text, "\n") {
@@ -440,3 +443,16 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 		assert.Contains(t, sec, "| `"+k+"` |", "README's Configuration table lacks %s", k)
 	}
 }
+
+// prepared_jails follows max_concurrent unless it is set.
+func TestPreparedJailsFollowMaxConcurrent(t *testing.T) {
+	c, err := ParseConfig([]byte("[admission]\nmax_concurrent = 3\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 3, c.Prepared())
+	c, err = ParseConfig([]byte("[admission]\nmax_concurrent = 3\n[jail]\nprepared_jails = 0\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.Prepared())
+	assert.Equal(t, 3, c.Admission.MaxConcurrent)
+}
+
+func ptr[T any](v T) *T { return &v }

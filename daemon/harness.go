@@ -145,6 +145,15 @@ func HarnessProgram(code []byte, tests *Tests) (program []byte, programName stri
 	return harnessBoot, harnessName, codeFiles
 }
 
+// harnessShared are the files under /code that every request's jail has:
+// the boot program and the harness (a prepared jail holds them already).
+var harnessShared = []nsjail.File{
+	{Path: harnessName, Content: harnessBoot},
+	{Path: harnessRunName, Content: harnessRun},
+	{Path: harnessLibName, Content: harnessLib},
+	{Path: harnessBinName, Content: harnessBin},
+}
+
 // Exception is the uncaught exception of CONTRACT.md §3.
 type Exception struct {
 	Type      string `json:"type"`

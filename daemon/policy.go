@@ -14,3 +14,14 @@ func (c *Config) Policy() Policy {
 		Collect:            nsjail.CollectLimits{FileBytes: c.Collect.FileBytes, TotalBytes: c.Collect.TotalBytes, Files: c.Collect.Files},
 	}
 }
+
+// PreparedTemplate is what the daemon's prepared jails hold ahead of a
+// request (nsjail.Runner.KeepPrepared): the configured mounts, the
+// harness, the default scratch size.
+func (c *Config) PreparedTemplate() nsjail.PreparedTemplate {
+	return nsjail.PreparedTemplate{
+		ReadOnlyMounts: c.Jail.ReadOnlyMounts,
+		Code:           harnessShared,
+		TmpBytes:       c.DefaultLimits().TmpBytes,
+	}
+}

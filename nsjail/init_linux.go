@@ -37,16 +37,33 @@ func Init() {
 	// capabilities (CVE-2019-5736's lesson; python3's exec resets it).
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	c := fdConn(syncFd)
-	typ, payload, err := readMsg(c)
-	if err != nil || typ != msgConfig {
-		initFail(c, &StageError{Stage: "read config", Msg: fmt.Sprintf("type %d: %v", typ, err)})
+	var prep prepareConfig
+	if err := readJSON(c, msgPrepare, &prep); err != nil {
+		initFail(c, err)
 	}
-	var cfg initConfig
+	filter, err := prepare(&prep)
+	if err != nil {
+		initFail(c, err)
+	}
+	prep = prepareConfig{}
+	if err := writeMsg(c, msgReady, nil); err != nil {
+		os.Exit(1)
+	}
+	// A prepared jail may wait here for as long as the daemon runs; the
+	// end of the socket (a daemon that stops, or drops the jail) ends it.
+	typ, payload, fds, err := c.readMsgFds()
+	if err != nil {
+		os.Exit(0)
+	}
+	if typ != msgConfig {
+		initFail(c, &StageError{Stage: "read config", Msg: fmt.Sprintf("unexpected message %d", typ)})
+	}
+	var cfg runConfig
 	if err := json.Unmarshal(payload, &cfg); err != nil {
 		initFail(c, stageErr("decode config", err))
 	}
 	payload = nil
-	if err := setup(&cfg); err != nil {
+	if err := apply(&cfg, fds); err != nil {
 		initFail(c, err)
 	}
 	if err := writeMsg(c, msgReady, nil); err != nil {
@@ -57,7 +74,16 @@ func Init() {
 		// The parent went away or gave up: nothing to report to.
 		os.Exit(1)
 	}
-	initFail(c, execPython(c, &cfg))
+	initFail(c, execPython(c, &cfg, filter))
+}
+
+// readJSON reads the next message, which must be of type want, into v.
+func readJSON(c fdConn, want byte, v any) error {
+	typ, payload, err := readMsg(c)
+	if err != nil || typ != want {
+		return &StageError{Stage: "read config", Msg: fmt.Sprintf("type %d: %v", typ, err)}
+	}
+	return step("decode config", json.Unmarshal(payload, v))
 }
 
 // initFail reports a set-up failure to the parent and exits.
@@ -108,48 +134,102 @@ func step(stage string, err error) error {
 	return nil
 }
 
-// setup builds the jail's file system and identity while the init stage
-// still holds its namespace capabilities.
-func setup(cfg *initConfig) error {
+// prepare builds the part of the jail every run shares, while the init
+// stage holds its namespace capabilities: the file system up to
+// pivot_root, the identity, the network, and the decoded seccomp filter.
+// The root stays writable for apply.
+func prepare(cfg *prepareConfig) (*seccomp.Program, error) {
+	// Decoded now: no allocation after Install. A jail never runs without
+	// its filter.
+	filter := new(seccomp.Program)
+	if err := filter.UnmarshalBinary(cfg.Seccomp); err != nil || len(filter.Instructions) == 0 {
+		return nil, &StageError{Stage: "decode seccomp filter", Msg: fmt.Sprint("no usable filter: ", err)}
+	}
 	root := cfg.RootDir
 	// Nothing done here may propagate to the host's mount namespace.
 	if err := step("make mounts private", unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")); err != nil {
-		return err
+		return nil, err
 	}
 	if err := step("mount root tmpfs", unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 		fmt.Sprintf("size=%d,nr_inodes=1024,mode=0755", cfg.RootSize))); err != nil {
-		return err
+		return nil, err
 	}
 	for _, b := range cfg.Binds {
 		t := root + b
 		if err := step("mkdir "+b, os.MkdirAll(t, 0o755)); err != nil {
-			return err
+			return nil, err
 		}
 		if err := bindReadOnly(b, t, 0); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for _, l := range cfg.Links {
 		if err := step("symlink "+l.Path, os.Symlink(l.Target, root+l.Path)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := writeEtc(root); err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeTree(root+"/code", cfg.Code, 0o444); err != nil {
-		return err
+		return nil, err
 	}
 	if err := mountDev(root); err != nil {
-		return err
+		return nil, err
 	}
 	if err := mountProc(root); err != nil { // after /dev: masks bind its /dev/null
-		return err
+		return nil, err
 	}
 	if err := mountScratch(root, cfg.TmpBytes); err != nil {
-		return err
+		return nil, err
 	}
 	if err := pivotRoot(root); err != nil {
+		return nil, err
+	}
+	if err := step("sethostname", unix.Sethostname([]byte("sandbox"))); err != nil {
+		return nil, err
+	}
+	if err := step("setdomainname", unix.Setdomainname([]byte("(none)"))); err != nil {
+		return nil, err
+	}
+	if err := loopbackUp(); err != nil {
+		return nil, err
+	}
+	return filter, step("chdir /workspace", unix.Chdir("/workspace"))
+}
+
+// apply adds one request to a prepared jail: its stdio, its program, its
+// scratch size, files and rlimits. fds are stdin, stdout, stderr and the
+// report channel when the request has one.
+func apply(cfg *runConfig, fds []int) error {
+	want := 3
+	if cfg.Report {
+		want = 4
+	}
+	if len(fds) != want {
+		closeFds(fds)
+		return &StageError{Stage: "read config", Msg: fmt.Sprintf("%d fds with the config, want %d", len(fds), want)}
+	}
+	// Received fds are above 2 (0, 1 and 2 are open) and only the last
+	// target, 3, can be one of them: each source is used before its
+	// number could be overwritten.
+	for i, fd := range fds {
+		if fd == i {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
+				return stageErr("stdio", err)
+			}
+			continue
+		}
+		if err := step("dup stdio", unix.Dup3(fd, i, 0)); err != nil {
+			return err
+		}
+	}
+	for _, fd := range fds {
+		if fd >= len(fds) { // not a target: a received copy
+			unix.Close(fd)
+		}
+	}
+	if err := writeTree("/code", cfg.Code, 0o444); err != nil {
 		return err
 	}
 	// The root holds only mount points, /etc and /code: nothing in it is
@@ -157,17 +237,14 @@ func setup(cfg *initConfig) error {
 	if err := step("remount / read-only", unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")); err != nil {
 		return err
 	}
-	if err := step("sethostname", unix.Sethostname([]byte("sandbox"))); err != nil {
-		return err
-	}
-	if err := step("setdomainname", unix.Setdomainname([]byte("(none)"))); err != nil {
-		return err
-	}
-	if err := loopbackUp(); err != nil {
-		return err
-	}
-	if err := step("chdir /workspace", unix.Chdir("/workspace")); err != nil {
-		return err
+	if cfg.TmpBytes != 0 {
+		// The scratch tmpfs (behind /workspace, /tmp and /dev/shm) is
+		// empty: resizing its superblock is one call. A non-bind remount
+		// also sets the mount's flags, so they are repeated.
+		if err := step("resize scratch tmpfs", unix.Mount("", "/workspace", "", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+			fmt.Sprintf("size=%d", cfg.TmpBytes))); err != nil {
+			return err
+		}
 	}
 	if err := writeTree("/workspace", cfg.Files, 0o644); err != nil {
 		return err
@@ -423,13 +500,7 @@ func loopbackUp() error {
 //  5. execve.
 //
 // It returns only on failure.
-func execPython(c fdConn, cfg *initConfig) error {
-	// Decoded first: no allocation after Install. A jail never runs
-	// without its filter.
-	filter := new(seccomp.Program)
-	if err := filter.UnmarshalBinary(cfg.Seccomp); err != nil || len(filter.Instructions) == 0 {
-		return &StageError{Stage: "decode seccomp filter", Msg: fmt.Sprint("no usable filter: ", err)}
-	}
+func execPython(c fdConn, cfg *runConfig, filter *seccomp.Program) error {
 	if err := step("unshare cgroup namespace", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 		return err
 	}

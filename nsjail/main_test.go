@@ -29,11 +29,18 @@ var (
 )
 
 // testRunner is the shared Runner of the integration tests, which need
-// root, user namespaces and a memory cgroup.
+// root, user namespaces and a memory cgroup. It keeps two jails prepared,
+// as the daemon does; AGENTJAIL_TEST_COLD=1 runs the same tests with a jail
+// started for each run, as `agentjail run` does (scripts/test runs both).
 func testRunner(t *testing.T) *Runner {
 	t.Helper()
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
-	runnerOnce.Do(func() { runner, runnerErr = NewRunner() })
+	runnerOnce.Do(func() {
+		runner, runnerErr = NewRunner()
+		if runnerErr == nil && os.Getenv("AGENTJAIL_TEST_COLD") == "" {
+			runner.KeepPrepared(2, PreparedTemplate{})
+		}
+	})
 	require.NoError(t, runnerErr)
 	return runner
 }
@@ -56,8 +63,8 @@ func jailRun(t *testing.T, code string, mod func(*Spec)) *Result {
 	require.NotNil(t, res)
 	systest.NoLeftovers(t, res.HostUID, s.ID, mounts)
 	if t.Failed() || testing.Verbose() {
-		t.Logf("status=%s exit=%d reason=%q wall=%v cpu=%v peak=%d\nstdout: %s\nstderr: %s",
-			res.Status, res.ExitCode, string(res.KillReason), res.WallTime, res.CPUTime, res.PeakMemoryBytes, trim(res.Stdout), trim(res.Stderr))
+		t.Logf("status=%s exit=%d reason=%q wall=%v cpu=%v peak=%d prepared=%v\nstdout: %s\nstderr: %s",
+			res.Status, res.ExitCode, string(res.KillReason), res.WallTime, res.CPUTime, res.PeakMemoryBytes, res.Prepared, trim(res.Stdout), trim(res.Stderr))
 	}
 	return res
 }

@@ -8,17 +8,25 @@ import (
 )
 
 // The parent and the init stage talk over a socketpair that the init stage
-// sees as fd 4 (syncFd); fd 3 is the program's report channel (reportFd)
-// when the spec asks for one, and closed otherwise. Every message is framed as
+// sees as fd 4 (syncFd). Every message is framed as
 //
 //	type (1 byte) | length (4 bytes, little endian) | payload
 //
 // and the conversation is always this one:
 //
 //	parent                                   init (pid 1 of the new namespaces)
-//	  ---- msgConfig (initConfig, JSON) ---->
-//	                                           mounts, pivot_root, hostname, lo up,
-//	                                           files, rlimits
+//	  ---- msgPrepare (prepareConfig) ------>
+//	                                           mounts, shared /code, pivot_root,
+//	                                           hostname, lo up, decode the filter
+//	  <--- msgReady, or msgError ------------
+//	  (a prepared jail may wait here for a
+//	  request, see Runner.KeepPrepared)
+//	  ---- msgConfig (runConfig) + the
+//	       program's stdin, stdout, stderr
+//	       and report fds (SCM_RIGHTS) ------>
+//	                                           fds onto 0, 1, 2, 3; the program in
+//	                                           /code, / read-only, scratch size,
+//	                                           /workspace files, rlimits
 //	  <--- msgReady, or msgError ------------
 //	  attach to the jail cgroup, reset the
 //	  memory high-water mark
@@ -35,9 +43,10 @@ import (
 //	  <--- EOF (fd 4 is close-on-exec: the
 //	       exec succeeded), or msgError -----
 //
-// msgError carries a StageError as JSON. The init stage never waits for the
-// parent without a message in flight, and it exits on any error, so a
-// failing set-up cannot hang either side.
+// Payloads are JSON; msgError carries a StageError. The init stage never
+// waits for the parent without a message in flight, and it exits on any
+// error (or when the parent's end closes), so a failing set-up cannot hang
+// either side.
 const (
 	reportFd = 3
 	syncFd   = 4
@@ -45,11 +54,12 @@ const (
 )
 
 const (
-	msgConfig byte = iota + 1
+	msgConfig byte = iota + 1 // carries the program's stdio (and report) fds as SCM_RIGHTS
 	msgReady
 	msgGo
 	msgError
 	msgSeccomp // carries the seccomp listener fd as SCM_RIGHTS, no payload
+	msgPrepare
 )
 
 // maxMsg bounds a message: the program, files and configuration.
@@ -94,21 +104,28 @@ func writeJSON(w io.Writer, typ byte, v any) error {
 	return writeMsg(w, typ, b)
 }
 
-// initConfig is everything the init stage needs, computed by the parent.
-type initConfig struct {
+// prepareConfig is what every jail of a Runner shares: it can be sent
+// before any request is known.
+type prepareConfig struct {
 	RootDir  string     // host directory the new root tmpfs is mounted on (in the jail's private mount namespace only)
-	RootSize int64      // bytes of the root tmpfs: /etc, /code
+	RootSize int64      // bytes of the root tmpfs: /etc, /code (read-only once the program is in)
 	Binds    []string   // host directories bound read-only at the same path (always /usr)
 	Links    []initLink // symlinks in the new root, e.g. /bin -> usr/bin
-	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm
-	Files    []File     // written into /workspace
-	Code     []File     // written read-only into /code; the program is one of them
-	Report   bool       // keep reportFd open across the exec
-	Collect  bool       // send a directory fd of /workspace with the listener
-	Argv     []string   // argv of python3; Argv[0] is the path inside the jail
+	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; runConfig may resize it
+	Code     []File     // read-only files under /code that every run has (the daemon's harness)
+	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
+}
+
+// runConfig is one request's part, sent with the program's stdio fds.
+type runConfig struct {
+	TmpBytes int64    // scratch tmpfs size; remounted when it differs from the prepared one
+	Code     []File   // the rest of /code: the program and its own code files
+	Files    []File   // written into /workspace
+	Report   bool     // keep reportFd open across the exec
+	Collect  bool     // send a directory fd of /workspace with the listener
+	Argv     []string // argv of python3; Argv[0] is the path inside the jail
 	Env      []string
 	Rlimits  []initRlimit
-	Seccomp  []byte // the filter (seccomp.Program.MarshalBinary); always present
 }
 
 type initLink struct{ Path, Target string }

@@ -74,4 +74,5 @@ type Result struct {
 
 	CgroupVersion string // "v1" or "v2"
 	HostUID       uint32 // the host uid the jail ran as (uid 1000 inside)
+	Prepared      bool   // the jail was prepared ahead of the request (Runner.KeepPrepared)
 }

@@ -2,7 +2,6 @@ package nsjail
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,8 +43,8 @@ type Runner struct {
 	// (seccomp.Program.MarshalBinary). NewRunner sets the default policy's.
 	Seccomp []byte
 
-	pyMu    sync.Mutex
-	pyCheck map[string]error
+	poolMu sync.Mutex
+	pool   *preparedPool // KeepPrepared; nil: every run starts its jail
 }
 
 // DefaultRootDir is where jail roots are mounted (privately) by default.
@@ -156,43 +155,59 @@ var hostLinksOnce = sync.OnceValue(hostLinks)
 // own variables: nothing of the caller's environment ever enters.
 var baseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8"}
 
-func (r *Runner) initConfig(s *Spec) (*initConfig, error) {
-	binds := append(append([]string{}, runtimeBinds...), s.ReadOnlyMounts...)
-	if err := checkPython(s.Python, binds); err != nil {
-		return nil, err
-	}
-	env := append([]string{}, baseEnv...)
-	for k, v := range s.Env {
-		env = append(env, k+"="+v)
-	}
-	name := s.programName()
-	code := append([]File{{Path: name, Content: s.Program}}, s.CodeFiles...)
-	rootSize := int64(1 << 20)
-	for _, f := range code {
+// binds are the host directories a spec's jail binds read-only.
+func binds(s *Spec) []string { return append(append([]string{}, runtimeBinds...), s.ReadOnlyMounts...) }
+
+// codeFiles are everything a spec puts under /code: the program first.
+func codeFiles(s *Spec) []File {
+	return append([]File{{Path: s.programName(), Content: s.Program}}, s.CodeFiles...)
+}
+
+// prepareConfig is the part of a jail that does not depend on a request:
+// binds, links, /etc, the shared code, the filter.
+func (r *Runner) prepareConfig(binds []string, shared []File, tmpBytes int64) *prepareConfig {
+	// The root is read-only once the program is in: its size only has to
+	// hold what apply writes, and a run config is at most maxMsg.
+	rootSize := int64(1<<20) + maxMsg
+	for _, f := range shared {
 		rootSize += int64(len(f.Content)) + 4096
 	}
-	l := s.Limits
-	cpuSoft := uint64(math.Ceil(l.CPUTime.Seconds())) + 1 // a per-process backstop: the cgroup watchdog is the real limit
-	return &initConfig{
+	return &prepareConfig{
 		RootDir:  r.RootDir,
 		RootSize: rootSize,
 		Binds:    binds,
 		Links:    hostLinksOnce(),
-		TmpBytes: l.TmpBytes,
-		Files:    s.Files,
+		TmpBytes: tmpBytes,
+		Code:     shared,
+		Seccomp:  r.seccomp(),
+	}
+}
+
+// runConfig is the request's part: code holds the files of /code the
+// prepared jail does not have yet; tmpBytes is 0 when the prepared
+// scratch size is the spec's.
+func runConfigFor(s *Spec, code []File, tmpBytes int64) *runConfig {
+	env := append([]string{}, baseEnv...)
+	for k, v := range s.Env {
+		env = append(env, k+"="+v)
+	}
+	l := s.Limits
+	cpuSoft := uint64(math.Ceil(l.CPUTime.Seconds())) + 1 // a per-process backstop: the cgroup watchdog is the real limit
+	return &runConfig{
+		TmpBytes: tmpBytes,
 		Code:     code,
+		Files:    s.Files,
 		Report:   s.Report,
 		Collect:  len(s.Collect) > 0,
-		Argv:     []string{s.Python, "-I", "-u", "/code/" + name},
+		Argv:     []string{s.Python, "-I", "-u", "/code/" + s.programName()},
 		Env:      env,
-		Seccomp:  r.seccomp(),
 		Rlimits: []initRlimit{
 			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
 			{unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)},
 			{unix.RLIMIT_CORE, 0, 0},
 			{unix.RLIMIT_CPU, cpuSoft, cpuSoft + 1},
 		},
-	}, nil
+	}
 }
 
 // seccomp is the filter for every jail: the Runner's, or the default.
@@ -226,20 +241,46 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := r.initConfig(&spec)
-	if err != nil {
+	b := binds(&spec)
+	if err := checkPython(spec.Python, b); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	code := codeFiles(&spec)
+	if pj, rest := r.takePrepared(b, code); pj != nil {
+		res, err := pj.run(ctx, &spec, rest)
+		if !errors.Is(err, errNotDelivered) {
+			return res, err
+		}
+		// The prepared jail was gone before it got the request (killed
+		// while it waited): nothing of the request ran; start afresh.
+	}
+	return r.runCold(ctx, &spec, b, code)
+}
+
+// runCold starts a jail for this spec alone and runs it.
+func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code []File) (*Result, error) {
 	uid, err := r.UIDs.Acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer r.UIDs.Release(uid)
+	// The jail dies with this thread (Pdeathsig): it stays locked until
+	// the jail has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	j := &jail{runner: r, uid: uid}
+	if err := j.start(r.prepareConfig(binds, nil, spec.Limits.TmpBytes)); err != nil {
+		return nil, errors.Join(err, j.cleanup())
+	}
+	return j.finish(ctx, spec, runConfigFor(spec, code, 0))
+}
 
-	j := &jail{runner: r, spec: &spec, uid: uid}
+// finish runs the request in the started jail and cleans up after it.
+func (j *jail) finish(ctx context.Context, spec *Spec, cfg *runConfig) (*Result, error) {
+	j.spec = spec
 	res, err := j.run(ctx, cfg)
 	if cerr := j.cleanup(); cerr != nil {
 		if err == nil && res != nil {
@@ -304,7 +345,78 @@ func (j *jail) cleanup() error {
 	return nil
 }
 
-func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
+// start starts the init stage and has it prepare the jail. The caller's
+// OS thread must stay locked until the jail has been waited for: the
+// init stage's Pdeathsig is tied to it.
+func (j *jail) start(prep *prepareConfig) error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return stageErr("socketpair", err)
+	}
+	childSync := os.NewFile(uintptr(fds[1]), "sync-child")
+	defer childSync.Close()                                // the child holds its own copy once started
+	if err := unix.SetNonblock(fds[0], true); err != nil { // pollable: deadlines work
+		unix.Close(fds[0])
+		return stageErr("socketpair", err)
+	}
+	j.sync = os.NewFile(uintptr(fds[0]), "sync")
+	j.closers = append(j.closers, j.sync)
+	// The program's stdio arrives with its request (msgConfig); until
+	// then the init stage has /dev/null.
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return stageErr("open /dev/null", err)
+	}
+	defer null.Close()
+
+	exe, extra := j.runner.Exe, []*os.File{nil, childSync} // fd 3 (reportFd) closed until msgConfig, fd 4 = syncFd
+	if j.runner.ExeFile != nil {
+		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
+	}
+	j.cmd = &exec.Cmd{
+		Path:       exe,
+		Args:       []string{initArg0},
+		Env:        []string{"GOMAXPROCS=1", "GOGC=off"},
+		Stdin:      null,
+		Stdout:     null,
+		Stderr:     null,
+		ExtraFiles: extra,
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
+				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			// The init stage runs as the jail's user from its first
+			// instruction, holding only the namespace capabilities that
+			// set-up needs; it drops them before exec.
+			Credential:  &syscall.Credential{Uid: 1000, Gid: 1000, NoSetGroups: true},
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
+			Setsid:      true,
+			// If this thread dies (the daemon crashed), the jail dies. The
+			// signal is tied to the creating OS thread, which the caller
+			// holds locked until the jail has been waited for.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	if err := j.cmd.Start(); err != nil {
+		j.cmd = nil
+		return stageErr("start init stage", err)
+	}
+	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
+	if err := writeMsg(j.sync, msgPrepare, mustJSON(prep)); err != nil {
+		return j.initFailure("send prepare", err)
+	}
+	return j.expect(msgReady)
+}
+
+// errNotDelivered marks a prepared jail that was gone before its request
+// reached it.
+var errNotDelivered = errors.New("the prepared jail ended before it got the request")
+
+// run gives the started jail its request (j.spec, cfg) and runs it to the
+// end.
+func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	l := j.spec.Limits
 	var err error
 	j.cg, err = j.runner.Cgroups.Create(j.spec.ID, cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs})
@@ -321,13 +433,12 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 	if err != nil {
 		return nil, stageErr("stdout pipe", err)
 	}
+	j.closers = append(j.closers, outR, outW)
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		outR.Close()
-		outW.Close()
 		return nil, stageErr("stderr pipe", err)
 	}
-	j.closers = append(j.closers, outR, errR, outW, errW)
+	j.closers = append(j.closers, errR, errW)
 	// The jail's user owns its ends of the pipes, so that a program may
 	// reopen them (open("/dev/stdout", "w") goes through /proc/self/fd/1
 	// and checks the pipe's owner and mode 0600, as runc's setupIO knows).
@@ -336,74 +447,24 @@ func (j *jail) run(ctx context.Context, cfg *initConfig) (*Result, error) {
 			return nil, stageErr("chown stdio pipe", err)
 		}
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, stageErr("socketpair", err)
-	}
-	childSync := os.NewFile(uintptr(fds[1]), "sync-child")
-	if err := unix.SetNonblock(fds[0], true); err != nil { // pollable: deadlines work
-		unix.Close(fds[0])
-		childSync.Close()
-		return nil, stageErr("socketpair", err)
-	}
-	j.sync = os.NewFile(uintptr(fds[0]), "sync")
-	j.closers = append(j.closers, j.sync, childSync)
-	var reportR, reportW *os.File // nil: fd 3 is closed in the jail
+	stdio := []int{int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())}
+	var reportR, reportW *os.File // no report: fd 3 is closed in the jail
 	if j.spec.Report {
 		if reportR, reportW, err = os.Pipe(); err != nil {
 			return nil, stageErr("report pipe", err)
 		}
 		j.closers = append(j.closers, reportR, reportW)
+		stdio = append(stdio, int(reportW.Fd()))
 	}
-
-	exe, extra := j.runner.Exe, []*os.File{reportW, childSync} // fd 3 = reportFd, fd 4 = syncFd
-	if j.runner.ExeFile != nil {
-		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
-	}
-	j.cmd = &exec.Cmd{
-		Path:       exe,
-		Args:       []string{initArg0},
-		Env:        []string{"GOMAXPROCS=1", "GOGC=off"},
-		Stdin:      stdin,
-		Stdout:     outW,
-		Stderr:     errW,
-		ExtraFiles: extra,
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS |
-				syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
-			GidMappingsEnableSetgroups: false,
-			// The init stage runs as the jail's user from its first
-			// instruction, holding only the namespace capabilities that
-			// set-up needs; it drops them before exec.
-			Credential:  &syscall.Credential{Uid: 1000, Gid: 1000, NoSetGroups: true},
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
-			Setsid:      true,
-			// If this thread dies (the daemon crashed), the jail dies. The
-			// signal is tied to the creating OS thread, hence the lock
-			// below, held until the jail has been waited for.
-			Pdeathsig: syscall.SIGKILL,
-		},
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := j.cmd.Start(); err != nil {
-		j.cmd = nil
-		return nil, stageErr("start init stage", err)
-	}
-	// The child holds its own copies now.
-	childSync.Close()
-	outW.Close()
-	errW.Close()
-	stdin.Close()
-	if reportW != nil {
-		reportW.Close()
-	}
-
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if err := writeMsg(j.sync, msgConfig, mustJSON(cfg)); err != nil {
-		return nil, j.initFailure("send config", err)
+	if err := sendMsgFds(j.sync, msgConfig, mustJSON(cfg), stdio); err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send config", err))
+	}
+	// The init stage holds its own copies now.
+	for _, f := range []*os.File{stdin, outW, errW, reportW} {
+		if f != nil {
+			f.Close()
+		}
 	}
 	if err := j.expect(msgReady); err != nil {
 		return nil, err
@@ -706,52 +767,6 @@ func closeFds(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
 	}
-}
-
-// readMsgFds reads one message with recvmsg, so that fds passed with it
-// (SCM_RIGHTS, at most two) are received rather than dropped by the kernel.
-func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return 0, nil, nil, err
-	}
-	var hdr [5]byte
-	oob := make([]byte, unix.CmsgSpace(2*4))
-	var n, oobn int
-	var rerr error
-	if err := rc.Read(func(s uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(s), hdr[:], oob, unix.MSG_CMSG_CLOEXEC)
-		return rerr != unix.EAGAIN
-	}); err != nil {
-		return 0, nil, nil, err
-	}
-	if rerr != nil {
-		return 0, nil, nil, rerr
-	}
-	if oobn > 0 {
-		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil && len(msgs) > 0 {
-			if got, perr := unix.ParseUnixRights(&msgs[0]); perr == nil {
-				fds = got
-			}
-		}
-	}
-	if n == 0 {
-		return 0, nil, fds, io.EOF
-	}
-	if n < len(hdr) { // the init stage writes a header in one call
-		if _, err := io.ReadFull(f, hdr[n:]); err != nil {
-			return 0, nil, fds, err
-		}
-	}
-	size := binary.LittleEndian.Uint32(hdr[1:])
-	if size > maxMsg {
-		return 0, nil, fds, fmt.Errorf("message of %d bytes is too large", size)
-	}
-	payload = make([]byte, size)
-	if _, err := io.ReadFull(f, payload); err != nil {
-		return 0, nil, fds, err
-	}
-	return hdr[0], payload, fds, nil
 }
 
 // initFailure explains a broken conversation with the init stage, with

@@ -103,6 +103,10 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Jails prepared ahead of requests; they die with this process
+	// (Pdeathsig), and Close ends them at a clean stop.
+	runner.KeepPrepared(cfg.Prepared(), cfg.PreparedTemplate())
+	defer runner.Close()
 	srv := daemon.NewServer(daemon.Options{
 		Policy:          cfg.Policy(),
 		AllowUIDs:       cfg.Peers.UIDs,
@@ -126,7 +130,7 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		addr = l.Addr().String() + " (systemd socket activation)"
 	}
 	log.Info("serving", "socket", addr, "version", version, "cgroup", runner.Cgroups.Version(),
-		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength)
+		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength, "prepared_jails", cfg.Prepared())
 
 	select {
 	case err := <-served:

@@ -1,0 +1,204 @@
+package nsjail
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
+)
+
+// preparedRunner is a Runner of its own with n prepared jails for t,
+// ended when the test ends.
+func preparedRunner(t *testing.T, n int, tpl PreparedTemplate) *Runner {
+	t.Helper()
+	base := testRunner(t)
+	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	r.KeepPrepared(n, tpl)
+	t.Cleanup(r.Close)
+	waitPrepared(t, r, n)
+	return r
+}
+
+func waitPrepared(t *testing.T, r *Runner, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { ready, _ := r.PreparedStats(); return ready >= n }, 10*time.Second, time.Millisecond,
+		"prepared jails never became ready")
+}
+
+func runIn(t *testing.T, r *Runner, s *Spec) *Result {
+	t.Helper()
+	if s.ID == "" {
+		s.ID = NewID()
+	}
+	mounts := systest.MountCount()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := r.Run(ctx, s)
+	require.NoError(t, err)
+	systest.NoLeftovers(t, res.HostUID, s.ID, mounts)
+	return res
+}
+
+// A prepared jail serves one request: what a program leaves behind (files,
+// processes, SysV IPC, the hostname it cannot change) is not in the next
+// run, which gets a jail of its own with another uid.
+func TestPreparedJailsServeOneRequestEach(t *testing.T) {
+	r := preparedRunner(t, 1, PreparedTemplate{})
+	leave := `
+import os, subprocess
+open('/workspace/left', 'w').write('x'); open('/tmp/left', 'w').write('x')
+subprocess.Popen(['/usr/bin/python3', '-c', 'import time; time.sleep(60)'], start_new_session=True)
+print(os.getpid(), len(os.listdir('/proc')))
+`
+	first := runIn(t, r, &Spec{Program: []byte(leave), Limits: DefaultLimits()})
+	require.Equal(t, StatusOK, first.Status, "stderr: %s", first.Stderr)
+	assert.True(t, first.Prepared, "the first run must take the prepared jail")
+	waitPrepared(t, r, 1)
+	second := runIn(t, r, &Spec{Program: []byte(`
+import os
+print(os.path.exists('/workspace/left'), os.path.exists('/tmp/left'), sorted(p for p in os.listdir('/proc') if p.isdigit()))
+`), Limits: DefaultLimits()})
+	require.Equal(t, StatusOK, second.Status, "stderr: %s", second.Stderr)
+	assert.True(t, second.Prepared)
+	assert.Equal(t, "False False ['1']\n", string(second.Stdout))
+	assert.NotEqual(t, first.HostUID, second.HostUID)
+}
+
+// The request's own limits apply to a prepared jail: its scratch size
+// (resized by a remount), files, stdin, environment, rlimits, report
+// channel, memory limit.
+func TestPreparedJailTakesTheRequestsLimits(t *testing.T) {
+	r := preparedRunner(t, 1, PreparedTemplate{TmpBytes: 64 << 20})
+	l := DefaultLimits()
+	l.TmpBytes = 8 << 20
+	l.OpenFiles = 40
+	l.MemoryBytes = 48 << 20
+	res := runIn(t, r, &Spec{Program: []byte(`
+import os, resource, sys
+print(sys.stdin.read(), open('in/data.txt').read(), os.environ['GREETING'], resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+st = os.statvfs('/tmp'); print(st.f_blocks * st.f_frsize)
+os.write(3, b'report')
+try:
+    with open('/tmp/big', 'wb') as f:
+        f.write(b'x' * (16 << 20))
+except OSError as e:
+    print('write', e.errno)
+`), Stdin: []byte("stdin"), Env: map[string]string{"GREETING": "hi"}, Report: true,
+		Files: []File{{Path: "in/data.txt", Content: []byte("file")}}, Limits: l})
+	require.Equal(t, StatusOK, res.Status, "stderr: %s", res.Stderr)
+	assert.True(t, res.Prepared)
+	assert.Equal(t, "stdin file hi 40\n8388608\nwrite 28\n", string(res.Stdout))
+	assert.Equal(t, "report", string(res.Report))
+	assert.Equal(t, int64(48<<20), res.MemoryLimitBytes)
+
+	big := runIn(t, r, &Spec{Program: []byte("b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"), Limits: l})
+	assert.Equal(t, KillMemoryLimit, big.KillReason)
+}
+
+// Shared code is written ahead; a request whose code differs from it, or
+// that binds other directories, gets a jail of its own.
+func TestPreparedSharedCode(t *testing.T) {
+	shared := []File{{Path: "lib.py", Content: []byte("WHO = 'shared'\n")}}
+	r := preparedRunner(t, 1, PreparedTemplate{Code: shared})
+	prog := []byte("import sys; sys.path.insert(0, '/code'); import lib; print(lib.WHO, sorted(__import__('os').listdir('/code')))")
+	res := runIn(t, r, &Spec{Program: prog, CodeFiles: shared, Limits: DefaultLimits()})
+	assert.True(t, res.Prepared)
+	assert.Equal(t, "shared ['lib.py', 'main.py']\n", string(res.Stdout), "stderr: %s", res.Stderr)
+	waitPrepared(t, r, 1)
+
+	other := []File{{Path: "lib.py", Content: []byte("WHO = 'mine'\n")}}
+	res = runIn(t, r, &Spec{Program: prog, CodeFiles: other, Limits: DefaultLimits()})
+	assert.False(t, res.Prepared, "different content under the same name must not use the prepared jail")
+	assert.Equal(t, "mine ['lib.py', 'main.py']\n", string(res.Stdout), "stderr: %s", res.Stderr)
+
+	res = runIn(t, r, &Spec{Program: prog, Limits: DefaultLimits()})
+	assert.False(t, res.Prepared, "a request without the shared file must not see it")
+	assert.Equal(t, StatusError, res.Status)
+
+	res = runIn(t, r, &Spec{Program: prog, CodeFiles: shared, ReadOnlyMounts: []string{"/etc/ssl"}, Limits: DefaultLimits()})
+	assert.False(t, res.Prepared, "other mounts must not use the prepared jail")
+	assert.Equal(t, StatusOK, res.Status, "stderr: %s", res.Stderr)
+}
+
+// A prepared jail killed while it waits is replaced without the request
+// noticing.
+func TestPreparedJailKilledWhileWaiting(t *testing.T) {
+	r := preparedRunner(t, 1, PreparedTemplate{})
+	pids := initStagesOf(t, r)
+	require.Len(t, pids, 1)
+	require.NoError(t, syscall.Kill(pids[0], syscall.SIGKILL))
+	time.Sleep(50 * time.Millisecond)
+	res := runIn(t, r, &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits()})
+	assert.Equal(t, "ok\n", string(res.Stdout), "stderr: %s", res.Stderr)
+	assert.False(t, res.Prepared)
+}
+
+// Close ends every prepared jail: no init stage, uid or mount is left.
+func TestPreparedCloseLeavesNothing(t *testing.T) {
+	base := testRunner(t)
+	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	mounts := systest.MountCount()
+	r.KeepPrepared(3, PreparedTemplate{})
+	waitPrepared(t, r, 3)
+	pids := initStagesOf(t, r)
+	require.Len(t, pids, 3)
+	r.Close()
+	for _, pid := range pids {
+		assert.False(t, alive(pid), "init stage %d outlived Close", pid)
+	}
+	assert.Equal(t, mounts, systest.MountCount())
+	ready, _ := r.PreparedStats()
+	assert.Zero(t, ready)
+}
+
+// Concurrent requests take prepared jails or start their own; each gets
+// its own jail and the right answer.
+func TestPreparedConcurrent(t *testing.T) {
+	r := preparedRunner(t, 2, PreparedTemplate{})
+	const n = 12
+	outs := make(chan string, n)
+	for i := range n {
+		go func() {
+			res, err := r.Run(context.Background(), &Spec{Program: []byte("import os; print(os.getpid(), " + strings.Repeat("1+", i) + "0)"), Limits: DefaultLimits()})
+			if err != nil {
+				outs <- err.Error()
+				return
+			}
+			outs <- string(res.Stdout)
+		}()
+	}
+	got := map[string]bool{}
+	for range n {
+		got[<-outs] = true
+	}
+	for i := range n {
+		assert.True(t, got[fmt.Sprintf("1 %d\n", i)], "run %d: %v", i, got)
+	}
+}
+
+// initStagesOf are the pids of the runner's prepared, waiting init stages.
+func initStagesOf(t *testing.T, r *Runner) []int {
+	t.Helper()
+	r.poolMu.Lock()
+	p := r.pool
+	r.poolMu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var pids []int
+	for _, pj := range p.ready {
+		pids = append(pids, pj.pid)
+	}
+	return pids
+}
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }

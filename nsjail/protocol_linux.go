@@ -1,0 +1,107 @@
+package nsjail
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxMsgFds is the most fds one message carries (stdin, stdout, stderr and
+// the report channel).
+const maxMsgFds = 4
+
+// recvMsg reads one message whose first bytes come from recv (a recvmsg),
+// so that the fds passed with it (SCM_RIGHTS) are received rather than
+// dropped by the kernel; the rest of the payload is read from r. The fds
+// are close-on-exec. EOF before a header is io.EOF.
+func recvMsg(r io.Reader, recv func(p, oob []byte) (n, oobn int, err error)) (typ byte, payload []byte, fds []int, err error) {
+	var hdr [5]byte
+	oob := make([]byte, unix.CmsgSpace(maxMsgFds*4))
+	n, oobn, err := recv(hdr[:], oob)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if oobn > 0 {
+		if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+			for i := range msgs {
+				if got, perr := unix.ParseUnixRights(&msgs[i]); perr == nil {
+					fds = append(fds, got...)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return 0, nil, fds, io.EOF
+	}
+	if n < len(hdr) { // the writer sends a header in one call
+		if _, err := io.ReadFull(r, hdr[n:]); err != nil {
+			return 0, nil, fds, err
+		}
+	}
+	size := binary.LittleEndian.Uint32(hdr[1:])
+	if size > maxMsg {
+		return 0, nil, fds, fmt.Errorf("message of %d bytes is too large", size)
+	}
+	payload = make([]byte, size)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		return 0, nil, fds, err
+	}
+	return hdr[0], payload, fds, nil
+}
+
+// readMsgFds is recvMsg on the parent's non-blocking end, through the
+// poller (its deadline applies).
+func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return recvMsg(f, func(p, oob []byte) (n, oobn int, err error) {
+		var rerr error
+		if err := rc.Read(func(s uintptr) bool {
+			n, oobn, _, _, rerr = unix.Recvmsg(int(s), p, oob, unix.MSG_CMSG_CLOEXEC)
+			return rerr != unix.EAGAIN
+		}); err != nil {
+			return 0, 0, err
+		}
+		return n, oobn, rerr
+	})
+}
+
+// readMsgFds is recvMsg on the init stage's blocking end.
+func (c fdConn) readMsgFds() (typ byte, payload []byte, fds []int, err error) {
+	return recvMsg(c, func(p, oob []byte) (n, oobn int, err error) {
+		for {
+			n, oobn, _, _, err = unix.Recvmsg(int(c), p, oob, unix.MSG_CMSG_CLOEXEC)
+			if err != unix.EINTR {
+				return n, oobn, err
+			}
+		}
+	})
+}
+
+// sendMsgFds writes one message whose header carries fds (SCM_RIGHTS).
+func sendMsgFds(f *os.File, typ byte, payload []byte, fds []int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var hdr [5]byte
+	hdr[0] = typ
+	binary.LittleEndian.PutUint32(hdr[1:], uint32(len(payload)))
+	var serr error
+	if err := rc.Write(func(s uintptr) bool {
+		serr = unix.Sendmsg(int(s), hdr[:], unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
+		return serr != unix.EAGAIN
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	_, err = f.Write(payload)
+	return err
+}

@@ -178,6 +178,10 @@ func (p *preparedPool) keep(r *Runner) {
 		res.Prepared = true
 	}
 	req.done <- preparedOutcome{res, err}
+	// The replacement starts only now: a start (a fork of this process,
+	// mounts in a new namespace) beside a running jail slows that jail's
+	// set-up and its python by 2 ms (measured, 2 CPUs).
+	p.fill(r)
 }
 
 // started records the end of a start: pj joins the ready jails unless the
@@ -196,7 +200,7 @@ func (p *preparedPool) started(pj *preparedJail, err error) bool {
 
 // takePrepared returns a prepared jail that fits a run with these binds
 // and /code files, and the files it still lacks; nil when none is ready.
-// Taking one starts its replacement.
+// Its replacement starts when its run has ended.
 func (r *Runner) takePrepared(binds []string, code []File) (*preparedJail, []File) {
 	r.poolMu.Lock()
 	p := r.pool
@@ -217,7 +221,6 @@ func (r *Runner) takePrepared(binds []string, code []File) (*preparedJail, []Fil
 	if pj == nil {
 		return nil, nil
 	}
-	p.fill(r)
 	return pj, rest
 }
 

@@ -138,13 +138,18 @@ def daemon_bench(binary, n):
         def fresh():  # a new connection per run, as a one-shot client does
             t = time.perf_counter(); c = UnixHTTP(sock); post_run(c); c.close(); return (time.perf_counter() - t) * 1000
 
+        # Each sample starts on a quiet host: after a run the daemon starts
+        # the replacement of the prepared jail it used (about 3 ms of
+        # work), which would otherwise land on whatever runs next, bare
+        # python3 included. Throughput below measures runs back to back.
+        settle = lambda: time.sleep(0.02)
         bare, keep, conn1, cli = [], [], [], []
         cpu0 = proc_cpu_ms(srv.pid)
         for _ in range(n):
-            bare.append(timed([PY, "-I", "-c", "pass"]))
-            keep.append(persistent())
-            conn1.append(fresh())
-            cli.append(timed([binary, "run", "--socket", sock, "-c", "pass"]))
+            settle(); bare.append(timed([PY, "-I", "-c", "pass"]))
+            settle(); keep.append(persistent())
+            settle(); conn1.append(fresh())
+            settle(); cli.append(timed([binary, "run", "--socket", sock, "-c", "pass"]))
         cpu_per_run = (proc_cpu_ms(srv.pid) - cpu0) / (3 * n)
 
         tput = []

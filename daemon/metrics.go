@@ -18,9 +18,10 @@ type metrics struct {
 	queueWait prometheus.Histogram
 	peak      prometheus.Histogram
 	violation prometheus.Counter
+	prepared  prometheus.Counter
 }
 
-func newMetrics(adm *admission) *metrics {
+func newMetrics(adm *admission, preparedReady func() int) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -50,8 +51,16 @@ func newMetrics(adm *admission) *metrics {
 			Name: "agentjail_forbidden_syscall_runs_total",
 			Help: "Runs in which the program made at least one forbidden system call.",
 		}),
+		prepared: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agentjail_runs_prepared_total",
+			Help: "Runs whose jail was prepared ahead of the request (jail.prepared_jails); the others started their jail on the request's path.",
+		}),
 	}
-	m.reg.MustRegister(m.runs, m.rejected, m.wall, m.queueWait, m.peak, m.violation,
+	if preparedReady != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_prepared_jails", Help: "Prepared jails waiting for a request now."},
+			func() float64 { return float64(preparedReady()) }))
+	}
+	m.reg.MustRegister(m.runs, m.rejected, m.wall, m.queueWait, m.peak, m.violation, m.prepared,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_running_jails", Help: "Jails running now."},
 			func() float64 { return float64(adm.running()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_queue_depth", Help: "Requests waiting for a slot now."},

@@ -32,6 +32,9 @@ type Options struct {
 	Version         string   // reported by /v1/health
 	CgroupVersion   string   // "v1" or "v2", reported by /v1/health
 	Logger          *slog.Logger
+	// PreparedReady, when set, tells how many prepared jails wait now
+	// (nsjail.Runner.PreparedStats), for the metrics.
+	PreparedReady func() int
 }
 
 // Server is the HTTP API of CONTRACT.md §2 on a Unix socket, shaped like
@@ -68,7 +71,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength)
 	s.decoding = make(chan struct{}, max(2, o.MaxConcurrent))
-	s.m = newMetrics(s.adm)
+	s.m = newMetrics(s.adm, o.PreparedReady)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/run", s.handleRun)
@@ -285,7 +288,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		attrs = append(attrs, "peer_pid", c.Pid, "peer_uid", c.Uid)
 	}
 	if jr != nil {
-		attrs = append(attrs, "jail_uid", jr.HostUID)
+		attrs = append(attrs, "jail_uid", jr.HostUID, "prepared", jr.Prepared)
+		if jr.Prepared {
+			s.m.prepared.Inc()
+		}
 	}
 	s.log.Info("run", attrs...)
 	if r.Context().Err() != nil {

@@ -119,9 +119,13 @@ func decodeErr(t *testing.T, b []byte) apiError {
 
 func TestAPIRoundTrip(t *testing.T) {
 	var got *nsjail.Spec
-	_, _, c := startServer(t, testOptions(), &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+	o := testOptions()
+	o.PreparedReady = func() int { return 2 }
+	_, _, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
 		got = s
-		return okResult(s), nil
+		res := okResult(s)
+		res.Prepared = true
+		return res, nil
 	}})
 	resp, b := post(t, c, `{"code":"print('hi')","stdin":"in","env":{"A":"1"},"limits":{"memory_bytes":33554432,"wall_time_ms":1500},
 		"files":[{"path":"d/a.txt","content":"aGk=","encoding":"base64"}],"on_forbidden_syscall":"kill"}`)
@@ -161,6 +165,8 @@ func TestAPIRoundTrip(t *testing.T) {
 	assert.Contains(t, string(b), `agentjail_runs_total{kill_reason="",status="ok"} 1`)
 	assert.Contains(t, string(b), "agentjail_running_jails 0")
 	assert.Contains(t, string(b), "agentjail_queue_depth 0")
+	assert.Contains(t, string(b), "agentjail_prepared_jails 2")
+	assert.Contains(t, string(b), "agentjail_runs_prepared_total 1")
 	assert.Contains(t, string(b), "agentjail_run_peak_memory_bytes_bucket")
 }
 

@@ -28,6 +28,9 @@ type PreparedTemplate struct {
 	// TmpBytes is the scratch size prepared; a request with another size
 	// costs one remount.
 	TmpBytes int64
+	// OnError, when set, hears why a jail could not be prepared: once per
+	// streak of failures (requests meanwhile start their own jails).
+	OnError func(error)
 }
 
 type preparedPool struct {
@@ -35,6 +38,7 @@ type preparedPool struct {
 	binds    []string
 	code     []File
 	tmpBytes int64
+	onError  func(error)
 
 	mu       sync.Mutex
 	ready    []*preparedJail
@@ -74,6 +78,7 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 		binds:    binds(&Spec{ReadOnlyMounts: t.ReadOnlyMounts}),
 		code:     slices.Clone(t.Code),
 		tmpBytes: t.TmpBytes,
+		onError:  t.OnError,
 	}
 	if p.tmpBytes == 0 {
 		p.tmpBytes = DefaultLimits().TmpBytes
@@ -190,6 +195,9 @@ func (p *preparedPool) started(pj *preparedJail, err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting--
+	if err != nil && p.lastErr == nil && p.onError != nil && !p.closed {
+		p.onError(err)
+	}
 	p.lastErr = err
 	if pj == nil || p.closed {
 		return false

@@ -202,3 +202,21 @@ func initStagesOf(t *testing.T, r *Runner) []int {
 }
 
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+
+// A jail that cannot be prepared is reported once per streak, and
+// requests start their own (here failing the same way, with the reason).
+func TestPreparedErrorsAreHeardOnce(t *testing.T) {
+	base := testRunner(t)
+	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: "/nonexistent/agentjail", RootDir: base.RootDir}
+	errs := make(chan error, 10)
+	r.KeepPrepared(2, PreparedTemplate{OnError: func(err error) { errs <- err }})
+	defer r.Close()
+	require.Eventually(t, func() bool { _, err := r.PreparedStats(); return err != nil }, 5*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	assert.Len(t, errs, 1)
+	ready, err := r.PreparedStats()
+	assert.Zero(t, ready)
+	assert.ErrorContains(t, err, "start init stage")
+	_, err = r.Run(context.Background(), &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
+	assert.ErrorContains(t, err, "start init stage")
+}

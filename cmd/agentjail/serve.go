@@ -105,7 +105,11 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 	}
 	// Jails prepared ahead of requests; they die with this process
 	// (Pdeathsig), and Close ends them at a clean stop.
-	runner.KeepPrepared(cfg.Prepared(), cfg.PreparedTemplate())
+	tpl := cfg.PreparedTemplate()
+	tpl.OnError = func(err error) {
+		log.Warn("could not prepare a jail; requests start their own until one can be", "err", err)
+	}
+	runner.KeepPrepared(cfg.Prepared(), tpl)
 	defer runner.Close()
 	srv := daemon.NewServer(daemon.Options{
 		Policy:          cfg.Policy(),
@@ -117,6 +121,7 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		Version:         version,
 		CgroupVersion:   string(runner.Cgroups.Version()),
 		Logger:          log,
+		PreparedReady:   func() int { n, _ := runner.PreparedStats(); return n },
 	}, runner)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()

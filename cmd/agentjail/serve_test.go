@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -168,6 +169,7 @@ func TestServeSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	d := startDaemon(t, dir, "[peers]\nuids = [0]\n[admission]\nshutdown_grace = \"300ms\"\n")
 	id, answer := startSleeper(t, d)
+	kids := waitChildren(t, d.cmd.Process.Pid, 2) // the running jail and the other prepared one
 	t0 := time.Now()
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
 	res := <-answer
@@ -185,6 +187,44 @@ func TestServeSIGTERM(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist, "the socket is removed")
 	assert.NotContains(t, jailGroups(t), id, "the jail's cgroup is removed")
 	assert.Contains(t, d.log.String(), "msg=stopped")
+	for _, pid := range kids {
+		assert.False(t, alive(pid), "process %d of the daemon outlived its stop", pid)
+	}
+}
+
+// waitChildren waits until pid has at least n child processes, and
+// returns them.
+func waitChildren(t *testing.T, pid, n int) []int {
+	t.Helper()
+	var kids []int
+	require.Eventually(t, func() bool { kids = children(pid); return len(kids) >= n }, 10*time.Second, 10*time.Millisecond,
+		"the daemon never had %d children (jails running or prepared): %v", n, kids)
+	return kids
+}
+
+func children(pid int) []int {
+	var kids []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			var k int
+			if _, err := fmt.Sscan(w, &k); err == nil {
+				kids = append(kids, k)
+			}
+		}
+	}
+	return kids
+}
+
+// alive: the process exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
 }
 
 // TestServeCrashRecovery is attacks.md S09: kill -9 the daemon mid-job.
@@ -197,11 +237,20 @@ func TestServeCrashRecovery(t *testing.T) {
 	const cfg = "[peers]\nuids = [0]\n"
 	d := startDaemon(t, dir, cfg)
 	id, answer := startSleeper(t, d)
+	kids := waitChildren(t, d.cmd.Process.Pid, 2) // the running jail and the other prepared one
 	require.NoError(t, d.cmd.Process.Kill())
 	<-d.done
 	assert.Nil(t, <-answer, "the client sees the daemon go away")
 	require.Eventually(t, func() bool { return len(jailGroups(t)[id]) == 0 }, time.Second, 10*time.Millisecond,
 		"S09: jail processes outlived the daemon by more than 1 s: %v", jailGroups(t)[id])
+	require.Eventually(t, func() bool {
+		for _, pid := range kids {
+			if alive(pid) {
+				return false
+			}
+		}
+		return true
+	}, time.Second, 10*time.Millisecond, "S09: prepared jails outlived the daemon by more than 1 s")
 	require.Contains(t, jailGroups(t), id, "the crash left the jail's cgroup (what the restart must clean)")
 
 	d2 := startDaemon(t, dir, cfg) // the stale socket file is replaced

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Prepared jails. Starting the init stage (clone into six new namespaces,
@@ -45,8 +46,16 @@ type preparedPool struct {
 	starting int
 	closed   bool
 	lastErr  error
+	backoff  time.Duration // before the next attempt after a failed start; 0 after a success
+	retry    *time.Timer
 	wg       sync.WaitGroup
 }
+
+// Retries after a failed start wait from minRetry, doubling up to maxRetry.
+const (
+	minRetry = time.Second
+	maxRetry = time.Minute
+)
 
 // preparedJail is a started, prepared jail and the goroutine that owns it:
 // that goroutine's OS thread stays locked from the start to the wait (the
@@ -93,13 +102,14 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 	if old != nil {
 		old.close()
 	}
-	if r.pool != nil {
+	if n > 0 {
 		p.fill(r)
 	}
 }
 
-// Close ends the prepared jails (runs in progress finish on their own)
-// and waits for them to be gone.
+// Close ends the prepared jails and waits for them to be gone. It also
+// waits for runs in progress in prepared jails: a daemon calls it after
+// its own shutdown has ended (or killed) them.
 func (r *Runner) Close() {
 	r.poolMu.Lock()
 	p := r.pool
@@ -130,6 +140,9 @@ func (p *preparedPool) close() {
 	p.closed = true
 	ready := p.ready
 	p.ready = nil
+	if p.retry != nil {
+		p.retry.Stop()
+	}
 	p.mu.Unlock()
 	for _, pj := range ready {
 		close(pj.reqs)
@@ -156,29 +169,38 @@ func (p *preparedPool) keep(r *Runner) {
 	pj := &preparedJail{pool: p, reqs: make(chan *preparedRun, 1)}
 	uid, err := r.UIDs.Acquire()
 	if err != nil {
-		p.started(nil, err)
+		p.started(r, nil, err)
 		return
 	}
-	defer r.UIDs.Release(uid)
 	j := &jail{runner: r, uid: uid}
+	end := func() { // the init stage is killed and waited for
+		_ = j.cleanup()
+		r.UIDs.Release(uid)
+	}
 	if err := j.start(r.prepareConfig(p.binds, p.code, p.tmpBytes)); err != nil {
-		p.started(nil, errors.Join(err, j.cleanup()))
+		err = errors.Join(err, j.cleanup())
+		r.UIDs.Release(uid)
+		p.started(r, nil, err)
 		return
 	}
 	pj.pid = j.cmd.Process.Pid
-	if !p.started(pj, nil) {
-		_ = j.cleanup()
+	if !p.started(r, pj, nil) {
+		end()
 		return
 	}
 	req, ok := <-pj.reqs
 	if !ok {
-		_ = j.cleanup() // the pool closed: the init stage is killed and waited for
+		end() // the pool closed
 		return
 	}
 	if req.spec.Limits.TmpBytes != p.tmpBytes {
 		req.cfg.TmpBytes = req.spec.Limits.TmpBytes
 	}
 	res, err := j.finish(req.ctx, req.spec, req.cfg)
+	// The jail has been waited for and cleaned up: its uid is free before
+	// the answer goes out, so that neither the next request nor the
+	// replacement below finds the range short by this one.
+	r.UIDs.Release(uid)
 	if res != nil {
 		res.Prepared = true
 	}
@@ -191,19 +213,31 @@ func (p *preparedPool) keep(r *Runner) {
 
 // started records the end of a start: pj joins the ready jails unless the
 // start failed or the pool closed meanwhile (false: the caller ends it).
-func (p *preparedPool) started(pj *preparedJail, err error) bool {
+// After a failure the pool tries again later, backing off.
+func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.starting--
-	if err != nil && p.lastErr == nil && p.onError != nil && !p.closed {
+	first := err != nil && p.lastErr == nil && !p.closed
+	p.lastErr = err
+	ok := pj != nil && !p.closed
+	if ok {
+		p.ready = append(p.ready, pj)
+		p.backoff = 0
+	}
+	if err != nil && !p.closed && p.retry == nil {
+		p.backoff = min(max(2*p.backoff, minRetry), maxRetry)
+		p.retry = time.AfterFunc(p.backoff, func() {
+			p.mu.Lock()
+			p.retry = nil
+			p.mu.Unlock()
+			p.fill(r)
+		})
+	}
+	p.mu.Unlock()
+	if first && p.onError != nil {
 		p.onError(err)
 	}
-	p.lastErr = err
-	if pj == nil || p.closed {
-		return false
-	}
-	p.ready = append(p.ready, pj)
-	return true
+	return ok
 }
 
 // takePrepared returns a prepared jail that fits a run with these binds

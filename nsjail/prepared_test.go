@@ -3,6 +3,8 @@ package nsjail
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -85,6 +87,14 @@ import os, resource, sys
 print(sys.stdin.read(), open('in/data.txt').read(), os.environ['GREETING'], resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 st = os.statvfs('/tmp'); print(st.f_blocks * st.f_frsize)
 os.write(3, b'report')
+for d in ('/workspace', '/tmp', '/dev/shm'):
+    f = os.statvfs(d).f_flag
+    print(d, bool(f & os.ST_NOSUID), bool(f & os.ST_NODEV), bool(f & os.ST_NOEXEC), bool(f & os.ST_RDONLY))
+open('/tmp/x.sh', 'w').write('#!/bin/sh\n'); os.chmod('/tmp/x.sh', 0o755)
+try:
+    os.execv('/tmp/x.sh', ['x'])
+except OSError as e:
+    print('exec', e.errno)
 try:
     with open('/tmp/big', 'wb') as f:
         f.write(b'x' * (16 << 20))
@@ -94,7 +104,11 @@ except OSError as e:
 		Files: []File{{Path: "in/data.txt", Content: []byte("file")}}, Limits: l})
 	require.Equal(t, StatusOK, res.Status, "stderr: %s", res.Stderr)
 	assert.True(t, res.Prepared)
-	assert.Equal(t, "stdin file hi 40\n8388608\nwrite 28\n", string(res.Stdout))
+	// The resize keeps the scratch mounts' flags (a non-bind remount sets
+	// them anew): nosuid, nodev, noexec, writable.
+	assert.Equal(t, "stdin file hi 40\n8388608\n"+
+		"/workspace True True True False\n/tmp True True True False\n/dev/shm True True True False\nexec 13\n"+
+		"write 28\n", string(res.Stdout))
 	assert.Equal(t, "report", string(res.Report))
 	assert.Equal(t, int64(48<<20), res.MemoryLimitBytes)
 
@@ -219,4 +233,26 @@ func TestPreparedErrorsAreHeardOnce(t *testing.T) {
 	assert.ErrorContains(t, err, "start init stage")
 	_, err = r.Run(context.Background(), &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
 	assert.ErrorContains(t, err, "start init stage")
+}
+
+// After failed starts the pool tries again (backing off from a second):
+// once the cause is gone, jails are prepared again.
+func TestPreparedRecoversAfterFailures(t *testing.T) {
+	base := testRunner(t)
+	dir, err := os.MkdirTemp("", "agentjail-exe-")
+	require.NoError(t, err)
+	defer os.RemoveAll(dir)
+	require.NoError(t, os.Chmod(dir, 0o755)) // the init stage execs it as the jail's uid
+	exe := filepath.Join(dir, "agentjail")
+	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: exe, RootDir: base.RootDir}
+	r.KeepPrepared(1, PreparedTemplate{})
+	defer r.Close()
+	require.Eventually(t, func() bool { _, err := r.PreparedStats(); return err != nil }, 5*time.Second, time.Millisecond)
+	require.NoError(t, os.Symlink("/proc/self/exe", exe)) // the forked child's own binary: this test binary
+	waitPrepared(t, r, 1)
+	_, err = r.PreparedStats()
+	assert.NoError(t, err)
+	res := runIn(t, r, &Spec{Program: []byte("print('back')"), Limits: DefaultLimits()})
+	assert.True(t, res.Prepared)
+	assert.Equal(t, "back\n", string(res.Stdout))
 }

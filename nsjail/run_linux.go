@@ -251,11 +251,14 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 	code := codeFiles(&spec)
 	if pj, rest := r.takePrepared(b, code); pj != nil {
 		res, err := pj.run(ctx, &spec, rest)
-		if !errors.Is(err, errNotDelivered) {
+		if !errors.Is(err, errNotDelivered) || errors.Is(err, ErrCleanup) {
 			return res, err
 		}
 		// The prepared jail was gone before it got the request (killed
 		// while it waited): nothing of the request ran; start afresh.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 	}
 	return r.runCold(ctx, &spec, b, code)
 }
@@ -283,8 +286,9 @@ func (j *jail) finish(ctx context.Context, spec *Spec, cfg *runConfig) (*Result,
 	j.spec = spec
 	res, err := j.run(ctx, cfg)
 	if cerr := j.cleanup(); cerr != nil {
+		cerr = fmt.Errorf("%w: %v", ErrCleanup, cerr)
 		if err == nil && res != nil {
-			return res, fmt.Errorf("%w: %v", ErrCleanup, cerr)
+			return res, cerr
 		}
 		err = errors.Join(err, cerr)
 	}

@@ -177,7 +177,11 @@ func (p *preparedPool) keep(r *Runner) {
 		_ = j.cleanup()
 		r.UIDs.Release(uid)
 	}
-	if err := j.start(r.prepareConfig(p.binds, p.code, p.tmpBytes)); err != nil {
+	err = j.start(r.prepareConfig(p.binds, p.code, p.tmpBytes))
+	if err == nil {
+		err = j.prepared()
+	}
+	if err != nil {
 		err = errors.Join(err, j.cleanup())
 		r.UIDs.Release(uid)
 		p.started(r, nil, err)

@@ -307,6 +307,8 @@ type jail struct {
 	sync      *os.File // parent's end of the socketpair
 	closers   []io.Closer
 
+	preparing bool // msgPrepare sent, its msgReady not read yet
+
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail
 }
@@ -349,7 +351,9 @@ func (j *jail) cleanup() error {
 	return nil
 }
 
-// start starts the init stage and has it prepare the jail. The caller's
+// start starts the init stage and has it prepare the jail; prepared
+// waits for the end of it, so that the caller may do its own part of the
+// set-up meanwhile. The caller's
 // OS thread must stay locked until the jail has been waited for: the
 // init stage's Pdeathsig is tied to it.
 func (j *jail) start(prep *prepareConfig) error {
@@ -411,6 +415,17 @@ func (j *jail) start(prep *prepareConfig) error {
 	if err := writeMsg(j.sync, msgPrepare, mustJSON(prep)); err != nil {
 		return j.initFailure("send prepare", err)
 	}
+	j.preparing = true
+	return nil
+}
+
+// prepared waits for the end of the init stage's preparation, if start's
+// msgPrepare is still unanswered.
+func (j *jail) prepared() error {
+	if !j.preparing {
+		return nil
+	}
+	j.preparing = false
 	return j.expect(msgReady)
 }
 
@@ -452,6 +467,10 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		}
 	}
 	stdio := []int{int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())}
+	// A cold jail has prepared itself while the above was done here.
+	if err := j.prepared(); err != nil {
+		return nil, err
+	}
 	var reportR, reportW *os.File // no report: fd 3 is closed in the jail
 	if j.spec.Report {
 		if reportR, reportW, err = os.Pipe(); err != nil {

@@ -33,7 +33,7 @@ var (
 )
 
 // realRunner is the shared jail runner of the integration tests.
-func realRunner(t *testing.T) *nsjail.Runner {
+func realRunner(t testing.TB) *nsjail.Runner {
 	t.Helper()
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	runnerOnce.Do(func() {
@@ -436,4 +436,29 @@ os.symlink("/etc/passwd", "out/c.txt")
 	require.Contains(t, files, "missing.json")
 	assert.NotEmpty(t, files["missing.json"].Error)
 	j.noLeftovers(t, mounts)
+}
+
+// BenchmarkDaemonRunPass is one POST /v1/run of `pass` through a real
+// daemon and a prepared jail, for profiles of the daemon's side:
+// go test -bench DaemonRunPass -cpuprofile cpu.out ./daemon.
+func BenchmarkDaemonRunPass(b *testing.B) {
+	r := realRunner(b)
+	_, _, c := startServer(b, testOptions(), r)
+	for range 5 {
+		post(b, c, `{"code":"pass"}`)
+	}
+	cpu0 := selfCPU()
+	for b.Loop() {
+		resp, body := post(b, c, `{"code":"pass"}`)
+		if resp.StatusCode != http.StatusOK {
+			b.Fatal(string(body))
+		}
+	}
+	b.ReportMetric(float64(selfCPU()-cpu0)/float64(time.Millisecond)/float64(b.N), "daemon-cpu-ms/op")
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -79,7 +79,7 @@ func testOptions() Options {
 
 // startServer serves on a fresh socket and shuts the server down at the
 // end of the test.
-func startServer(t *testing.T, o Options, j Jailer) (*Server, string, *http.Client) {
+func startServer(t testing.TB, o Options, j Jailer) (*Server, string, *http.Client) {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "agentjail.sock")
 	l, err := Listen(sock, 0o660, -1)
@@ -100,7 +100,7 @@ type apiError struct {
 	Error struct{ Code, Message string } `json:"error"`
 }
 
-func post(t *testing.T, c *http.Client, body string) (*http.Response, []byte) {
+func post(t testing.TB, c *http.Client, body string) (*http.Response, []byte) {
 	t.Helper()
 	resp, err := c.Post("http://agentjail/v1/run", "application/json", strings.NewReader(body))
 	require.NoError(t, err)

@@ -437,10 +437,21 @@ var errNotDelivered = errors.New("the prepared jail ended before it got the requ
 // end.
 func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	l := j.spec.Limits
-	var err error
-	j.cg, err = j.runner.Cgroups.Create(j.spec.ID, cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs})
-	if err != nil {
-		return nil, stageErr("create cgroup", err)
+	// The cgroup is created while the init stage works: during its
+	// preparation for a cold jail, during its apply for a prepared one.
+	createCgroup := func() error {
+		g, err := j.runner.Cgroups.Create(j.spec.ID, cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs})
+		if err != nil {
+			return stageErr("create cgroup", err)
+		}
+		j.cg = g
+		return nil
+	}
+	cold := j.preparing
+	if cold {
+		if err := createCgroup(); err != nil {
+			return nil, err
+		}
 	}
 
 	stdin, err := stdinFile(j.spec.Stdin)
@@ -487,6 +498,11 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	for _, f := range []*os.File{stdin, outW, errW, reportW} {
 		if f != nil {
 			f.Close()
+		}
+	}
+	if !cold {
+		if err := createCgroup(); err != nil {
+			return nil, err
 		}
 	}
 	if err := j.expect(msgReady); err != nil {

@@ -40,6 +40,7 @@ type preparedPool struct {
 	code     []File
 	tmpBytes int64
 	onError  func(error)
+	prepare  []byte // the prepareConfig message, the same for every jail of the pool
 
 	mu       sync.Mutex
 	ready    []*preparedJail
@@ -92,6 +93,7 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 	if p.tmpBytes == 0 {
 		p.tmpBytes = DefaultLimits().TmpBytes
 	}
+	p.prepare = mustJSON(r.prepareConfig(p.binds, p.code, p.tmpBytes))
 	r.poolMu.Lock()
 	old := r.pool
 	r.pool = p
@@ -177,7 +179,7 @@ func (p *preparedPool) keep(r *Runner) {
 		_ = j.cleanup()
 		r.UIDs.Release(uid)
 	}
-	err = j.start(r.prepareConfig(p.binds, p.code, p.tmpBytes))
+	err = j.start(p.prepare)
 	if err == nil {
 		err = j.prepared()
 	}

@@ -275,7 +275,7 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	j := &jail{runner: r, uid: uid}
-	if err := j.start(r.prepareConfig(binds, nil, spec.Limits.TmpBytes)); err != nil {
+	if err := j.start(mustJSON(r.prepareConfig(binds, nil, spec.Limits.TmpBytes))); err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}
 	return j.finish(ctx, spec, runConfigFor(spec, code, 0))
@@ -356,7 +356,7 @@ func (j *jail) cleanup() error {
 // set-up meanwhile. The caller's
 // OS thread must stay locked until the jail has been waited for: the
 // init stage's Pdeathsig is tied to it.
-func (j *jail) start(prep *prepareConfig) error {
+func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return stageErr("socketpair", err)
@@ -412,7 +412,7 @@ func (j *jail) start(prep *prepareConfig) error {
 		return stageErr("start init stage", err)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if err := writeMsg(j.sync, msgPrepare, mustJSON(prep)); err != nil {
+	if err := writeMsg(j.sync, msgPrepare, prep); err != nil {
 		return j.initFailure("send prepare", err)
 	}
 	j.preparing = true

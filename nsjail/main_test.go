@@ -49,12 +49,26 @@ func testRunner(t *testing.T) *Runner {
 // host afterwards: no process, cgroup or mount may be left behind.
 func jailRun(t *testing.T, code string, mod func(*Spec)) *Result {
 	t.Helper()
-	r := testRunner(t)
 	s := &Spec{Program: []byte(code), Limits: DefaultLimits()}
 	if mod != nil {
 		mod(s)
 	}
 	s.ID = NewID()
+	res := runIn(t, testRunner(t), s)
+	if t.Failed() || testing.Verbose() {
+		t.Logf("status=%s exit=%d reason=%q wall=%v cpu=%v peak=%d prepared=%v\nstdout: %s\nstderr: %s",
+			res.Status, res.ExitCode, string(res.KillReason), res.WallTime, res.CPUTime, res.PeakMemoryBytes, res.Prepared, trim(res.Stdout), trim(res.Stderr))
+	}
+	return res
+}
+
+// runIn runs s on r, and checks the host afterwards: no process, cgroup or
+// mount may be left behind.
+func runIn(t *testing.T, r *Runner, s *Spec) *Result {
+	t.Helper()
+	if s.ID == "" {
+		s.ID = NewID()
+	}
 	mounts := systest.MountCount()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -62,10 +76,6 @@ func jailRun(t *testing.T, code string, mod func(*Spec)) *Result {
 	require.NoError(t, err)
 	require.NotNil(t, res)
 	systest.NoLeftovers(t, res.HostUID, s.ID, mounts)
-	if t.Failed() || testing.Verbose() {
-		t.Logf("status=%s exit=%d reason=%q wall=%v cpu=%v peak=%d prepared=%v\nstdout: %s\nstderr: %s",
-			res.Status, res.ExitCode, string(res.KillReason), res.WallTime, res.CPUTime, res.PeakMemoryBytes, res.Prepared, trim(res.Stdout), trim(res.Stderr))
-	}
 	return res
 }
 

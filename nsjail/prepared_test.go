@@ -34,20 +34,6 @@ func waitPrepared(t *testing.T, r *Runner, n int) {
 		"prepared jails never became ready")
 }
 
-func runIn(t *testing.T, r *Runner, s *Spec) *Result {
-	t.Helper()
-	if s.ID == "" {
-		s.ID = NewID()
-	}
-	mounts := systest.MountCount()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := r.Run(ctx, s)
-	require.NoError(t, err)
-	systest.NoLeftovers(t, res.HostUID, s.ID, mounts)
-	return res
-}
-
 // A prepared jail serves one request: what a program leaves behind (files,
 // processes, SysV IPC, the hostname it cannot change) is not in the next
 // run, which gets a jail of its own with another uid.

@@ -377,6 +377,14 @@ func TestSocketSafety(t *testing.T) {
 	fi, err = os.Lstat(sock)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o660), fi.Mode().Perm())
+	// The instance whose socket was replaced removes nothing at its exit:
+	// the path is l2's now.
+	require.NoError(t, RemoveSocket(l1))
+	_, err = os.Lstat(sock)
+	require.NoError(t, err, "a stopping daemon removed the socket of the one that replaced it")
+	require.NoError(t, RemoveSocket(l2))
+	_, err = os.Lstat(sock)
+	assert.ErrorIs(t, err, os.ErrNotExist, "a stopping daemon removes its own socket")
 
 	plain := filepath.Join(dir, "plain")
 	require.NoError(t, os.WriteFile(plain, []byte("keep"), 0o644))

@@ -72,7 +72,41 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(fmt.Errorf("move socket into place: %w", err))
 	}
-	return l, nil
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return fail(fmt.Errorf("socket %s: %w", path, err))
+	}
+	return &socketListener{UnixListener: l, path: path, file: fi}, nil
+}
+
+// socketListener remembers which file it was bound to, so that the daemon
+// removes its own socket at exit and not one a newer instance put there.
+type socketListener struct {
+	*net.UnixListener
+	path string
+	file os.FileInfo
+}
+
+// RemoveSocket removes the socket file of a listener made by Listen, if
+// the path still names that socket: after a newer daemon took the path
+// over (ours was stale to it, or removed by hand), the path is the
+// newer's and stays. Other listeners (socket activation) are left alone.
+func RemoveSocket(l net.Listener) error {
+	sl, ok := l.(*socketListener)
+	if !ok {
+		return nil
+	}
+	fi, err := os.Lstat(sl.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(fi, sl.file) {
+		return nil
+	}
+	return os.Remove(sl.path)
 }
 
 // HTTPClient is an HTTP client whose every request goes to the daemon's

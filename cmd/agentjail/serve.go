@@ -148,7 +148,7 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		defer cancel()
 		err := srv.Shutdown(ctx)
 		if owned {
-			_ = os.Remove(cfg.Socket.Path)
+			_ = daemon.RemoveSocket(l)
 		}
 		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)

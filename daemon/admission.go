@@ -8,8 +8,9 @@ import (
 )
 
 var (
-	errQueueFull = errors.New("queue full")
-	errDraining  = errors.New("shutting down")
+	errQueueFull  = errors.New("queue full")
+	errQueueBytes = errors.New("queued bytes at their maximum")
+	errDraining   = errors.New("shutting down")
 )
 
 // admission bounds the jails running at once and the requests waiting for
@@ -18,20 +19,24 @@ var (
 type admission struct {
 	slots    chan struct{} // one token per running jail
 	queueLen int
+	maxBytes int64         // request bytes the waiting requests may hold together; 0 = no bound
 	closed   chan struct{} // closed when the daemon stops: waiters give up
 
-	mu     sync.Mutex
-	queued int
-	avg    time.Duration // moving average of run durations, for Retry-After
+	mu          sync.Mutex
+	queued      int
+	queuedBytes int64
+	avg         time.Duration // moving average of run durations, for Retry-After
 }
 
-func newAdmission(maxConcurrent, queueLen int) *admission {
-	return &admission{slots: make(chan struct{}, maxConcurrent), queueLen: queueLen, closed: make(chan struct{})}
+func newAdmission(maxConcurrent, queueLen int, maxQueuedBytes int64) *admission {
+	return &admission{slots: make(chan struct{}, maxConcurrent), queueLen: queueLen, maxBytes: maxQueuedBytes, closed: make(chan struct{})}
 }
 
-// acquire waits for a slot: errQueueFull at once when the queue is full,
-// errDraining when the daemon stops, ctx's error when the client leaves.
-func (a *admission) acquire(ctx context.Context) error {
+// acquire waits for a slot for a request of size bytes (what the daemon
+// holds of it while it waits): errQueueFull or errQueueBytes at once when
+// the queue has no room, errDraining when the daemon stops, ctx's error
+// when the client leaves.
+func (a *admission) acquire(ctx context.Context, size int64) error {
 	select {
 	case <-a.closed:
 		return errDraining
@@ -47,11 +52,17 @@ func (a *admission) acquire(ctx context.Context) error {
 		a.mu.Unlock()
 		return errQueueFull
 	}
+	if a.maxBytes > 0 && a.queuedBytes+size > a.maxBytes {
+		a.mu.Unlock()
+		return errQueueBytes
+	}
 	a.queued++
+	a.queuedBytes += size
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
 		a.queued--
+		a.queuedBytes -= size
 		a.mu.Unlock()
 	}()
 	select {
@@ -89,6 +100,12 @@ func (a *admission) full() bool {
 }
 
 func (a *admission) running() int { return len(a.slots) }
+
+func (a *admission) waitingBytes() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.queuedBytes
+}
 
 func (a *admission) waiting() int {
 	a.mu.Lock()

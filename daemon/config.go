@@ -68,6 +68,7 @@ type AdmissionConfig struct {
 	MaxConcurrent   int            `toml:"max_concurrent"`    // jails running at once, at least 1; default runtime.NumCPU()
 	QueueLength     int            `toml:"queue_length"`      // requests waiting for a slot before 429, 0 = none wait; default 64
 	MaxRequestBytes int64          `toml:"max_request_bytes"` // request body cap in bytes (413 above), at least 1 MiB; default 128 MiB
+	MaxQueuedBytes  int64          `toml:"max_queued_bytes"`  // request bytes the waiting requests may hold together (429 above), at least max_request_bytes; default 512 MiB
 	ShutdownGrace   ConfigDuration `toml:"shutdown_grace"`    // on SIGTERM, how long running jails may finish before they are killed; default "10s"
 }
 
@@ -160,6 +161,7 @@ func DefaultConfig() *Config {
 			MaxConcurrent:   runtime.NumCPU(),
 			QueueLength:     64,
 			MaxRequestBytes: 128 << 20,
+			MaxQueuedBytes:  512 << 20,
 			ShutdownGrace:   ConfigDuration(10 * time.Second),
 		},
 		Limits: LimitsSection{Default: limitsOf(nsjail.DefaultLimits()), Max: maxLimits()},
@@ -744,6 +746,8 @@ func (c *Config) Validate() error {
 	}
 	if a.MaxRequestBytes < 1<<20 {
 		bad("admission.max_request_bytes", "must be at least 1 MiB (1048576), got %d", a.MaxRequestBytes)
+	} else if a.MaxQueuedBytes < a.MaxRequestBytes {
+		bad("admission.max_queued_bytes", "%d is below admission.max_request_bytes (%d): a request of the largest size could never wait", a.MaxQueuedBytes, a.MaxRequestBytes)
 	}
 	if a.ShutdownGrace < 0 {
 		bad("admission.shutdown_grace", "must not be negative, got %v", a.ShutdownGrace)

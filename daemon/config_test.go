@@ -97,6 +97,7 @@ gids = [1001]
 max_concurrent = 3
 queue_length = 0
 max_request_bytes = 2097152
+max_queued_bytes = 4194304
 shutdown_grace = "1m30s"
 [limits.default]
 memory_bytes = 134217728
@@ -138,7 +139,7 @@ format = "json"
 	assert.Equal(t, &Config{
 		Socket:    SocketConfig{Path: "/run/aj/s.sock", Group: "daemon", Mode: "0640"},
 		Peers:     PeersConfig{UIDs: []uint32{0, 1000}, GIDs: []uint32{1001}},
-		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, ShutdownGrace: ConfigDuration(90 * time.Second)},
+		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, MaxQueuedBytes: 4 << 20, ShutdownGrace: ConfigDuration(90 * time.Second)},
 		Limits: LimitsSection{
 			Default: Limits{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
 			Max:     Limits{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
@@ -229,6 +230,7 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		{"[admission]\nmax_concurrent = 0", "line 2: admission.max_concurrent: must be at least 1, got 0"},
 		{"[admission]\nqueue_length = -1", "line 2: admission.queue_length: must be at least 0, got -1"},
 		{"[admission]\nmax_request_bytes = 1048575", "line 2: admission.max_request_bytes: must be at least 1 MiB (1048576), got 1048575"},
+		{"[admission]\nmax_queued_bytes = 1048576", "line 2: admission.max_queued_bytes: 1048576 is below admission.max_request_bytes (134217728)"},
 		{"[admission]\nshutdown_grace = \"-1s\"", "line 2: admission.shutdown_grace: must not be negative, got -1s"},
 		{"[limits.default]\nmemory_bytes = 1000", "line 2: limits.default.memory_bytes: must be at least 16 MiB"},
 		{"[limits.max]\nmemory_bytes = -1", "line 2: limits.max.memory_bytes: must be at least 16 MiB"},

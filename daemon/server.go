@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,6 +30,7 @@ type Options struct {
 	MaxConcurrent   int      // jails running at once; at least 1
 	QueueLength     int      // requests waiting for a slot before 429
 	MaxRequestBytes int64    // request body cap (413 above it)
+	MaxQueuedBytes  int64    // request bytes the waiting requests hold together (429 above it); 0 = no bound
 	Version         string   // reported by /v1/health
 	CgroupVersion   string   // "v1" or "v2", reported by /v1/health
 	Logger          *slog.Logger
@@ -69,7 +71,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 		o.Logger = slog.Default()
 	}
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
-	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength)
+	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
 	s.decoding = make(chan struct{}, max(2, o.MaxConcurrent))
 	s.m = newMetrics(s.adm, o.PreparedReady)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
@@ -213,7 +215,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	req, err := DecodeRequest(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)}
+	req, err := DecodeRequest(body)
 	<-s.decoding
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) || (err != nil && r.ContentLength > s.opts.MaxRequestBytes) {
@@ -233,9 +236,13 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	s.jobs.Add(1)
 	defer s.jobs.Done()
 	queuedAt := time.Now()
-	switch err := s.adm.acquire(r.Context()); {
+	switch err := s.adm.acquire(r.Context(), body.n); {
 	case errors.Is(err, errQueueFull):
 		s.queueFull(w, r)
+		return
+	case errors.Is(err, errQueueBytes):
+		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
+		s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("the requests waiting for a slot hold %d bytes; with this one's %d that is more than this daemon allows (admission.max_queued_bytes = %d); retry later", s.adm.waitingBytes(), body.n, s.opts.MaxQueuedBytes))
 		return
 	case errors.Is(err, errDraining):
 		s.shuttingDown(w, r)
@@ -298,6 +305,18 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return // the client is gone; the result is logged and counted
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {

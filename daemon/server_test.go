@@ -418,3 +418,42 @@ func TestPeerNotAllowed(t *testing.T) {
 	assert.Equal(t, "forbidden", decodeErr(t, b).Error.Code)
 	assert.False(t, ran)
 }
+
+// TestQueuedBytesBound: the requests waiting for a slot hold at most
+// MaxQueuedBytes of bodies together; one more gets 429 and says why, while a
+// small one still finds room.
+func TestQueuedBytesBound(t *testing.T) {
+	started := make(chan struct{}, 10)
+	o := testOptions()
+	o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes = 1, 10, 3000
+	s, _, c := startServer(t, o, blockUntilCancelled(started))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	send := func(codeLen int) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := `{"code":"` + strings.Repeat("#", codeLen) + `"}`
+			req, _ := http.NewRequestWithContext(ctx, "POST", "http://agentjail/v1/run", strings.NewReader(body))
+			if resp, err := c.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	send(10) // runs
+	<-started
+	send(2000) // waits, holding about 2 KB
+	require.Eventually(t, func() bool { return s.Queued() == 1 }, 5*time.Second, 5*time.Millisecond)
+	resp, b := post(t, c, `{"code":"`+strings.Repeat("#", 1500)+`"}`)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	e := decodeErr(t, b)
+	assert.Equal(t, "queue_full", e.Error.Code)
+	assert.Contains(t, e.Error.Message, "admission.max_queued_bytes = 3000")
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	send(500) // fits beside the 2 KB one
+	require.Eventually(t, func() bool { return s.Queued() == 2 }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	wg.Wait()
+	require.Eventually(t, func() bool { return s.Running() == 0 && s.Queued() == 0 }, 5*time.Second, 5*time.Millisecond)
+	assert.Zero(t, s.adm.waitingBytes())
+}

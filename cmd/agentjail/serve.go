@@ -118,6 +118,7 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		MaxConcurrent:   cfg.Admission.MaxConcurrent,
 		QueueLength:     cfg.Admission.QueueLength,
 		MaxRequestBytes: cfg.Admission.MaxRequestBytes,
+		MaxQueuedBytes:  cfg.Admission.MaxQueuedBytes,
 		Version:         version,
 		CgroupVersion:   string(runner.Cgroups.Version()),
 		Logger:          log,

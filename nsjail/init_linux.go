@@ -15,6 +15,10 @@ import (
 	"agentjail/seccomp"
 )
 
+// nsUnshared are the namespaces the init stage makes for itself; the user
+// and pid namespaces come from its clone.
+const nsUnshared = unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+
 // initArg0 is argv[0] of the re-executed binary when it must run as the
 // jail's init stage. It shows in the jail's /proc/1/cmdline only until the
 // exec of python3 replaces it.
@@ -24,8 +28,9 @@ const initArg0 = "agentjail-init"
 // main must check it before anything else and then call Init.
 func IsInit() bool { return len(os.Args) > 0 && os.Args[0] == initArg0 }
 
-// Init is the jail's init stage: PID 1 of fresh user, pid, net, mount, ipc
-// and uts namespaces, running as uid 1000 of its user namespace (a dedicated
+// Init is the jail's init stage: PID 1 of fresh user and pid namespaces
+// (its first step makes fresh mount, net, ipc and uts namespaces for its
+// locked thread), running as uid 1000 of its user namespace (a dedicated
 // unprivileged host uid) with CAP_SYS_ADMIN, CAP_NET_ADMIN and CAP_SETPCAP of
 // that namespace only. It follows the protocol of protocol.go and never
 // returns: every path ends in execve(python3) or exit.
@@ -144,6 +149,13 @@ func prepare(cfg *prepareConfig) (*seccomp.Program, error) {
 	filter := new(seccomp.Program)
 	if err := filter.UnmarshalBinary(cfg.Seccomp); err != nil || len(filter.Instructions) == 0 {
 		return nil, &StageError{Stage: "decode seccomp filter", Msg: fmt.Sprint("no usable filter: ", err)}
+	}
+	// The rest of the jail's namespaces, owned by its user namespace. They
+	// are per thread: this locked thread, the one that execs python3, has
+	// them; the Go runtime's other threads keep the parent's until the exec
+	// ends them, and run none of this stage's code.
+	if err := step("unshare namespaces", unix.Unshare(nsUnshared)); err != nil {
+		return nil, err
 	}
 	root := cfg.RootDir
 	// Nothing done here may propagate to the host's mount namespace.

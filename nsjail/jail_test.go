@@ -1,6 +1,7 @@
 package nsjail
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -181,6 +182,48 @@ func TestHostname(t *testing.T) {
 	assert.NotEqual(t, "sandbox", host)
 	now, _ := os.Hostname()
 	assert.Equal(t, host, now, "the host's name must not change")
+}
+
+// Every namespace of the program, and of each of its threads and children,
+// is the jail's own: none is the host's, and no two jails share one (the
+// mount, net, ipc and uts ones are made by the init stage's locked thread,
+// the user and pid ones by its clone).
+func TestOwnNamespaces(t *testing.T) {
+	kinds := []string{"user", "pid", "mnt", "net", "ipc", "uts", "cgroup"}
+	host := map[string]string{}
+	for _, k := range kinds {
+		l, err := os.Readlink("/proc/self/ns/" + k)
+		require.NoError(t, err)
+		host[k] = l
+	}
+	prog := `
+import os, threading, subprocess, json
+kinds = ['user', 'pid', 'mnt', 'net', 'ipc', 'uts', 'cgroup']
+def mine(base): return {k: os.readlink(base + k) for k in kinds}
+seen = [mine('/proc/self/ns/')]
+t = threading.Thread(target=lambda: seen.append(mine('/proc/thread-self/ns/'))); t.start(); t.join()
+child = "import os, json; print(json.dumps({k: os.readlink('/proc/self/ns/' + k) for k in %r}))" % kinds
+seen.append(json.loads(subprocess.run(['/usr/bin/python3', '-c', child], capture_output=True, text=True).stdout))
+print(json.dumps(seen))
+`
+	var jails []map[string]string
+	for range 2 {
+		res := jailRun(t, prog, nil)
+		require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+		var seen []map[string]string
+		require.NoError(t, json.Unmarshal(res.Stdout, &seen), string(res.Stdout))
+		require.Len(t, seen, 3)
+		for _, ns := range seen[1:] {
+			assert.Equal(t, seen[0], ns, "a thread or child of the program is in other namespaces")
+		}
+		for _, k := range kinds {
+			assert.NotEqual(t, host[k], seen[0][k], "the jail shares the host's %s namespace", k)
+		}
+		jails = append(jails, seen[0])
+	}
+	for _, k := range kinds {
+		assert.NotEqual(t, jails[0][k], jails[1][k], "two jails share a %s namespace", k)
+	}
 }
 
 func TestEnvironmentScrubbed(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 //
 //	parent                                   init (pid 1 of the new namespaces)
 //	  ---- msgPrepare (prepareConfig) ------>
+//	                                           unshare mount, net, ipc, uts;
 //	                                           mounts, shared /code, pivot_root,
 //	                                           hostname, lo up, decode the filter
 //	  <--- msgReady, or msgError ------------

@@ -395,7 +395,7 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 			// init stage unshares the mount, network, ipc and uts
 			// namespaces itself (nsUnshared), so that their creation (0.3
 			// ms) is not this process's CPU.
-			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID,
+			Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID,
 			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
 			GidMappingsEnableSetgroups: false,

@@ -191,13 +191,19 @@ type collector struct {
 	matches []string
 }
 
-// open is openat2(root, rel) under resolveBeneath. The kernel answers
-// EAGAIN when a rename or mount raced the lookup (it cannot then vouch for
-// RESOLVE_BENEATH); a few retries, then the error stands.
+// open is openat2(root, rel) under resolveBeneath.
 func (c *collector) open(rel string, flags uint64) (int, error) {
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: resolveBeneath}
+	return openBeneath(c.root, rel, flags, 0)
+}
+
+// openBeneath is openat2(dirfd, rel) under resolveBeneath, close-on-exec.
+// The kernel answers EAGAIN when a rename or mount raced the lookup (it
+// cannot then vouch for RESOLVE_BENEATH); a few retries, then the error
+// stands.
+func openBeneath(dirfd int, rel string, flags, mode uint64) (int, error) {
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Mode: mode, Resolve: resolveBeneath}
 	for try := 0; ; try++ {
-		fd, err := unix.Openat2(c.root, rel, &how)
+		fd, err := unix.Openat2(dirfd, rel, &how)
 		if (err == unix.EAGAIN && try < 16) || err == unix.EINTR {
 			continue
 		}

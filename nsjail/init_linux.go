@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
-	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -38,6 +36,12 @@ func Init() {
 	// Capabilities, the cgroup namespace and the seccomp filter are
 	// per-thread: everything from here to execve runs on this one thread.
 	runtime.LockOSThread()
+	// The parent-death signal the parent's fork set belongs to the
+	// process's first thread; the thread that execs python3 carries the
+	// process on, and Go does not promise that this goroutine runs on the
+	// first thread: this thread gets it too (the signal ends the whole
+	// process, whichever thread holds it).
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	// Nothing of the jail may read or ptrace this stage while it holds
 	// capabilities (CVE-2019-5736's lesson; python3's exec resets it).
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -321,21 +325,61 @@ var etcFiles = []File{
 func writeEtc(root string) error { return writeTree(root+"/etc", etcFiles, 0o444) }
 
 // writeTree writes files below dir, creating directories as needed. The
-// paths were checked by Spec.Validate; dir is inside the jail's own tmpfs.
+// paths were checked by Spec.Validate, and dir is inside the jail's own
+// tmpfs; still every path is resolved beneath dir's fd (openat2: no "..",
+// no symbolic or magic link, no other mount), because from mountProc to the
+// exec of python3 this stage's other threads keep the host's root and
+// /proc/1/task/*/root leads to it: a path that tried to leave dir fails.
 func writeTree(dir string, files []File, mode os.FileMode) error {
 	if err := step("mkdir "+dir, os.MkdirAll(dir, 0o755)); err != nil {
 		return err
 	}
+	root, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return stageErr("open "+dir, err)
+	}
+	defer unix.Close(root)
 	for _, f := range files {
-		p := filepath.Join(dir, f.Path)
-		if d := path.Dir(f.Path); d != "." {
-			if err := step("mkdir "+d, os.MkdirAll(filepath.Join(dir, d), 0o755)); err != nil {
-				return err
-			}
+		if err := writeBeneath(root, f.Path, f.Content, mode); err != nil {
+			return stageErr("write "+f.Path, err)
 		}
-		if err := step("write "+f.Path, os.WriteFile(p, f.Content, mode)); err != nil {
+	}
+	return nil
+}
+
+// writeBeneath writes one file at rel below the directory root, making the
+// directories on the way one level at a time, each beneath root.
+func writeBeneath(root int, rel string, content []byte, mode os.FileMode) error {
+	elems := strings.Split(rel, "/")
+	for i := 1; i < len(elems); i++ {
+		parent := "."
+		if i > 1 {
+			parent = strings.Join(elems[:i-1], "/")
+		}
+		pfd, err := openBeneath(root, parent, unix.O_PATH|unix.O_DIRECTORY, 0)
+		if err != nil {
 			return err
 		}
+		err = unix.Mkdirat(pfd, elems[i-1], 0o755)
+		unix.Close(pfd)
+		if err != nil && err != unix.EEXIST {
+			return err
+		}
+	}
+	fd, err := openBeneath(root, rel, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, uint64(mode.Perm()))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for len(content) > 0 {
+		n, err := unix.Write(fd, content)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		content = content[n:]
 	}
 	return nil
 }

@@ -604,6 +604,20 @@ def value(kind):
 	}
 }
 
+// An async def function is awaited: its verdicts are those of what the
+// coroutine returns (and raises), each case in its own event loop.
+func TestHarnessTestsAsyncFunction(t *testing.T) {
+	code := "import asyncio\nasync def add(a, b):\n    await asyncio.sleep(0)\n    if a < 0:\n        raise ValueError('negative')\n    return a + b\n"
+	_, tr := judged(t, code, addTests())
+	requirePassed(t, tr, true, false, true)
+	if tr.Results[0].Output != "3" {
+		t.Errorf("output %q", tr.Results[0].Output)
+	}
+	if !strings.Contains(tr.Results[1].Detail, "ValueError") {
+		t.Errorf("detail %q", tr.Results[1].Detail)
+	}
+}
+
 // The function may print; its output goes where the program's goes.
 func TestHarnessTestsOutputAndStdin(t *testing.T) {
 	code := "import sys\nprint('top')\ndef add(a, b):\n    print('adding', a, b)\n    print('err', file=sys.stderr)\n    return a + b\n"

@@ -200,6 +200,12 @@ class Harness:
         t0 = perf()
         try:
             r = fn(*args, **kwargs)
+            if type(r).__name__ == "coroutine" and hasattr(r, "send"):
+                # An async def function: its result is what the coroutine
+                # returns, run to its end in a fresh event loop per case
+                # (asyncio is imported only for such a program).
+                import asyncio
+                r = asyncio.run(r)
         except BaseException as e:  # SystemExit and KeyboardInterrupt too: a case never stops the others
             ms = (perf() - t0) * 1e3
             try:

@@ -1,12 +1,14 @@
 package nsjail
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -204,11 +206,24 @@ seen = [mine('/proc/self/ns/')]
 t = threading.Thread(target=lambda: seen.append(mine('/proc/thread-self/ns/'))); t.start(); t.join()
 child = "import os, json; print(json.dumps({k: os.readlink('/proc/self/ns/' + k) for k in %r}))" % kinds
 seen.append(json.loads(subprocess.run(['/usr/bin/python3', '-c', child], capture_output=True, text=True).stdout))
-print(json.dumps(seen))
+print(json.dumps(seen), flush=True)
+import time; time.sleep(1)  # alive while the other jail looks: numbers of freed namespaces are reused
 `
+	// Two jails at once: only live namespaces have distinct numbers.
+	r := testRunner(t)
+	mounts := systest.MountCount()
+	specs := []*Spec{{ID: NewID(), Program: []byte(prog), Limits: DefaultLimits()}, {ID: NewID(), Program: []byte(prog), Limits: DefaultLimits()}}
+	results := make([]*Result, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		wg.Go(func() { results[i], errs[i] = r.Run(context.Background(), s) })
+	}
+	wg.Wait()
 	var jails []map[string]string
-	for range 2 {
-		res := jailRun(t, prog, nil)
+	for i, res := range results {
+		require.NoError(t, errs[i])
+		systest.NoLeftovers(t, res.HostUID, specs[i].ID, mounts)
 		require.Equal(t, StatusOK, res.Status, string(res.Stderr))
 		var seen []map[string]string
 		require.NoError(t, json.Unmarshal(res.Stdout, &seen), string(res.Stdout))

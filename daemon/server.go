@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -304,7 +305,24 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		return // the client is gone; the result is logged and counted
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeResult(w, res)
+}
+
+// writeResult answers 200 with the result, its stdout and stderr streamed
+// from the captured bytes (resultjson.go) after a counting pass for the
+// Content-Length.
+func writeResult(w http.ResponseWriter, res *Result) {
+	rest, err := res.encodeRest()
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "internal", "message": "cannot encode the answer"}})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.FormatInt(res.jsonLen(rest), 10))
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 64<<10)
+	res.writeJSON(bw, rest)
+	_ = bw.Flush()
 }
 
 // countingReader counts the bytes read through it.

@@ -309,9 +309,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentjail: warning: %v\n", err)
 	}
 	if ra.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(res)
+		_ = res.WriteJSON(stdout)
 	} else {
 		_, _ = io.WriteString(stdout, res.Stdout)
 		_, _ = io.WriteString(stderr, res.Stderr)

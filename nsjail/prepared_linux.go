@@ -262,8 +262,11 @@ func (r *Runner) takePrepared(binds []string, code []File) (*preparedJail, []Fil
 	}
 	p.mu.Lock()
 	var pj *preparedJail
-	if n := len(p.ready); n > 0 && !p.closed {
-		pj, p.ready = p.ready[n-1], p.ready[:n-1]
+	// The oldest first: no jail waits for ever under a steady load (with
+	// binds made, and a start time set, long before its request).
+	if len(p.ready) > 0 && !p.closed {
+		pj = p.ready[0]
+		p.ready = slices.Delete(p.ready, 0, 1)
 	}
 	p.mu.Unlock()
 	if pj == nil {

@@ -242,3 +242,14 @@ func TestPreparedRecoversAfterFailures(t *testing.T) {
 	assert.True(t, res.Prepared)
 	assert.Equal(t, "back\n", string(res.Stdout))
 }
+
+// The jail prepared first serves first: none waits for ever under a steady
+// load.
+func TestPreparedOldestFirst(t *testing.T) {
+	r := preparedRunner(t, 2, PreparedTemplate{})
+	pids := initStagesOf(t, r)
+	require.Len(t, pids, 2)
+	runIn(t, r, &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
+	assert.False(t, alive(pids[0]), "the older jail was not the one used")
+	assert.True(t, alive(pids[1]))
+}

@@ -261,8 +261,14 @@ func (r *Report) parseLine(line []byte) {
 	}
 	// Every text comes from the jail: bounded here, once, so that no
 	// sentence, detail or copy made of it later can grow with it.
-	rec.Message, rec.Traceback, rec.Error, rec.Why = capText(rec.Message, maxReportText), capText(rec.Traceback, maxReportTraceback),
+	// The harness caps in characters, these in bytes: a text may arrive
+	// longer than these and is cut the way the harness cuts it (a
+	// traceback keeps its end, where the error is).
+	rec.Message, rec.Traceback, rec.Error, rec.Why = capText(rec.Message, maxReportText), capTextTail(rec.Traceback, maxReportTraceback),
 		capText(rec.Error, maxReportText), capText(rec.Why, maxReportText)
+	if rec.Raised != nil {
+		rec.Raised.Message = capText(rec.Raised.Message, maxReportText)
+	}
 	if rec.Repr != nil {
 		r := capText(*rec.Repr, maxReportRepr)
 		rec.Repr = &r
@@ -313,7 +319,7 @@ func caseMalformed(rec *record, err error) string {
 		return "its type name is too long"
 	case len(rec.Value) > maxReportValue:
 		return "its value is larger than the harness ever reports"
-	case rec.Raised != nil && (len(rec.Raised.Type) > maxReportName || len(rec.Raised.Message) > maxReportText ||
+	case rec.Raised != nil && (len(rec.Raised.Type) > maxReportName ||
 		slices.ContainsFunc(rec.Raised.MRO, func(c string) bool { return len(c) > maxReportName })):
 		return "its exception is larger than the harness ever reports"
 	case n != 1:
@@ -340,7 +346,10 @@ func (r *Report) UncaughtException(jail *nsjail.Result) *Exception {
 // maxMRO bounds the classes a raised exception may claim. Python's deepest
 // built-in hierarchy has 5; a class that inherits from many exception
 // classes passes the expected_exception of each, as `except` would catch it,
-// but a record cannot claim more than a plausible hierarchy.
+// but a record cannot claim more than a plausible hierarchy. The harness
+// sends at most this many (harness_lib.py MAX_MRO: the class itself and its
+// most general bases, where the built-in ones an expected_exception usually
+// names are), so that a deeper real hierarchy is cut, not refused.
 const maxMRO = 32
 
 // plausibleMRO: the exception's classes could be a Python exception's MRO,

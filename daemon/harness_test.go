@@ -604,6 +604,41 @@ def value(kind):
 	}
 }
 
+// What the harness cuts (in characters) the daemon does not refuse (it
+// bounds in bytes): a long non-ASCII message, a hierarchy deeper than
+// maxMRO, and a long non-ASCII traceback, whose end is kept.
+func TestHarnessLongRealExceptionsPass(t *testing.T) {
+	code := `
+class E0(ValueError): pass
+` + func() string {
+		var b strings.Builder
+		for i := 1; i <= 40; i++ {
+			fmt.Fprintf(&b, "class E%d(E%d): pass\n", i, i-1)
+		}
+		return b.String()
+	}() + `
+def f(kind):
+    if kind == "message":
+        raise ValueError("é" * 3000)
+    raise E40("deep")
+`
+	tests := &Tests{Function: "f", Cases: []TestCase{
+		{Name: "message", Args: rawArgs(`"message"`), ExpectedException: "ValueError"},
+		{Name: "deep", Args: rawArgs(`"deep"`), ExpectedException: "ValueError"},
+		{Name: "deep-own", Args: rawArgs(`"deep"`), ExpectedException: "E40"},
+		{Name: "deep-cut", Args: rawArgs(`"deep"`), ExpectedException: "E35"}, // one of the nearest bases, beyond the 32 classes sent
+	}}
+	_, tr := judged(t, code, tests)
+	requirePassed(t, tr, true, true, true, false)
+
+	// The cause comes first in the traceback: 50,000 é, 100 KB of UTF-8.
+	r := runHarness(t, "raise RuntimeError('the end é') from ValueError('é' * 50000)\n", nil, "")
+	exc := ParseReport(r.report, r.truncated, nil).UncaughtException(r.jail)
+	if exc == nil || len(exc.Traceback) > maxReportTraceback+64 || !strings.HasSuffix(strings.TrimSpace(exc.Traceback), "RuntimeError: the end é") {
+		t.Errorf("traceback: %v", exc)
+	}
+}
+
 // An async def function is awaited: its verdicts are those of what the
 // coroutine returns (and raises), each case in its own event loop.
 func TestHarnessTestsAsyncFunction(t *testing.T) {

@@ -41,6 +41,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -586,10 +587,22 @@ func capText(s string, n int) string {
 		return s
 	}
 	cut := n
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("… (%d bytes in all)", len(s))
+}
+
+// capTextTail is capText keeping the end of s.
+func capTextTail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return fmt.Sprintf("(%d bytes in all) …", len(s)) + s[cut:]
 }
 
 // HarnessFeedback gives the sentences of CONTRACT.md §3 for the uncaught

@@ -21,6 +21,7 @@ MAX_VALUE = 1 << 20  # characters of one return value's JSON text; past it the v
 MAX_REPR = 4000
 MAX_MESSAGE = 4000
 MAX_TRACEBACK = 64 << 10
+MAX_MRO = 32
 
 _write = os.write
 _getpid = os.getpid
@@ -256,6 +257,8 @@ class Harness:
             mro = [_name(c) for c in type(e).__mro__ if c is not object]
         except BaseException:
             mro = [_name(type(e))]
+        if len(mro) > MAX_MRO:  # the daemon's bound (harness.go maxMRO): itself and its most general bases
+            mro = mro[:1] + mro[1 - MAX_MRO:]
         return self.dumps({"t": "case", "i": i, "ms": round(ms, 4), "raised": {
             "type": mro[0], "mro": mro, "message": _cap(_str(e), MAX_MESSAGE), "line": self.line(e.__traceback__)}})
 

@@ -210,6 +210,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.queueFull(w, r)
 		return
 	}
+	// A body declared too large is refused unread; one that grows past the
+	// limit while it is read (chunked, or lying) is cut by MaxBytesReader.
+	if r.ContentLength > s.opts.MaxRequestBytes {
+		s.tooLarge(w, r)
+		return
+	}
 	// Bodies are decoded a few at a time: each may be max_request_bytes.
 	select {
 	case s.decoding <- struct{}{}:
@@ -220,8 +226,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	req, err := DecodeRequest(body)
 	<-s.decoding
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) || (err != nil && r.ContentLength > s.opts.MaxRequestBytes) {
-		s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is larger than this daemon's limit of %d bytes (admission.max_request_bytes)", s.opts.MaxRequestBytes))
+	if errors.As(err, &mbe) {
+		s.tooLarge(w, r)
 		return
 	}
 	if err != nil {
@@ -335,6 +341,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request) {
+	s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is larger than this daemon's limit of %d bytes (admission.max_request_bytes)", s.opts.MaxRequestBytes))
 }
 
 func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -218,6 +219,22 @@ func TestAPIErrors(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Equal(t, "not_found", decodeErr(t, b).Error.Code)
+}
+
+// A body declared larger than the limit is refused before a byte of it is
+// read: the answer comes while the client has sent only its headers.
+func TestTooLargeRefusedUnread(t *testing.T) {
+	_, sock, _ := startServer(t, testOptions(), &fakeJailer{})
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2000000\r\n\r\n{\"code\":\""))
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "no answer before the body was sent")
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 }
 
 // TestQueueFullAndRetryAfter: with both slots busy and the queue full, the

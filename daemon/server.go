@@ -66,7 +66,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 		o.MaxConcurrent = 1
 	}
 	if o.MaxRequestBytes <= 0 {
-		o.MaxRequestBytes = 128 << 20
+		o.MaxRequestBytes = DefaultConfig().Admission.MaxRequestBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -311,16 +311,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if r.Context().Err() != nil {
 		return // the client is gone; the result is logged and counted
 	}
-	writeResult(w, res)
+	s.writeResult(w, r, res)
 }
 
 // writeResult answers 200 with the result, its stdout and stderr streamed
 // from the captured bytes (resultjson.go) after a counting pass for the
 // Content-Length.
-func writeResult(w http.ResponseWriter, res *Result) {
+func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *Result) {
 	rest, err := res.encodeRest()
 	if err != nil {
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]string{"code": "internal", "message": "cannot encode the answer"}})
+		s.fail(w, r, http.StatusInternalServerError, "internal", "cannot encode the answer: "+err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -366,7 +366,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // the program's output as it is, as `agentjail run --json` prints it
+	enc.SetEscapeHTML(false) // texts as they are, as the result's are (resultjson.go)
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		b.Reset()

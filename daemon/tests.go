@@ -33,11 +33,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/big"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -137,12 +137,7 @@ func (t *Tests) Validate() error {
 			}
 			size += len(a)
 		}
-		keys := make([]string, 0, len(c.Kwargs))
-		for k := range c.Kwargs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(c.Kwargs)) {
 			if !json.Valid(c.Kwargs[k]) {
 				return testsErr(f+".kwargs."+k, "is not a JSON value")
 			}
@@ -413,16 +408,13 @@ func firstDiff(path string, want, got any) *difference {
 		if !ok {
 			break
 		}
-		keys := make([]string, 0, len(w)+len(g))
-		for k := range w {
-			keys = append(keys, k)
-		}
+		keys := slices.Collect(maps.Keys(w))
 		for k := range g {
 			if _, ok := w[k]; !ok {
 				keys = append(keys, k)
 			}
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		for _, k := range keys {
 			p := path + "[" + strconv.Quote(k) + "]"
 			wv, inW := w[k]
@@ -574,11 +566,22 @@ func short(b json.RawMessage) string {
 }
 
 func shortAny(v any) string {
-	b, err := json.Marshal(v)
+	s, err := jsonText(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	return capText(string(b), maxShownBytes)
+	return capText(s, maxShownBytes)
+}
+
+// jsonText is v's JSON text as feedback shows it: `<` stays `<`.
+func jsonText(v any) (string, error) {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // capText cuts s to at most n bytes (on a rune boundary) and says so.
@@ -685,19 +688,25 @@ func sentence(s string) string {
 	return s + "."
 }
 
-// pyCall renders a case's call in Python's notation: add(1, [2, 3], key=None).
+// pyCall renders a case's call in Python's notation: add(1, [2, 3],
+// key=None); a keyword that is no identifier goes in a trailing
+// **{"a-b": 1}, as the harness passes it.
 func pyCall(function string, c *TestCase) string {
 	parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
 	for _, a := range c.Args {
 		parts = append(parts, pyLiteral(a))
 	}
-	keys := make([]string, 0, len(c.Kwargs))
-	for k := range c.Kwargs {
-		keys = append(keys, k)
+	var other []string
+	for _, k := range slices.Sorted(maps.Keys(c.Kwargs)) {
+		if pyIdent.MatchString(k) {
+			parts = append(parts, k+"="+pyLiteral(c.Kwargs[k]))
+		} else {
+			q, _ := jsonText(k)
+			other = append(other, q+": "+pyLiteral(c.Kwargs[k]))
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+pyLiteral(c.Kwargs[k]))
+	if len(other) > 0 {
+		parts = append(parts, "**{"+strings.Join(other, ", ")+"}")
 	}
 	return capText(function+"("+strings.Join(parts, ", ")+")", maxShownBytes)
 }
@@ -721,12 +730,16 @@ func writePy(b *strings.Builder, v any) {
 	case nil:
 		b.WriteString("None")
 	case bool:
-		b.WriteString(map[bool]string{true: "True", false: "False"}[v])
+		if v {
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
+		}
 	case json.Number:
 		b.WriteString(string(v))
 	case string:
-		q, _ := json.Marshal(v)
-		b.Write(q)
+		q, _ := jsonText(v)
+		b.WriteString(q)
 	case []any:
 		b.WriteByte('[')
 		for i, x := range v {
@@ -737,13 +750,8 @@ func writePy(b *strings.Builder, v any) {
 		}
 		b.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		b.WriteByte('{')
-		for i, k := range keys {
+		for i, k := range slices.Sorted(maps.Keys(v)) {
 			if i > 0 {
 				b.WriteString(", ")
 			}

@@ -457,3 +457,15 @@ func TestForgedReportsCannotHurtTheDaemon(t *testing.T) {
 		}
 	}
 }
+
+// Feedback quotes values as the caller wrote them (no HTML escapes), and a
+// keyword that is no identifier the way the harness passes it.
+func TestFeedbackNotation(t *testing.T) {
+	c := &TestCase{Args: rawArgs(`"<b>&"`), Kwargs: map[string]json.RawMessage{"x": json.RawMessage(`[1, {"k": "<"}]`), "a-b": json.RawMessage(`true`)}}
+	if got, want := pyCall("f", c), `f("<b>&", x=[1, {"k": "<"}], **{"a-b": True})`; got != want {
+		t.Errorf("pyCall: %s, want %s", got, want)
+	}
+	if got := shortAny([]any{"<a>"}); got != `["<a>"]` {
+		t.Errorf("shortAny: %s", got)
+	}
+}

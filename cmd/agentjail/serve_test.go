@@ -167,7 +167,7 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 func TestServeSIGTERM(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	d := startDaemon(t, dir, "[peers]\nuids = [0]\n[admission]\nshutdown_grace = \"300ms\"\n")
+	d := startDaemon(t, dir, "[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\nshutdown_grace = \"300ms\"\n") // two jails prepared, whatever the CPUs
 	id, answer := startSleeper(t, d)
 	kids := waitChildren(t, d.cmd.Process.Pid, 2) // the running jail and the other prepared one
 	t0 := time.Now()
@@ -234,7 +234,7 @@ func alive(pid int) bool {
 func TestServeCrashRecovery(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	const cfg = "[peers]\nuids = [0]\n"
+	const cfg = "[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n" // two jails prepared, whatever the CPUs
 	d := startDaemon(t, dir, cfg)
 	id, answer := startSleeper(t, d)
 	kids := waitChildren(t, d.cmd.Process.Pid, 2) // the running jail and the other prepared one

@@ -54,7 +54,7 @@ func Init() {
 	if err != nil {
 		initFail(c, err)
 	}
-	prep = prepareConfig{}
+	preparedTmp := prep.TmpBytes
 	if err := writeMsg(c, msgReady, nil); err != nil {
 		os.Exit(1)
 	}
@@ -72,7 +72,7 @@ func Init() {
 		initFail(c, stageErr("decode config", err))
 	}
 	payload = nil
-	if err := apply(&cfg, fds); err != nil {
+	if err := apply(&cfg, fds, preparedTmp); err != nil {
 		initFail(c, err)
 	}
 	if err := writeMsg(c, msgReady, nil); err != nil {
@@ -217,7 +217,7 @@ func prepare(cfg *prepareConfig) (*seccomp.Program, error) {
 // apply adds one request to a prepared jail: its stdio, its program, its
 // scratch size, files and rlimits. fds are stdin, stdout, stderr and the
 // report channel when the request has one.
-func apply(cfg *runConfig, fds []int) error {
+func apply(cfg *runConfig, fds []int, preparedTmp int64) error {
 	want := 3
 	if cfg.Report {
 		want = 4
@@ -226,24 +226,17 @@ func apply(cfg *runConfig, fds []int) error {
 		closeFds(fds)
 		return &StageError{Stage: "read config", Msg: fmt.Sprintf("%d fds with the config, want %d", len(fds), want)}
 	}
-	// Received fds are above 2 (0, 1 and 2 are open) and only the last
-	// target, 3, can be one of them: each source is used before its
-	// number could be overwritten.
+	// The targets, 0 to 3, are held from the start (stdio and fd 3 on
+	// /dev/null: run_linux.go start), so neither a received fd nor one the
+	// Go runtime opened itself is a number that dup3 would replace.
 	for i, fd := range fds {
-		if fd == i {
-			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
-				return stageErr("stdio", err)
-			}
-			continue
+		if fd <= reportFd {
+			return &StageError{Stage: "stdio", Msg: fmt.Sprintf("received fd %d, below the ones this stage holds", fd)}
 		}
 		if err := step("dup stdio", unix.Dup3(fd, i, 0)); err != nil {
 			return err
 		}
-	}
-	for _, fd := range fds {
-		if fd >= len(fds) { // not a target: a received copy
-			unix.Close(fd)
-		}
+		unix.Close(fd)
 	}
 	if err := writeTree("/code", cfg.Code, 0o444); err != nil {
 		return err
@@ -253,7 +246,7 @@ func apply(cfg *runConfig, fds []int) error {
 	if err := step("remount / read-only", unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")); err != nil {
 		return err
 	}
-	if cfg.TmpBytes != 0 {
+	if cfg.TmpBytes != preparedTmp {
 		// The scratch tmpfs (behind /workspace, /tmp and /dev/shm) is
 		// empty: resizing its superblock is one call. A non-bind remount
 		// also sets the mount's flags, so they are repeated.
@@ -347,9 +340,28 @@ func writeTree(dir string, files []File, mode os.FileMode) error {
 	return nil
 }
 
-// writeBeneath writes one file at rel below the directory root, making the
-// directories on the way one level at a time, each beneath root.
+// writeBeneath writes one file at rel below the directory root. When its
+// directory is missing, the directories on the way are made one level at
+// a time, each beneath root.
 func writeBeneath(root int, rel string, content []byte, mode os.FileMode) error {
+	const flags = unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC
+	fd, err := openBeneath(root, rel, flags, uint64(mode.Perm()))
+	if err == unix.ENOENT && strings.Contains(rel, "/") {
+		if err := mkdirsBeneath(root, rel); err != nil {
+			return err
+		}
+		fd, err = openBeneath(root, rel, flags, uint64(mode.Perm()))
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	_, err = fdConn(fd).Write(content)
+	return err
+}
+
+// mkdirsBeneath makes the directories of rel's path below root.
+func mkdirsBeneath(root int, rel string) error {
 	elems := strings.Split(rel, "/")
 	for i := 1; i < len(elems); i++ {
 		parent := "."
@@ -365,21 +377,6 @@ func writeBeneath(root int, rel string, content []byte, mode os.FileMode) error 
 		if err != nil && err != unix.EEXIST {
 			return err
 		}
-	}
-	fd, err := openBeneath(root, rel, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, uint64(mode.Perm()))
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	for len(content) > 0 {
-		n, err := unix.Write(fd, content)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		content = content[n:]
 	}
 	return nil
 }

@@ -62,7 +62,6 @@ const (
 // that goroutine's OS thread stays locked from the start to the wait (the
 // jail's Pdeathsig is tied to it), so the run happens there.
 type preparedJail struct {
-	pool *preparedPool
 	pid  int               // of its init stage
 	reqs chan *preparedRun // one request, or closed to end the jail
 }
@@ -81,7 +80,10 @@ type preparedOutcome struct {
 
 // KeepPrepared keeps n jails prepared for requests that fit t, replacing
 // each as it is taken. It replaces a previous call's pool (its waiting
-// jails end); n = 0 only stops. Close ends them all.
+// jails end; it waits for runs in progress in them); n = 0 only stops.
+// Close ends them all. The Runner's Seccomp, RootDir, Exe and ExeFile and
+// the host's links are read now: set them before, and call KeepPrepared
+// again after changing one, or prepared jails keep the old ones.
 func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 	p := &preparedPool{
 		want:     n,
@@ -168,7 +170,7 @@ func (p *preparedPool) keep(r *Runner) {
 	defer p.wg.Done()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	pj := &preparedJail{pool: p, reqs: make(chan *preparedRun, 1)}
+	pj := &preparedJail{reqs: make(chan *preparedRun, 1)}
 	uid, err := r.UIDs.Acquire()
 	if err != nil {
 		p.started(r, nil, err)
@@ -198,9 +200,6 @@ func (p *preparedPool) keep(r *Runner) {
 	if !ok {
 		end() // the pool closed
 		return
-	}
-	if req.spec.Limits.TmpBytes != p.tmpBytes {
-		req.cfg.TmpBytes = req.spec.Limits.TmpBytes
 	}
 	res, err := j.finish(req.ctx, req.spec, req.cfg)
 	// The jail has been waited for and cleaned up: its uid is free before
@@ -299,7 +298,7 @@ func withoutShared(code, shared []File) ([]File, bool) {
 
 // run hands the request to the jail's goroutine and waits for the result.
 func (pj *preparedJail) run(ctx context.Context, spec *Spec, code []File) (*Result, error) {
-	req := &preparedRun{ctx: ctx, spec: spec, cfg: runConfigFor(spec, code, 0), done: make(chan preparedOutcome, 1)}
+	req := &preparedRun{ctx: ctx, spec: spec, cfg: runConfigFor(spec, code), done: make(chan preparedOutcome, 1)}
 	pj.reqs <- req
 	out := <-req.done
 	return out.res, out.err

@@ -234,8 +234,10 @@ func TestPreparedRecoversAfterFailures(t *testing.T) {
 	r.KeepPrepared(1, PreparedTemplate{})
 	defer r.Close()
 	require.Eventually(t, func() bool { _, err := r.PreparedStats(); return err != nil }, 5*time.Second, time.Millisecond)
+	failed := time.Now()
 	require.NoError(t, os.Symlink("/proc/self/exe", exe)) // the forked child's own binary: this test binary
 	waitPrepared(t, r, 1)
+	assert.GreaterOrEqual(t, time.Since(failed), minRetry-50*time.Millisecond, "retried before the backoff")
 	_, err = r.PreparedStats()
 	assert.NoError(t, err)
 	res := runIn(t, r, &Spec{Program: []byte("print('back')"), Limits: DefaultLimits()})
@@ -252,4 +254,39 @@ func TestPreparedOldestFirst(t *testing.T) {
 	runIn(t, r, &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
 	assert.False(t, alive(pids[0]), "the older jail was not the one used")
 	assert.True(t, alive(pids[1]))
+}
+
+// KeepPrepared again replaces the pool: the old one's waiting jails end.
+func TestKeepPreparedReplacesThePool(t *testing.T) {
+	r := preparedRunner(t, 2, PreparedTemplate{})
+	old := initStagesOf(t, r)
+	require.Len(t, old, 2)
+	r.KeepPrepared(1, PreparedTemplate{})
+	for _, pid := range old {
+		assert.False(t, alive(pid), "a jail of the replaced pool still waits")
+	}
+	waitPrepared(t, r, 1)
+	r.KeepPrepared(0, PreparedTemplate{})
+	ready, _ := r.PreparedStats()
+	assert.Zero(t, ready)
+}
+
+// Close waits for a run in a prepared jail to end.
+func TestPreparedCloseWaitsForRuns(t *testing.T) {
+	base := testRunner(t)
+	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	r.KeepPrepared(1, PreparedTemplate{})
+	waitPrepared(t, r, 1)
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := r.Run(context.Background(), &Spec{Program: []byte("import time; time.sleep(0.5); print('done')"), Limits: DefaultLimits()})
+		done <- res
+	}()
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Now()
+	r.Close()
+	assert.Greater(t, time.Since(t0), 300*time.Millisecond, "Close returned before the run in its prepared jail ended")
+	res := <-done
+	require.NotNil(t, res)
+	assert.Equal(t, "done\n", string(res.Stdout), "the run was not cut short")
 }

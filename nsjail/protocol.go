@@ -119,7 +119,7 @@ type prepareConfig struct {
 
 // runConfig is one request's part, sent with the program's stdio fds.
 type runConfig struct {
-	TmpBytes int64    // scratch tmpfs size; remounted when it differs from the prepared one
+	TmpBytes int64    // scratch tmpfs size; remounted when it differs from prepareConfig's
 	Code     []File   // the rest of /code: the program and its own code files
 	Files    []File   // written into /workspace
 	Report   bool     // keep reportFd open across the exec

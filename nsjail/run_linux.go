@@ -184,9 +184,8 @@ func (r *Runner) prepareConfig(binds []string, shared []File, tmpBytes int64) *p
 }
 
 // runConfig is the request's part: code holds the files of /code the
-// prepared jail does not have yet; tmpBytes is 0 when the prepared
-// scratch size is the spec's.
-func runConfigFor(s *Spec, code []File, tmpBytes int64) *runConfig {
+// prepared jail does not have yet.
+func runConfigFor(s *Spec, code []File) *runConfig {
 	env := append([]string{}, baseEnv...)
 	for k, v := range s.Env {
 		env = append(env, k+"="+v)
@@ -194,7 +193,7 @@ func runConfigFor(s *Spec, code []File, tmpBytes int64) *runConfig {
 	l := s.Limits
 	cpuSoft := uint64(math.Ceil(l.CPUTime.Seconds())) + 1 // a per-process backstop: the cgroup watchdog is the real limit
 	return &runConfig{
-		TmpBytes: tmpBytes,
+		TmpBytes: l.TmpBytes,
 		Code:     code,
 		Files:    s.Files,
 		Report:   s.Report,
@@ -251,7 +250,9 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 	code := codeFiles(&spec)
 	if pj, rest := r.takePrepared(b, code); pj != nil {
 		res, err := pj.run(ctx, &spec, rest)
-		if !errors.Is(err, errNotDelivered) || errors.Is(err, ErrCleanup) {
+		// Not delivered means before the jail's cgroup existed (run creates
+		// it after the send): a retry has nothing of this one to clean.
+		if !errors.Is(err, errNotDelivered) {
 			return res, err
 		}
 		// The prepared jail was gone before it got the request (killed
@@ -278,7 +279,7 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 	if err := j.start(mustJSON(r.prepareConfig(binds, nil, spec.Limits.TmpBytes))); err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}
-	return j.finish(ctx, spec, runConfigFor(spec, code, 0))
+	return j.finish(ctx, spec, runConfigFor(spec, code))
 }
 
 // finish runs the request in the started jail and cleans up after it.
@@ -377,7 +378,11 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 	}
 	defer null.Close()
 
-	exe, extra := j.runner.Exe, []*os.File{nil, childSync} // fd 3 (reportFd) closed until msgConfig, fd 4 = syncFd
+	// fd 3 (reportFd) holds /dev/null until msgConfig brings the report
+	// channel (or nothing, and it closes at the exec): a number the Go
+	// runtime of the init stage must not take for its own files. fd 4 =
+	// syncFd.
+	exe, extra := j.runner.Exe, []*os.File{null, childSync}
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
 	}

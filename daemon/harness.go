@@ -133,26 +133,23 @@ const MaxReportBytes = nsjail.MaxReportBytes
 // nil, tests.json). tests must have passed Validate. The harness's files
 // share the embedded bytes: nothing writes a Spec's contents.
 func HarnessProgram(code []byte, tests *Tests) (program []byte, programName string, codeFiles []nsjail.File) {
-	codeFiles = []nsjail.File{
-		{Path: mainName, Content: code},
-		{Path: harnessRunName, Content: harnessRun},
-		{Path: harnessLibName, Content: harnessLib},
-		{Path: harnessBinName, Content: harnessBin},
-	}
+	codeFiles = append([]nsjail.File{{Path: mainName, Content: code}}, harnessFiles...)
 	if tests != nil {
 		codeFiles = append(codeFiles, nsjail.File{Path: testsName, Content: tests.jailJSON()})
 	}
 	return harnessBoot, harnessName, codeFiles
 }
 
-// harnessShared are the files under /code that every request's jail has:
-// the boot program and the harness (a prepared jail holds them already).
-var harnessShared = []nsjail.File{
-	{Path: harnessName, Content: harnessBoot},
+// harnessFiles are the harness's files beside the boot program.
+var harnessFiles = []nsjail.File{
 	{Path: harnessRunName, Content: harnessRun},
 	{Path: harnessLibName, Content: harnessLib},
 	{Path: harnessBinName, Content: harnessBin},
 }
+
+// harnessShared are the files under /code that every request's jail has:
+// the boot program and the harness (a prepared jail holds them already).
+var harnessShared = append([]nsjail.File{{Path: harnessName, Content: harnessBoot}}, harnessFiles...)
 
 // Exception is the uncaught exception of CONTRACT.md §3.
 type Exception struct {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -820,6 +821,21 @@ func TestHarnessWithoutCompiledCode(t *testing.T) {
 			}
 			if got.stdout != want.stdout || got.stderr != want.stderr || fmt.Sprint(*got.jail) != fmt.Sprint(*want.jail) || gotTr != wantTr {
 				t.Errorf("%s, program %d:\n%+v\n%s\nwith harness.bin:\n%+v\n%s", variant, i, got, gotTr, want, wantTr)
+			}
+		}
+	}
+}
+
+// Every request's /code holds the prepared files with the same bytes: a
+// prepared jail (nsjail.PreparedTemplate) fits every daemon request.
+func TestHarnessSharedFitsEveryRequest(t *testing.T) {
+	for _, tests := range []*Tests{nil, addTests()} {
+		prog, name, files := HarnessProgram([]byte("pass"), tests)
+		all := append([]nsjail.File{{Path: name, Content: prog}}, files...)
+		for _, sh := range harnessShared {
+			i := slices.IndexFunc(all, func(f nsjail.File) bool { return f.Path == sh.Path })
+			if i < 0 || !bytes.Equal(all[i].Content, sh.Content) {
+				t.Errorf("%s: not in the request's /code with the same content", sh.Path)
 			}
 		}
 	}

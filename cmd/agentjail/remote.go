@@ -27,6 +27,11 @@ func (e *remoteError) Error() string {
 // remoteRun sends the request to the daemon on sock and returns its
 // result. Cancelling ctx closes the connection, which makes the daemon end
 // the jail ("cancelled").
+//
+// The daemon is whatever listens on --socket (AGENTJAIL_SOCKET): it gets
+// the code and the --file contents read with the caller's rights, and its
+// verdicts are believed. The socket's path must be one that only the
+// daemon's user can create (the default /run/agentjail is root's).
 func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.Result, error) {
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -257,7 +257,7 @@ func flagError(err error) error {
 				return usagef("--%s: %s", lf.name, fe.Msg)
 			}
 		}
-		for prefix, flag := range map[string]string{"files": "--file", "collect": "--collect", "tests": "--tests", "env": "--env"} {
+		for prefix, flag := range map[string]string{"files": "--file", "collect": "--collect", "tests": "--tests"} {
 			if strings.HasPrefix(fe.Field, prefix) {
 				return usagef("%s: %s", flag, err)
 			}
@@ -278,7 +278,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case err != nil:
 		return setupFailed(ra, err, stdout, stderr)
 	}
-	// Ctrl-C or a TERM ends the jail as "cancelled" and still reports.
+	// Ctrl-C or a TERM ends the jail as "cancelled". In local mode the
+	// result is still reported; through a daemon the request is dropped
+	// (the daemon cancels the jail when the connection closes) and the
+	// command exits 125 without a result.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 1)

@@ -99,6 +99,11 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		log.Warn("removed a jail left by a previous instance", "id", name)
 	}
 
+	// Before anything forks: Listen sets the process-wide umask for the
+	// bind (its socket's mode), and a jail started meanwhile would inherit
+	// it. It also relies on the socket's directory being writable by root
+	// only (RuntimeDirectory=), or another user could swap the socket
+	// between the bind and the rename.
 	l, owned, err := listener(cfg)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"testing"
 
@@ -17,7 +16,7 @@ func TestMain(m *testing.M) {
 		nsjail.Init()
 	}
 	if sock := os.Getenv("AGENTJAIL_TEST_PEER"); sock != "" {
-		resp, err := unixClient(sock).Get("http://agentjail/v1/health")
+		resp, err := HTTPClient(sock).Get("http://agentjail/v1/health")
 		if err != nil {
 			fmt.Println("error:", err)
 			os.Exit(1)
@@ -27,6 +26,3 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
-
-// unixClient is an HTTP client that reaches the daemon's socket.
-func unixClient(sock string) *http.Client { return HTTPClient(sock) }

@@ -94,7 +94,7 @@ func startServer(t testing.TB, o Options, j Jailer) (*Server, string, *http.Clie
 		_ = s.Shutdown(ctx)
 		assert.ErrorIs(t, <-served, http.ErrServerClosed)
 	})
-	return s, sock, unixClient(sock)
+	return s, sock, HTTPClient(sock)
 }
 
 type apiError struct {
@@ -316,7 +316,7 @@ func TestShutdownGraceThenKill(t *testing.T) {
 	s := NewServer(o, blockUntilCancelled(started))
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(l) }()
-	c := unixClient(sock)
+	c := HTTPClient(sock)
 
 	type answer struct {
 		status int
@@ -434,6 +434,17 @@ func TestPeerNotAllowed(t *testing.T) {
 	assert.True(t, resp.Close, "a refused peer's connection is closed, not kept alive")
 	assert.Equal(t, "forbidden", decodeErr(t, b).Error.Code)
 	assert.False(t, ran)
+}
+
+// A peer whose uid is not allowed but whose primary gid is gets answers.
+func TestPeerAllowedByGID(t *testing.T) {
+	o := testOptions()
+	o.AllowUIDs, o.AllowGIDs = []uint32{4242}, []uint32{uint32(os.Getgid())}
+	_, _, c := startServer(t, o, &fakeJailer{})
+	resp, err := c.Get("http://agentjail/v1/health")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 // TestQueuedBytesBound: the requests waiting for a slot hold at most

@@ -150,19 +150,14 @@ func TestServiceSettings(t *testing.T) {
 	assert.NotContains(t, k, "Accept", "one daemon serves every connection")
 }
 
-// buildAgentjail builds the command into dir, as scripts/build does.
+// buildAgentjail builds the command into dir with scripts/build.
 func buildAgentjail(t *testing.T, dir string) string {
 	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
 	out := filepath.Join(dir, "agentjail")
-	cmd := exec.Command(goBin, "build", "-trimpath", "-tags", "netgo,osusergo", "-o", out, "./cmd/agentjail")
+	cmd := exec.Command("scripts/build", out)
 	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", b)
+	require.NoError(t, err, "scripts/build: %s", b)
 	return out
 }
 

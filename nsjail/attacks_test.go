@@ -129,7 +129,7 @@ func TestAttacks(t *testing.T) {
 
 // runAttack runs one case and the host checks of A.4 items 3 (and 4).
 func runAttack(t *testing.T, r *Runner, e *attackEnv, a attack, baseline time.Duration) {
-	before := snapshotHost(t)
+	before := snapshotHost(t, r)
 	defer func() { before.compare(t) }()
 	if a.run != nil {
 		a.run(t, r, e)
@@ -243,22 +243,24 @@ func (e *attackEnv) noCanaryLeak(t *testing.T, res *Result) {
 // hostSnapshot holds the host sentinels of A.4 items 1 and 3 that are cheap
 // to take around every case.
 type hostSnapshot struct {
+	r        *Runner
 	hostname string
 	modules  string
 	clockOff time.Duration // CLOCK_REALTIME - CLOCK_MONOTONIC
 	fds      int           // our own open descriptors (the "daemon's")
 }
 
-func snapshotHost(t *testing.T) hostSnapshot {
+func snapshotHost(t *testing.T, r *Runner) hostSnapshot {
 	t.Helper()
 	h, err := os.Hostname()
 	require.NoError(t, err)
-	return hostSnapshot{hostname: h, modules: readOrErr("/proc/modules"), clockOff: clockOffset(), fds: countFds()}
+	poolSettled(t, r)
+	return hostSnapshot{r: r, hostname: h, modules: readOrErr("/proc/modules"), clockOff: clockOffset(), fds: countFds()}
 }
 
 func (b hostSnapshot) compare(t *testing.T) {
 	t.Helper()
-	a := snapshotHost(t)
+	a := snapshotHost(t, b.r)
 	assert.Equal(t, b.hostname, a.hostname, "host hostname changed")
 	assert.Equal(t, b.modules, a.modules, "host /proc/modules changed")
 	assert.InDelta(t, float64(b.clockOff), float64(a.clockOff), float64(time.Second), "host clock moved")
@@ -270,6 +272,24 @@ func (b hostSnapshot) compare(t *testing.T) {
 		a.fds = countFds()
 	}
 	assert.LessOrEqual(t, a.fds, b.fds, "the runner's open descriptors grew: %s", fdList())
+}
+
+// poolSettled waits until r's prepared jails are all ready (each holds a
+// socket and a pidfd of ours), so that descriptor counts compare like with
+// like: a replacement still starting has fewer than a ready one.
+func poolSettled(t *testing.T, r *Runner) {
+	t.Helper()
+	r.poolMu.Lock()
+	p := r.pool
+	r.poolMu.Unlock()
+	if p == nil {
+		return
+	}
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.ready) >= p.want && p.starting == 0
+	}, 10*time.Second, time.Millisecond, "the prepared jails never all came back")
 }
 
 func readOrErr(p string) string {

@@ -10,6 +10,11 @@ import (
 // jail: that needs CAP_SETUID in the initial user namespace.
 var ErrNotRoot = errors.New("running jails needs root (to map a dedicated host uid per jail)")
 
+// ErrBuiltWithoutCgo is returned by a binary built with CGO_ENABLED=0: the
+// jail's bootstrap (bootstrap_linux.c) is C that must run before the Go
+// runtime starts.
+var ErrBuiltWithoutCgo = errors.New("this agentjail was built without cgo, so it has no jail bootstrap: build it with scripts/build (CGO_ENABLED=1, gcc)")
+
 // StageError is a failure of the jail's set-up, reported by the stage that
 // failed: "init: pivot_root: operation not permitted". It is an internal
 // error of the jail (HTTP 500, exit 125), never a program failure.

@@ -14,7 +14,7 @@ import (
 )
 
 // nsUnshared are the namespaces the init stage makes for itself; the user
-// and pid namespaces come from its clone.
+// and pid namespaces come from the bootstrap (bootstrap_linux.c).
 const nsUnshared = unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 
 // initArg0 is argv[0] of the re-executed binary when it must run as the

@@ -1,6 +1,7 @@
 package nsjail
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -518,6 +519,17 @@ func TestHostSeesNoLeakedFds(t *testing.T) {
 	assert.Equal(t, "/workspace", cwd)
 	root, _ := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
 	assert.Equal(t, "/", root, "its root is its own pivot_root")
+	// The bootstrap (bootstrap_linux.c) clones pid 1 with CLONE_PARENT and
+	// exits: pid 1 is this process's own child, whose end it waits for, and
+	// leads its own session.
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	assert.Regexp(t, fmt.Sprintf(`(?m)^PPid:\t%d$`, os.Getpid()), string(status))
+	assert.Regexp(t, `(?m)^Groups:[ \t]*$`, string(status), "no supplementary group")
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	require.NoError(t, err)
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	assert.Equal(t, fmt.Sprint(pid), f[3], "session of %d: %s", pid, stat)
 	o := <-done
 	require.NoError(t, o.err)
 	assert.Equal(t, StatusOK, o.res.Status)

@@ -290,3 +290,37 @@ func TestPreparedCloseWaitsForRuns(t *testing.T) {
 	require.NotNil(t, res)
 	assert.Equal(t, "done\n", string(res.Stdout), "the run was not cut short")
 }
+
+// A panic in a prepared run (here once python3 runs) still kills, waits
+// for and removes the jail, and frees its goroutine: the pool refills and
+// Close returns. Before, the locked goroutine waited for ever.
+func TestPreparedRunPanicEndsTheJail(t *testing.T) {
+	base := testRunner(t)
+	// Not preparedRunner: its clean-up would Close, which is what hangs
+	// when this test fails.
+	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	r.KeepPrepared(1, PreparedTemplate{})
+	waitPrepared(t, r, 1)
+	pids := initStagesOf(t, r)
+	require.Len(t, pids, 1)
+	afterExecHook = func() { panic("injected") }
+	t.Cleanup(func() { afterExecHook = nil })
+	id := NewID()
+	func() {
+		defer func() { assert.Equal(t, "injected", recover()) }()
+		_, _ = r.Run(t.Context(), &Spec{ID: id, Program: []byte("import time; time.sleep(30)"), Limits: DefaultLimits()})
+	}()
+	afterExecHook = nil
+	assert.False(t, alive(pids[0]), "the jail outlived the panic (or was not waited for)")
+	for _, d := range systest.CgroupDirs(id) {
+		assert.NoDirExists(t, d)
+	}
+	waitPrepared(t, r, 1)
+	closed := make(chan struct{})
+	go func() { r.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close hangs: the panicked jail's goroutine never ended")
+	}
+}

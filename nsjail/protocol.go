@@ -44,6 +44,10 @@ import (
 //	  <--- EOF (fd 4 is close-on-exec: the
 //	       exec succeeded), or msgError -----
 //
+// Before it, the bootstrap (C that runs before the Go runtime starts, in
+// bootstrap_linux.c) makes the user and pid namespaces and has the parent
+// map the user: its own short exchange on the same socket.
+//
 // Payloads are JSON; msgError carries a StageError. The init stage never
 // waits for the parent without a message in flight, and it exits on any
 // error (or when the parent's end closes), so a failing set-up cannot hang

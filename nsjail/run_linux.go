@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -55,6 +54,9 @@ const DefaultRootDir = "/run/agentjail/root"
 func NewRunner() (*Runner, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
+	}
+	if !bootstrapBuilt {
+		return nil, ErrBuiltWithoutCgo
 	}
 	cg, err := cgroup.Open("agentjail")
 	if err != nil {
@@ -282,9 +284,21 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 	return j.finish(ctx, spec, runConfigFor(spec, code))
 }
 
-// finish runs the request in the started jail and cleans up after it.
+// afterExecHook, set by a test only, runs once the program has been
+// exec'd: a place to fail a run in.
+var afterExecHook func()
+
+// finish runs the request in the started jail and cleans up after it. A
+// panic on the way still kills, waits for and removes the jail before it
+// goes on: the caller's locked thread, and the uid, must outlive the jail.
 func (j *jail) finish(ctx context.Context, spec *Spec, cfg *runConfig) (*Result, error) {
 	j.spec = spec
+	defer func() {
+		if v := recover(); v != nil {
+			_ = j.cleanup()
+			panic(v)
+		}
+	}()
 	res, err := j.run(ctx, cfg)
 	if cerr := j.cleanup(); cerr != nil {
 		cerr = fmt.Errorf("%w: %v", ErrCleanup, cerr)
@@ -303,9 +317,10 @@ type jail struct {
 	uid    uint32
 
 	cg        *cgroup.Group
-	cmd       *exec.Cmd
-	workspace *os.File // /workspace of the jail, for Collect; nil unless asked
-	sync      *os.File // parent's end of the socketpair
+	proc      *os.Process      // the jail's pid 1 (the init stage, then python3)
+	state     *os.ProcessState // proc's end, once waited for
+	workspace *os.File         // /workspace of the jail, for Collect; nil unless asked
+	sync      *os.File         // parent's end of the socketpair
 	closers   []io.Closer
 
 	preparing bool // msgPrepare sent, its msgReady not read yet
@@ -323,8 +338,8 @@ func (j *jail) kill(reason KillReason) {
 		j.reason = reason
 	}
 	j.mu.Unlock()
-	if first && j.cmd != nil && j.cmd.Process != nil {
-		_ = j.cmd.Process.Signal(syscall.SIGKILL)
+	if first && j.proc != nil {
+		_ = j.proc.Signal(syscall.SIGKILL)
 	}
 }
 
@@ -339,10 +354,10 @@ func (j *jail) cleanup() error {
 		c.Close()
 	}
 	j.closers = nil
-	if j.cmd != nil && j.cmd.Process != nil && j.cmd.ProcessState == nil {
+	if j.proc != nil && j.state == nil {
 		// Set-up failed after the start: the init stage must not outlive us.
-		_ = j.cmd.Process.Kill()
-		_, _ = j.cmd.Process.Wait()
+		_ = j.proc.Kill()
+		_ = j.wait()
 	}
 	if j.cg != nil {
 		err := j.cg.Delete()
@@ -386,41 +401,25 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
 	}
-	j.cmd = &exec.Cmd{
-		Path:       exe,
-		Args:       []string{initArg0},
-		Env:        []string{"GOMAXPROCS=1", "GOGC=off"},
-		Stdin:      null,
-		Stdout:     null,
-		Stderr:     null,
-		ExtraFiles: extra,
-		SysProcAttr: &syscall.SysProcAttr{
-			// Only the user namespace (which its uid maps need) and the pid
-			// namespace (PID 1 must be born into it) are made here: the
-			// init stage unshares the mount, network, ipc and uts
-			// namespaces itself (nsUnshared), so that their creation (0.3
-			// ms) is not this process's CPU.
-			Cloneflags:                 syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID,
-			UidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
-			GidMappings:                []syscall.SysProcIDMap{{ContainerID: 1000, HostID: int(j.uid), Size: 1}},
-			GidMappingsEnableSetgroups: false,
-			// The init stage runs as the jail's user from its first
-			// instruction, holding only the namespace capabilities that
-			// set-up needs; it drops them before exec.
-			Credential:  &syscall.Credential{Uid: 1000, Gid: 1000, NoSetGroups: true},
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
-			Setsid:      true,
-			// If this thread dies (the daemon crashed), the jail dies. The
-			// signal is tied to the creating OS thread, which the caller
-			// holds locked until the jail has been waited for.
-			Pdeathsig: syscall.SIGKILL,
-		},
-	}
-	if err := j.cmd.Start(); err != nil {
-		j.cmd = nil
+	// A plain vfork and exec: the bootstrap (bootstrap_linux.c) makes the
+	// user and pid namespaces itself, so this process's page tables are
+	// not copied (Go forks in full for a clone with CLONE_NEWUSER).
+	boot, err := os.StartProcess(exe, []string{initArg0}, &os.ProcAttr{
+		Env:   []string{"GOMAXPROCS=1", "GOGC=off"},
+		Files: append([]*os.File{null, null, null}, extra...),
+		// If this thread dies (the daemon crashed), the bootstrap dies;
+		// the jail's pid 1 ties its own parent-death signal to this same
+		// thread, which the caller holds locked until the jail has been
+		// waited for.
+		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
 		return stageErr("start init stage", err)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
+	if j.proc, err = bootstrap(j.sync, boot, j.uid); err != nil {
+		return err
+	}
 	if err := writeMsg(j.sync, msgPrepare, prep); err != nil {
 		return j.initFailure("send prepare", err)
 	}
@@ -517,7 +516,7 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	if err := j.expect(msgReady); err != nil {
 		return nil, err
 	}
-	if err := j.cg.Attach(j.cmd.Process.Pid); err != nil {
+	if err := j.cg.Attach(j.proc.Pid); err != nil {
 		return nil, stageErr("attach to cgroup", err)
 	}
 	if err := writeMsg(j.sync, msgGo, nil); err != nil {
@@ -526,6 +525,9 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	listener, err := j.awaitExec()
 	if err != nil {
 		return nil, err
+	}
+	if afterExecHook != nil {
+		afterExecHook()
 	}
 	start := time.Now()
 	violations := &seccomp.Collector{}
@@ -578,13 +580,12 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		}
 	}
 
-	werr := j.cmd.Wait()
+	werr := j.wait()
 	end := time.Now()
 	wall.Stop()
 	close(done)
 	watchers.Wait()
-	var ee *exec.ExitError
-	if werr != nil && !errors.As(werr, &ee) {
+	if werr != nil {
 		return nil, stageErr("wait", werr)
 	}
 	stats, err := j.cg.Stats()
@@ -630,7 +631,7 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		// Collect follows no link the program may have left.
 		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
 	}
-	ws := j.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	ws := j.state.Sys().(syscall.WaitStatus)
 	res.decide(ws, j.killReason())
 	return res, nil
 }
@@ -820,11 +821,27 @@ func closeFds(fds []int) {
 // initFailure explains a broken conversation with the init stage, with
 // its exit status when it died.
 func (j *jail) initFailure(stage string, err error) error {
-	_ = j.cmd.Process.Kill()
-	if werr := j.cmd.Wait(); werr != nil {
+	_ = j.proc.Kill()
+	if werr := j.wait(); werr != nil {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, werr)}
 	}
+	if !j.state.Success() {
+		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, j.state)}
+	}
 	return stageErr(stage, err)
+}
+
+// wait waits for the jail's pid 1 once, recording its end.
+func (j *jail) wait() error {
+	if j.state != nil {
+		return nil
+	}
+	st, err := j.proc.Wait()
+	if err != nil {
+		return err
+	}
+	j.state = st
+	return nil
 }
 
 // stdinFile is the program's stdin: /dev/null, or a sealed memfd holding

@@ -7,8 +7,9 @@ import (
 )
 
 // defaultBPF is DefaultPolicy compiled by libseccomp, as MarshalBinary
-// writes it. Shipping the compiled program keeps cgo and libseccomp out of
-// the agentjail binary (it is built static: it starts twice per run), while
+// writes it. Shipping the compiled program keeps libseccomp out of the
+// agentjail binary (scripts/build's agentjail_nolibseccomp tag: it starts
+// twice per run, and libseccomp's initialisation probes the kernel), while
 // the policy stays data: TestEmbeddedProgramIsCurrent compiles the policy
 // again and fails if this file is stale; `go test ./seccomp -run
 // TestEmbeddedProgramIsCurrent -update` regenerates it.

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -187,4 +189,18 @@ func TestRunTestsAndCollect(t *testing.T) {
 	code, _, stderr = run(t, "", "run", "--tests", tests, "-c", prog)
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "--tests")
+}
+
+// TestRunDropsCallerGroups: the caller's supplementary groups are kernel
+// gids that would still open group-readable host files from inside (the
+// jail sees them as 65534). The bootstrap drops them before the user
+// namespace exists.
+func TestRunDropsCallerGroups(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
+	cmd := exec.Command("/proc/self/exe", "run", "-c", `import os; print(os.getgroups(), open("/proc/self/status").read().split("Groups:")[1].split("\n")[0].split())`)
+	cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{0, 4, 27}}}
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	assert.Equal(t, "[] []\n", string(out))
 }

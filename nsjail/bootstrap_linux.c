@@ -1,0 +1,171 @@
+// The jail's bootstrap: C that runs in the re-executed binary before the
+// Go runtime starts (a constructor), because two of its steps need a
+// process with one thread: unshare(CLONE_NEWUSER) and a fork. It lets the
+// parent start the init stage with a plain vfork and exec, instead of a
+// clone with CLONE_NEWUSER, which Go does as a full fork of the parent (a
+// daemon's page tables copied on every jail). runc's nsexec is the model.
+//
+//	parent (vfork, exec; no namespace)       bootstrap, before the Go runtime
+//	                                           no supplementary groups,
+//	                                           unshare(CLONE_NEWUSER)
+//	  <--- record AJ_REC_USERNS -------------
+//	  setgroups deny, uid_map, gid_map
+//	  (1000 inside = the jail's host uid)
+//	  ---- byte AJ_MAPPED ------------------>
+//	                                           uid and gid 1000, capabilities
+//	                                           CAP_SYS_ADMIN, CAP_NET_ADMIN,
+//	                                           CAP_SETPCAP only,
+//	                                           unshare(CLONE_NEWPID),
+//	                                           fork with CLONE_PARENT: the child
+//	                                           is pid 1 and the parent's own child
+//	  <--- record AJ_REC_PID (its host pid) -  (this process exits 0)
+//	  reap this process; wait for, signal
+//	  and attach the pid 1 from now on
+//	                                           pid 1 returns into the Go
+//	                                           runtime: nsjail.Init and the
+//	                                           protocol of protocol.go
+//
+// Any failure sends AJ_REC_ERROR (errno and the step) and exits 1. Every
+// other process of this binary returns at once from the constructor.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bootstrap_linux.h"
+
+struct aj_record {
+	char kind;
+	char pad[3];
+	int32_t value;
+	char stage[AJ_RECORD_SIZE - 8];
+};
+_Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
+
+static void aj_send(char kind, int32_t value, const char *stage)
+{
+	struct aj_record r;
+	memset(&r, 0, sizeof r);
+	r.kind = kind;
+	r.value = value;
+	if (stage)
+		strncpy(r.stage, stage, sizeof r.stage - 1);
+	const char *p = (const char *)&r;
+	size_t left = sizeof r;
+	while (left > 0) {
+		ssize_t n = send(AJ_SYNC_FD, p, left, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(1);
+		p += n;
+		left -= (size_t)n;
+	}
+}
+
+__attribute__((noreturn)) static void aj_fail(const char *stage)
+{
+	aj_send(AJ_REC_ERROR, errno, stage);
+	_exit(1);
+}
+
+// Priority 101, the first a program may use: no other constructor runs
+// before it in the init stage.
+__attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv, char **envp)
+{
+	(void)envp;
+	if (argc < 1 || argv == NULL || argv[0] == NULL || strcmp(argv[0], AJ_INIT_ARG0) != 0)
+		return;
+
+	// Nothing may read or ptrace this process while it holds
+	// capabilities (the init stage repeats it for its own thread).
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		aj_fail("set not dumpable");
+	// The parent's supplementary groups (kernel gids: they would still
+	// open group-readable host files) do not enter the jail. The user
+	// namespace's setgroups "deny" forbids it from then on.
+	if (setgroups(0, NULL) < 0)
+		aj_fail("drop supplementary groups");
+	if (unshare(CLONE_NEWUSER) < 0)
+		aj_fail("unshare user namespace");
+	aj_send(AJ_REC_USERNS, 0, NULL);
+	char mapped;
+	for (;;) {
+		ssize_t n = read(AJ_SYNC_FD, &mapped, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != 1 || mapped != AJ_MAPPED)
+			_exit(1); // the parent went away or gave up
+		break;
+	}
+
+	// From root of the parent's namespace (which has no capability in it
+	// any more) to the jail's user, with the three capabilities of its own
+	// namespace that set-up needs; the init stage drops them before exec.
+	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+		aj_fail("keep capabilities");
+	if (setresgid(AJ_JAIL_ID, AJ_JAIL_ID, AJ_JAIL_ID) < 0)
+		aj_fail("setresgid");
+	if (setresuid(AJ_JAIL_ID, AJ_JAIL_ID, AJ_JAIL_ID) < 0)
+		aj_fail("setresuid");
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	memset(data, 0, sizeof data);
+	data[0].permitted = data[0].effective =
+		(1u << CAP_SYS_ADMIN) | (1u << CAP_NET_ADMIN) | (1u << CAP_SETPCAP);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		aj_fail("set capabilities");
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+		aj_fail("keep capabilities");
+	// A change of credentials resets both.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		aj_fail("set not dumpable");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		aj_fail("set parent-death signal");
+
+	// Only this process's children are born into the new pid namespace.
+	if (unshare(CLONE_NEWPID) < 0)
+		aj_fail("unshare pid namespace");
+	// A fork with CLONE_PARENT, done as glibc's own fork does it, because
+	// the child runs glibc and the Go runtime (which asks glibc about its
+	// own thread) after it: the kernel writes the child's thread id where
+	// glibc keeps it (the address glibc gave set_tid_address), and the
+	// child registers glibc's robust-futex list again (a fork drops it).
+	// glibc's clone() wrapper does neither: its child would carry this
+	// process's thread id (pthread_getattr_np fails with ESRCH, which Go
+	// 1.22 and later call; golang/go#65625, fixed in runc's nsexec the same
+	// way, opencontainers/runc#4247).
+	pid_t *tid = NULL;
+	struct robust_list_head *robust = NULL;
+	size_t robust_len = 0;
+	if (prctl(PR_GET_TID_ADDRESS, &tid, 0, 0, 0) < 0 || tid == NULL)
+		aj_fail("get the thread id address");
+	if (syscall(SYS_get_robust_list, 0, &robust, &robust_len) < 0)
+		aj_fail("get the robust futex list");
+	long pid = syscall(SYS_clone, CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD,
+			   NULL, NULL, tid, 0);
+	if (pid < 0)
+		aj_fail("clone pid 1");
+	if (pid > 0) {
+		aj_send(AJ_REC_PID, (int32_t)pid, NULL);
+		_exit(0);
+	}
+
+	// pid 1 of the jail, a child of the parent's thread that started this
+	// process: that thread's end kills it, as it would have killed us. A
+	// failure here cannot be reported beside the pid record: pid 1 exits,
+	// and the parent learns it from its exit status.
+	if (syscall(SYS_set_robust_list, robust, robust_len) < 0 ||
+	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || setsid() < 0)
+		_exit(1);
+}

@@ -1,0 +1,144 @@
+package nsjail
+
+// #cgo CFLAGS: -Wall -Wextra -Werror -O2
+// #include "bootstrap_linux.h"
+import "C"
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// bootstrap_linux.c must agree with protocol.go and init_linux.go: a
+// difference does not compile (a negative constant overflows uint).
+const (
+	_ = uint(C.AJ_SYNC_FD - syncFd)
+	_ = uint(syncFd - C.AJ_SYNC_FD)
+	_ = uint(C.AJ_JAIL_ID - jailID)
+	_ = uint(jailID - C.AJ_JAIL_ID)
+)
+
+// bootstrapBuilt: this binary has bootstrap_linux.c.
+const bootstrapBuilt = true
+
+// jailID is the uid and gid of the jail's user inside its namespace.
+const jailID = 1000
+
+// bootstrapArg0 is the argv[0] the C bootstrap acts on (for a test: it must
+// be initArg0).
+func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
+
+// bootstrap is the parent's side of bootstrap_linux.c's conversation,
+// right after the start of proc (the bootstrap process): it maps the
+// jail's user namespace and returns the jail's pid 1, a child of this
+// process. proc has been waited for when it returns, whatever the outcome.
+func bootstrap(sync io.ReadWriter, proc *os.Process, hostUID uint32) (*os.Process, error) {
+	reap := func(err error) (*os.Process, error) {
+		_ = proc.Kill()
+		if st, werr := proc.Wait(); werr == nil && !st.Success() && err == nil {
+			err = fmt.Errorf("bootstrap ended: %v", st)
+		}
+		return nil, err
+	}
+	if _, err := readRecord(sync, C.AJ_REC_USERNS); err != nil {
+		return reap(err)
+	}
+	if err := writeIDMaps(proc.Pid, hostUID); err != nil {
+		return reap(err)
+	}
+	if _, err := sync.Write([]byte{C.AJ_MAPPED}); err != nil {
+		return reap(stageErr("bootstrap: send mapped", err))
+	}
+	pid, err := readRecord(sync, C.AJ_REC_PID)
+	if err == nil && pid <= 0 { // Kill would signal a process group
+		err = &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("pid %d", pid)}
+	}
+	if err != nil {
+		// A deadline, or a bootstrap killed from outside, between its
+		// clone and the record leaves a pid 1 nobody knows of.
+		defer reapLostInit()
+		return reap(err)
+	}
+	st, err := proc.Wait()
+	if err == nil && !st.Success() {
+		err = fmt.Errorf("bootstrap: %v", st)
+	}
+	// Our child (CLONE_PARENT) and not yet waited for: its pid is not
+	// reused until we do, so the handle names it.
+	init, ferr := os.FindProcess(int(pid))
+	if err != nil || ferr != nil {
+		if ferr == nil {
+			_ = init.Kill()
+			_, _ = init.Wait()
+		}
+		return nil, stageErr("bootstrap", fmt.Errorf("%w %w", err, ferr))
+	}
+	return init, nil
+}
+
+// reapLostInit ends and waits for a jail pid 1 whose pid never arrived.
+// It is a child of this OS thread (CLONE_PARENT), which the caller holds
+// locked, in a pid namespace of its own: what tells it from any other
+// child of the thread.
+func reapLostInit() {
+	b, _ := os.ReadFile("/proc/thread-self/children")
+	own, _ := os.Readlink("/proc/self/ns/pid")
+	for _, f := range bytes.Fields(b) {
+		pid, err := strconv.Atoi(string(f))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		p, err := os.FindProcess(pid) // a pidfd: the pid cannot be reused while we hold it
+		if err != nil {
+			continue
+		}
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err == nil && ns != own {
+			_ = p.Kill()
+			_, _ = p.Wait()
+		}
+		_ = p.Release()
+	}
+}
+
+// readRecord reads the bootstrap's next record, which must be of kind
+// want, and returns its value.
+func readRecord(r io.Reader, want byte) (int32, error) {
+	var rec [C.AJ_RECORD_SIZE]byte
+	if _, err := io.ReadFull(r, rec[:]); err != nil {
+		return 0, stageErr("bootstrap", err)
+	}
+	value := int32(binary.NativeEndian.Uint32(rec[4:8]))
+	switch rec[0] {
+	case want:
+		return value, nil
+	case C.AJ_REC_ERROR:
+		stage := rec[8:]
+		if i := bytes.IndexByte(stage, 0); i >= 0 {
+			stage = stage[:i]
+		}
+		return 0, &StageError{Stage: "bootstrap: " + string(stage), Errno: syscall.Errno(value)}
+	default:
+		return 0, &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("record %q instead of %q", rec[0], want)}
+	}
+}
+
+// writeIDMaps maps the jail's user and group (jailID inside) to its host
+// uid, after denying setgroups (an unprivileged map needs that, and the
+// jail must never drop a group to open a file the group may not).
+func writeIDMaps(pid int, hostUID uint32) error {
+	m := fmt.Appendf(nil, "%d %d 1\n", jailID, hostUID)
+	for _, w := range []struct {
+		file string
+		data []byte
+	}{{"setgroups", []byte("deny")}, {"uid_map", m}, {"gid_map", m}} {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, w.file), w.data, 0); err != nil {
+			return stageErr("bootstrap: write "+w.file, err)
+		}
+	}
+	return nil
+}

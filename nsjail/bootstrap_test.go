@@ -1,0 +1,68 @@
+//go:build linux && cgo
+
+package nsjail
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
+)
+
+func TestBootstrapActsOnInitArg0(t *testing.T) {
+	assert.Equal(t, initArg0, bootstrapArg0())
+}
+
+// record is one bootstrap record as bootstrap_linux.c writes it.
+func record(kind byte, value int32, stage string) []byte {
+	rec := make([]byte, 64)
+	rec[0] = kind
+	binary.NativeEndian.PutUint32(rec[4:8], uint32(value))
+	copy(rec[8:], stage)
+	return rec
+}
+
+func TestBootstrapRecords(t *testing.T) {
+	v, err := readRecord(bytes.NewReader(record('P', 4242, "")), 'P')
+	require.NoError(t, err)
+	assert.Equal(t, int32(4242), v)
+
+	_, err = readRecord(bytes.NewReader(record('E', int32(syscall.ENOSPC), "unshare user namespace")), 'U')
+	var se *StageError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "bootstrap: unshare user namespace", se.Stage)
+	assert.Equal(t, syscall.ENOSPC, se.Errno)
+	assert.ErrorIs(t, err, syscall.ENOSPC, "max_user_namespaces reached must be recognisable")
+
+	_, err = readRecord(bytes.NewReader(record('P', 1, "")), 'U')
+	assert.ErrorContains(t, err, `record 'P' instead of 'U'`)
+
+	_, err = readRecord(bytes.NewReader(record('U', 0, "")[:10]), 'U')
+	assert.ErrorContains(t, err, "bootstrap", "a bootstrap that died mid-record")
+}
+
+// reapLostInit ends this thread's children that are in a pid namespace
+// of their own (a jail's pid 1 whose pid record never came), and only
+// those.
+func TestReapLostInit(t *testing.T) {
+	systest.Require(t, systest.Root)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	lost := exec.Command("/bin/sleep", "30")
+	lost.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	require.NoError(t, lost.Start())
+	other := exec.Command("/bin/sleep", "30")
+	require.NoError(t, other.Start())
+	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()
+
+	reapLostInit()
+	assert.Error(t, syscall.Kill(lost.Process.Pid, 0), "the lost pid 1 was killed and waited for")
+	assert.NoError(t, syscall.Kill(other.Process.Pid, 0), "a child in our own pid namespace is not a jail")
+}

@@ -396,10 +396,16 @@ func LoadConfig(path string) (*Config, error) {
 	if st.Mode().Perm()&0o002 != 0 {
 		return nil, fmt.Errorf("config %s: is writable by every user (mode %04o); refusing it", path, st.Mode().Perm())
 	}
-	// Nor may anyone but this daemon's user (root) own it: its owner
-	// could change it at will.
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
-		return nil, fmt.Errorf("config %s: is owned by uid %d, not by root or the daemon's user; refusing it", path, sys.Uid)
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		// Nor may anyone but this daemon's user (root) own it: its owner
+		// could change it at will.
+		if int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
+			return nil, fmt.Errorf("config %s: is owned by uid %d, not by root or the daemon's user; refusing it", path, sys.Uid)
+		}
+		// Nor write it as a group other than root's or the daemon's.
+		if st.Mode().Perm()&0o020 != 0 && sys.Gid != 0 && int(sys.Gid) != os.Getegid() {
+			return nil, fmt.Errorf("config %s: is writable by group %d (mode %04o); refusing it: chmod g-w, or chgrp to root", path, sys.Gid, st.Mode().Perm())
+		}
 	}
 	var buf bytes.Buffer
 	if _, err := buf.ReadFrom(f); err != nil {

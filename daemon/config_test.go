@@ -369,6 +369,15 @@ func TestLoadConfig(t *testing.T) {
 		require.NoError(t, os.Chown(p, 65534, 65534))
 		_, err = LoadConfig(p)
 		assert.EqualError(t, err, "config "+p+": is owned by uid 65534, not by root or the daemon's user; refusing it")
+
+		// Nor one that another group may write; root's group may.
+		require.NoError(t, os.Chown(p, 0, 65534))
+		require.NoError(t, os.Chmod(p, 0o664))
+		_, err = LoadConfig(p)
+		assert.EqualError(t, err, "config "+p+": is writable by group 65534 (mode 0664); refusing it: chmod g-w, or chgrp to root")
+		require.NoError(t, os.Chown(p, 0, 0))
+		_, err = LoadConfig(p)
+		assert.NoError(t, err)
 	}
 
 	_, err = LoadConfig(dir)

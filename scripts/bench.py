@@ -123,9 +123,11 @@ def daemon_bench(binary, n):
     srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
-            if os.path.exists(sock):
+            if os.path.exists(sock) or srv.poll() is not None:
                 break
             time.sleep(0.02)
+        if srv.poll() is not None or not os.path.exists(sock):
+            sys.exit(f"bench: the daemon did not come up (exit status {srv.poll()}); run `{binary} serve --config {cfg} --socket {sock}` to see why")
         conn = UnixHTTP(sock)
         for _ in range(10):
             post_run(conn)

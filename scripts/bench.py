@@ -112,25 +112,44 @@ def proc_rss(pid):
     return 0
 
 
-def daemon_bench(binary, n):
-    """End-to-end latency through the socket, throughput, idle RSS and
-    daemon CPU per run, against a daemon started here."""
+def start_daemon(binary, max_concurrent):
+    """A daemon of binary on a socket of its own, its 10 first runs done:
+    (process, socket path, a kept-alive connection)."""
     d = tempfile.mkdtemp(prefix="agentjail-bench-")
     sock = os.path.join(d, "s.sock")
     cfg = os.path.join(d, "config.toml")
     with open(cfg, "w") as f:
-        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % os.cpu_count())
+        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % max_concurrent)
     srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if os.path.exists(sock) or srv.poll() is not None:
+            break
+        time.sleep(0.02)
+    if srv.poll() is not None or not os.path.exists(sock):
+        srv.kill()
+        sys.exit(f"bench: the daemon did not come up (exit status {srv.poll()}); run `{binary} serve --config {cfg} --socket {sock}` to see why")
+    conn = UnixHTTP(sock)
+    for _ in range(10):
+        post_run(conn)
+    return srv, sock, conn
+
+
+def stop_daemon(srv, sock):
+    """Ends a start_daemon daemon and removes its folder."""
+    srv.terminate()
+    srv.wait(timeout=30)
+    d = os.path.dirname(sock)
+    for f in ("config.toml", "s.sock"):
+        if os.path.exists(os.path.join(d, f)):
+            os.remove(os.path.join(d, f))
+    os.rmdir(d)
+
+
+def daemon_bench(binary, n):
+    """End-to-end latency through the socket, throughput, idle RSS and
+    daemon CPU per run, against a daemon started here."""
+    srv, sock, conn = start_daemon(binary, os.cpu_count())
     try:
-        for _ in range(200):
-            if os.path.exists(sock) or srv.poll() is not None:
-                break
-            time.sleep(0.02)
-        if srv.poll() is not None or not os.path.exists(sock):
-            sys.exit(f"bench: the daemon did not come up (exit status {srv.poll()}); run `{binary} serve --config {cfg} --socket {sock}` to see why")
-        conn = UnixHTTP(sock)
-        for _ in range(10):
-            post_run(conn)
         time.sleep(1)
         idle_rss = proc_rss(srv.pid)
 
@@ -176,13 +195,7 @@ def daemon_bench(binary, n):
             tput.append((clients, total, total / (time.perf_counter() - t)))
         return bare, keep, conn1, cli, idle_rss, cpu_per_run, tput
     finally:
-        srv.terminate()
-        srv.wait(timeout=30)
-        for f in (cfg,):
-            os.remove(f)
-        if os.path.exists(sock):
-            os.remove(sock)
-        os.rmdir(d)
+        stop_daemon(srv, sock)
 
 
 def main():

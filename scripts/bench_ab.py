@@ -5,7 +5,7 @@ mode's ratio to bare python3. For a change's before/after in BENCHMARKS.md:
 
     python3 scripts/bench_ab.py OLD_BINARY NEW_BINARY [--pairs 3]
 """
-import argparse, os, statistics, subprocess, sys, tempfile, time
+import argparse, os, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
@@ -15,21 +15,8 @@ def daemon_cpu(binary, n=300, settle=0.02):
     """Daemon CPU (utime+stime) per run and median latency of n runs of
     `pass`, each after a pause (the replacement of the prepared jail used
     lands in the pause, and in the CPU figure)."""
-    d = tempfile.mkdtemp(prefix="agentjail-ab-")
-    sock, cfg = os.path.join(d, "s.sock"), os.path.join(d, "config.toml")
-    with open(cfg, "w") as f:
-        f.write('[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\nqueue_length = 64\n[log]\nlevel = "warn"\n')
-    srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=subprocess.DEVNULL)
+    srv, sock, conn = bench.start_daemon(binary, 2)
     try:
-        for _ in range(200):
-            if os.path.exists(sock) or srv.poll() is not None:
-                break
-            time.sleep(0.02)
-        if srv.poll() is not None or not os.path.exists(sock):
-            sys.exit(f"bench_ab: {binary} serve did not come up")
-        conn = bench.UnixHTTP(sock)
-        for _ in range(10):
-            bench.post_run(conn)
         time.sleep(0.5)
         cpu0, lat = bench.proc_cpu_ms(srv.pid), []
         for _ in range(n):
@@ -40,8 +27,7 @@ def daemon_cpu(binary, n=300, settle=0.02):
         time.sleep(0.1)
         return (bench.proc_cpu_ms(srv.pid) - cpu0) / n, statistics.median(lat)
     finally:
-        srv.terminate()
-        srv.wait()
+        bench.stop_daemon(srv, sock)
 
 
 def local(binaries, n=150):

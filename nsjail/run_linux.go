@@ -26,7 +26,12 @@ type Runner struct {
 	Cgroups *cgroup.Manager
 	UIDs    *UIDRange
 	// Exe is the binary re-executed as the init stage; its main must
-	// dispatch IsInit first. Default /proc/self/exe.
+	// dispatch IsInit first, and it must hold the bootstrap
+	// (bootstrap_linux.c: any binary that imports this package with cgo
+	// does). Its first instructions run as this process's user (root)
+	// with all of its capabilities, until the bootstrap enters the jail's
+	// user namespace: it must be as trusted as this binary (root's, not
+	// writable by others). Default /proc/self/exe.
 	Exe string
 	// ExeFile, when set, is executed instead of Exe: a sealed copy of the
 	// binary (SealedExe) that nothing can rewrite between two jails. It is

@@ -164,8 +164,10 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	// pid 1 of the jail, a child of the parent's thread that started this
 	// process: that thread's end kills it, as it would have killed us. A
 	// failure here cannot be reported beside the pid record: pid 1 exits,
-	// and the parent learns it from its exit status.
-	if (syscall(SYS_set_robust_list, robust, robust_len) < 0 ||
+	// and the parent learns it from its exit status. glibc's idea of this
+	// thread's id must be the kernel's (1), or every jail start fails here.
+	if (*tid != (pid_t)syscall(SYS_gettid) ||
+	    syscall(SYS_set_robust_list, robust, robust_len) < 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || setsid() < 0)
 		_exit(1);
 }

@@ -9,7 +9,7 @@ import (
 
 var (
 	errQueueFull  = errors.New("queue full")
-	errQueueBytes = errors.New("queued bytes at their maximum")
+	errQueueBytes = errors.New("queued bytes at their maximum") // in a *queueBytesError
 	errDraining   = errors.New("shutting down")
 )
 
@@ -27,6 +27,14 @@ type admission struct {
 	queuedBytes int64
 	avg         time.Duration // moving average of run durations, for Retry-After
 }
+
+// queueBytesError refuses a request because the requests waiting hold
+// waiting bytes, and size more would pass the bound: the figures of the
+// decision.
+type queueBytesError struct{ waiting, size int64 }
+
+func (e *queueBytesError) Error() string { return errQueueBytes.Error() }
+func (e *queueBytesError) Unwrap() error { return errQueueBytes }
 
 func newAdmission(maxConcurrent, queueLen int, maxQueuedBytes int64) *admission {
 	return &admission{slots: make(chan struct{}, maxConcurrent), queueLen: queueLen, maxBytes: maxQueuedBytes, closed: make(chan struct{})}
@@ -48,13 +56,9 @@ func (a *admission) acquire(ctx context.Context, size int64) error {
 	default:
 	}
 	a.mu.Lock()
-	if a.queued >= a.queueLen {
+	if err := a.refusedLocked(size); err != nil {
 		a.mu.Unlock()
-		return errQueueFull
-	}
-	if a.maxBytes > 0 && a.queuedBytes+size > a.maxBytes {
-		a.mu.Unlock()
-		return errQueueBytes
+		return err
 	}
 	a.queued++
 	a.queuedBytes += size
@@ -89,14 +93,25 @@ func (a *admission) release(took time.Duration) {
 
 func (a *admission) close() { close(a.closed) }
 
-// full says that a request arriving now would get errQueueFull.
-func (a *admission) full() bool {
+// refused is what acquire would answer now, without waiting, for a
+// request of size bytes: errQueueFull, a *queueBytesError, or nil.
+func (a *admission) refused(size int64) error {
 	if len(a.slots) < cap(a.slots) {
-		return false
+		return nil
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.queued >= a.queueLen
+	return a.refusedLocked(size)
+}
+
+func (a *admission) refusedLocked(size int64) error {
+	if a.queued >= a.queueLen {
+		return errQueueFull
+	}
+	if a.maxBytes > 0 && a.queuedBytes+size > a.maxBytes {
+		return &queueBytesError{waiting: a.queuedBytes, size: size}
+	}
+	return nil
 }
 
 func (a *admission) running() int { return len(a.slots) }

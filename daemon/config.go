@@ -280,14 +280,19 @@ func (c *Config) ForbiddenSyscallMode() seccomp.Mode {
 	return seccomp.ModeErrno
 }
 
+// maxPreparedJails bounds jail.prepared_jails, its default included: each
+// waiting jail is a process with 1.4 MiB of its own and a uid.
+const maxPreparedJails = 1024
+
 // Prepared is how many jails the daemon keeps prepared ahead of requests:
 // jail.prepared_jails, by default admission.max_concurrent (each running
-// jail's replacement is being prepared while it runs).
+// jail's replacement is being prepared while it runs), at most
+// maxPreparedJails.
 func (c *Config) Prepared() int {
 	if c.Jail.PreparedJails != nil {
 		return *c.Jail.PreparedJails
 	}
-	return c.Admission.MaxConcurrent
+	return min(c.Admission.MaxConcurrent, maxPreparedJails)
 }
 
 // UIDRange is a fresh allocator of the jails' host uids (one per daemon);
@@ -402,7 +407,9 @@ func LoadConfig(path string) (*Config, error) {
 		if int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
 			return nil, fmt.Errorf("config %s: is owned by uid %d, not by root or the daemon's user; refusing it", path, sys.Uid)
 		}
-		// Nor write it as a group other than root's or the daemon's.
+		// Nor write it as a group other than root's or the daemon's. (Root's
+		// group is trusted as root is; the directory is not checked: whoever
+		// may write /etc/agentjail may rename a file over this one.)
 		if st.Mode().Perm()&0o020 != 0 && sys.Gid != 0 && int(sys.Gid) != os.Getegid() {
 			return nil, fmt.Errorf("config %s: is writable by group %d (mode %04o); refusing it: chmod g-w, or chgrp to root", path, sys.Gid, st.Mode().Perm())
 		}
@@ -786,8 +793,8 @@ func (c *Config) Validate() error {
 			bad("jail.read_only_mounts", "%v", err)
 		}
 	}
-	if j.PreparedJails != nil && (*j.PreparedJails < 0 || *j.PreparedJails > 1024) {
-		bad("jail.prepared_jails", "must be from 0 (off) to 1024, got %d", *j.PreparedJails)
+	if j.PreparedJails != nil && (*j.PreparedJails < 0 || *j.PreparedJails > maxPreparedJails) {
+		bad("jail.prepared_jails", "must be from 0 (off) to %d, got %d", maxPreparedJails, *j.PreparedJails)
 	}
 	end := uint64(j.UIDBase) + uint64(j.UIDCount) // one past the last uid
 	switch {

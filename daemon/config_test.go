@@ -258,6 +258,7 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 4", "line 4: jail.uid_count: 4 is below admission.max_concurrent + jail.prepared_jails (16)"},
 		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 8\nprepared_jails = 0", ""},
 		{"[jail]\nprepared_jails = -1", "line 2: jail.prepared_jails: must be from 0 (off) to 1024, got -1"},
+		{"[jail]\nprepared_jails = 1025", "line 2: jail.prepared_jails: must be from 0 (off) to 1024, got 1025"},
 		{"[jail]\non_forbidden_syscall = \"trap\"", `line 2: jail.on_forbidden_syscall: must be "errno" or "kill", got "trap"`},
 		{"[collect]\nfile_bytes = 0", "line 2: collect.file_bytes: must be at least 1, got 0"},
 		{"[collect]\ntotal_bytes = 0", "line 2: collect.total_bytes: must be at least 1, got 0"},
@@ -463,7 +464,10 @@ func TestPreparedJailsFollowMaxConcurrent(t *testing.T) {
 	c, err = ParseConfig([]byte("[admission]\nmax_concurrent = 3\n[jail]\nprepared_jails = 0\n"))
 	require.NoError(t, err)
 	assert.Equal(t, 0, c.Prepared())
-	assert.Equal(t, 3, c.Admission.MaxConcurrent)
+	// The default is bounded as a set value is.
+	c, err = ParseConfig([]byte("[admission]\nmax_concurrent = 5000\n[jail]\nuid_count = 10000\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 1024, c.Prepared())
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -197,10 +197,11 @@ type raisedReport struct {
 	Line    int      `json:"line"`
 }
 
-// Bounds of what one record may carry. The harness stays well inside them
-// (a value's JSON text is at most 1 MiB, a traceback its last 64 KiB);
-// past them a record is forged, and it must not make the daemon's answer
-// or memory grow with it.
+// Bounds of what one record may carry, so that no record (the program can
+// write its own) makes the daemon's answer or memory grow with it. Text
+// fields past them are cut (parseLine), as the harness cuts its own (a
+// value's JSON text at most 1 MiB, a traceback its last 64 KiB); other
+// fields past them make the record forged.
 const (
 	maxReportName      = 512       // a class or type name, dotted
 	maxReportText      = 4 << 10   // a message, why, error

@@ -440,25 +440,21 @@ os.symlink("/etc/passwd", "out/c.txt")
 
 // BenchmarkDaemonRunPass is one POST /v1/run of `pass` through a real
 // daemon and a prepared jail, for profiles of the daemon's side:
-// go test -bench DaemonRunPass -cpuprofile cpu.out ./daemon.
+// go test -bench DaemonRunPass -cpuprofile cpu.out ./daemon. Its
+// process-cpu-ms/op counts the in-process client too; scripts/bench and
+// scripts/bench_ab.py measure a daemon process alone.
 func BenchmarkDaemonRunPass(b *testing.B) {
 	r := realRunner(b)
 	_, _, c := startServer(b, testOptions(), r)
 	for range 5 {
 		post(b, c, `{"code":"pass"}`)
 	}
-	cpu0 := selfCPU()
+	cpu0 := systest.SelfCPU()
 	for b.Loop() {
 		resp, body := post(b, c, `{"code":"pass"}`)
 		if resp.StatusCode != http.StatusOK {
 			b.Fatal(string(body))
 		}
 	}
-	b.ReportMetric(float64(selfCPU()-cpu0)/float64(time.Millisecond)/float64(b.N), "daemon-cpu-ms/op")
-}
-
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(systest.SelfCPU()-cpu0)/float64(time.Millisecond)/float64(b.N), "process-cpu-ms/op")
 }

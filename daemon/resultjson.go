@@ -8,79 +8,137 @@ import (
 	"unicode/utf8"
 )
 
-// The result's stdout and stderr are written as JSON strings straight
-// from the captured bytes: encoding/json would build the whole answer in
-// memory, twice (its own buffer, then the caller's), and a program's
-// output can grow six times there (a NUL byte is "\u0000"). With
-// limits.max.output_bytes at 64 MiB that was more than 700 MiB of the
-// daemon's memory, which its jails share, for one answer.
+// The result's large strings (stdout, stderr, the content of collected
+// files) are written as JSON strings straight from the captured bytes:
+// encoding/json would build the whole answer in memory, twice (its own
+// buffer, then the caller's), and a program's output can grow six times
+// there (a NUL byte is "\u0000", and a file of NULs is valid UTF-8, so it
+// is sent as text). With limits.max.output_bytes at 64 MiB that was more
+// than 700 MiB of the daemon's memory, which its jails share, for one
+// answer.
 
-// resultRest is the result without stdout and stderr: the outer fields
-// shadow the embedded ones, and nil with omitempty leaves them out.
+// resultRest is the result without stdout, stderr and files: the outer
+// fields shadow the embedded ones, and nil with omitempty leaves them out.
 type resultRest struct {
 	*Result
 	Stdout any `json:"stdout,omitempty"`
 	Stderr any `json:"stderr,omitempty"`
+	Files  any `json:"files,omitempty"`
 }
 
-// encodeRest is the JSON object of the result without stdout and stderr,
-// without its opening brace, as encoding/json writes it (no HTML escaping,
-// as `agentjail run --json` prints it), newline included.
-func (r *Result) encodeRest() ([]byte, error) {
+// fileMeta is a collected file without its content.
+type fileMeta struct {
+	*ResultFile
+	Content any `json:"content,omitempty"`
+}
+
+// marshalText is v as encoding/json writes it, without HTML escaping (texts
+// as they are, as `agentjail run --json` prints them), newline included.
+func marshalText(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(resultRest{Result: r}); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return b.Bytes()[1:], nil // {"id":... → "id":...
+	return b.Bytes(), nil
 }
 
-// jsonLen is the length of what writeResult writes for r with rest.
-func (r *Result) jsonLen(rest []byte) int64 {
-	var c countingWriter
-	bw := bufio.NewWriterSize(&c, 4096)
-	r.writeJSON(bw, rest)
-	_ = bw.Flush()
-	return c.n
+// encoded is a result ready to be written: the small fields encoded, the
+// large strings still where they are.
+type encoded struct {
+	r     *Result
+	rest  []byte   // the other fields, without the object's opening brace
+	files [][]byte // each file's other fields, without the closing brace
+}
+
+func (r *Result) encode() (*encoded, error) {
+	rest, err := marshalText(resultRest{Result: r})
+	if err != nil {
+		return nil, err
+	}
+	e := &encoded{r: r, rest: rest[1:]} // {"id":... → "id":...
+	for i := range r.Files {
+		b, err := marshalText(fileMeta{ResultFile: &r.Files[i]})
+		if err != nil {
+			return nil, err
+		}
+		e.files = append(e.files, bytes.TrimSuffix(b, []byte("}\n")))
+	}
+	return e, nil
 }
 
 // WriteJSON writes the result as one line of JSON: the contract's object,
-// stdout and stderr first.
+// stdout, stderr and files first.
 func (r *Result) WriteJSON(w io.Writer) error {
-	rest, err := r.encodeRest()
+	e, err := r.encode()
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(w, 64<<10)
-	r.writeJSON(bw, rest)
+	return e.writeTo(w, 64<<10)
+}
+
+// writeTo writes the object through a buffer of bufSize bytes.
+func (e *encoded) writeTo(w io.Writer, bufSize int) error {
+	bw := bufio.NewWriterSize(w, bufSize)
+	e.write(bw)
 	return bw.Flush()
 }
 
-func (r *Result) writeJSON(w *bufio.Writer, rest []byte) {
+// len is the length of what write writes: the Content-Length.
+func (e *encoded) len() int64 {
+	var c counter
+	e.write(&c)
+	return c.n
+}
+
+// jsonWriter is what write writes to: a bufio.Writer, or a counter.
+type jsonWriter interface {
+	io.Writer
+	io.ByteWriter
+	io.StringWriter
+}
+
+func (e *encoded) write(w jsonWriter) {
 	w.WriteString(`{"stdout":`)
-	writeJSONString(w, r.Stdout)
+	writeJSONString(w, e.r.Stdout)
 	w.WriteString(`,"stderr":`)
-	writeJSONString(w, r.Stderr)
-	if len(rest) > 0 && rest[0] != '}' {
-		w.WriteByte(',')
+	writeJSONString(w, e.r.Stderr)
+	w.WriteString(`,"files":`)
+	if e.r.Files == nil {
+		w.WriteString("null")
+	} else {
+		w.WriteByte('[')
+		for i, meta := range e.files {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.Write(meta)
+			if c := e.r.Files[i].Content; c != nil {
+				w.WriteString(`,"content":`)
+				writeJSONString(w, *c)
+			}
+			w.WriteByte('}')
+		}
+		w.WriteByte(']')
 	}
-	w.Write(rest)
+	w.WriteByte(',')
+	w.Write(e.rest)
 }
 
-type countingWriter struct{ n int64 }
+// counter counts what is written to it.
+type counter struct{ n int64 }
 
-func (c *countingWriter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return len(p), nil
-}
+func (c *counter) Write(p []byte) (int, error)       { c.n += int64(len(p)); return len(p), nil }
+func (c *counter) WriteString(s string) (int, error) { c.n += int64(len(s)); return len(s), nil }
+func (c *counter) WriteByte(byte) error              { c.n++; return nil }
 
 const hexDigits = "0123456789abcdef"
 
 // writeJSONString writes s as a JSON string the way encoding/json does
 // without HTML escaping: invalid UTF-8 becomes U+FFFD, control characters,
 // quotes, backslashes, U+2028 and U+2029 are escaped.
-func writeJSONString(w *bufio.Writer, s string) {
+func writeJSONString(w jsonWriter, s string) {
 	w.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {

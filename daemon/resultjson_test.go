@@ -42,7 +42,8 @@ func TestResultWriteJSONSameObject(t *testing.T) {
 	peak := int64(3 << 20)
 	full := &Result{ID: "j-1", Status: "error", ExitCode: 1, Stdout: "out\x00\xff", Stderr: "Traceback…\n",
 		PeakMemoryBytes: &peak, Exception: &Exception{Type: "ValueError", Message: "<bad>", Line: 3},
-		Feedback: []string{"a", "b"}, Files: []ResultFile{{Path: "x", Size: 1, Encoding: "utf-8", Content: new(string)}},
+		Feedback: []string{"a", "b"}, Files: []ResultFile{{Path: "x", Size: 1, Encoding: "utf-8", Content: new(string)},
+			{Path: "gone", Error: "no such file"}, {Path: "b", Size: 5, Encoding: "base64", Content: ptr(`"<\x00>"`)}},
 		Tests: &TestsResult{Total: 1}}
 	for _, r := range []*Result{full, {}, {Stdout: strings.Join(trickyOutputs, "|"), Stderr: trickyOutputs[3]}} {
 		want, err := json.Marshal(r)
@@ -54,21 +55,28 @@ func TestResultWriteJSONSameObject(t *testing.T) {
 		require.NoError(t, json.Unmarshal(want, &a))
 		require.NoError(t, json.Unmarshal(got.Bytes(), &b), got.String())
 		assert.Equal(t, a, b)
-		rest, err := r.encodeRest()
+		e, err := r.encode()
 		require.NoError(t, err)
-		assert.Equal(t, int64(got.Len()), r.jsonLen(rest), "the Content-Length pass")
+		assert.Equal(t, int64(got.Len()), e.len(), "the Content-Length pass")
 	}
 }
 
 // Streaming keeps the answer out of memory: 16 MiB of NUL bytes (96 MiB of
 // JSON) are written with next to no allocation.
+// So is a collected file's content (a file of NULs is valid UTF-8: it is
+// sent as text).
 func TestResultWriteJSONDoesNotBuffer(t *testing.T) {
-	r := &Result{Stdout: strings.Repeat("\x00", 16<<20), Feedback: []string{}}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	require.NoError(t, r.WriteJSON(io.Discard))
-	runtime.ReadMemStats(&after)
-	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated while writing")
+	nul := strings.Repeat("\x00", 16<<20)
+	for _, r := range []*Result{
+		{Stdout: nul, Feedback: []string{}},
+		{Files: []ResultFile{{Path: "nul", Size: 16 << 20, Encoding: "utf-8", Content: &nul}}, Feedback: []string{}},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		require.NoError(t, r.WriteJSON(io.Discard))
+		runtime.ReadMemStats(&after)
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated while writing")
+	}
 }
 
 // Through the daemon: the Content-Length is right and the output arrives

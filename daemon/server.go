@@ -1,10 +1,7 @@
 package daemon
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -205,9 +202,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.shuttingDown(w, r)
 		return
 	}
-	// Refused before the body is read: a full queue costs no decoding.
-	if s.adm.full() {
-		s.queueFull(w, r)
+	// Refused before the body is read: a full queue costs no decoding,
+	// nor does a body declared larger than the queue's byte bound allows.
+	if err := s.adm.refused(max(r.ContentLength, 0)); err != nil {
+		s.queueFull(w, r, err)
 		return
 	}
 	// A body declared too large is refused unread; one that grows past the
@@ -244,12 +242,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	defer s.jobs.Done()
 	queuedAt := time.Now()
 	switch err := s.adm.acquire(r.Context(), body.n); {
-	case errors.Is(err, errQueueFull):
-		s.queueFull(w, r)
-		return
-	case errors.Is(err, errQueueBytes):
-		w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
-		s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("the requests waiting for a slot hold %d bytes; with this one's %d that is more than this daemon allows (admission.max_queued_bytes = %d); retry later", s.adm.waitingBytes(), body.n, s.opts.MaxQueuedBytes))
+	case errors.Is(err, errQueueFull), errors.Is(err, errQueueBytes):
+		s.queueFull(w, r, err)
 		return
 	case errors.Is(err, errDraining):
 		s.shuttingDown(w, r)
@@ -314,21 +308,20 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	s.writeResult(w, r, res)
 }
 
-// writeResult answers 200 with the result, its stdout and stderr streamed
+// writeResult answers 200 with the result, its large strings streamed
 // from the captured bytes (resultjson.go) after a counting pass for the
 // Content-Length.
 func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *Result) {
-	rest, err := res.encodeRest()
+	e, err := res.encode()
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, "internal", "cannot encode the answer: "+err.Error())
 		return
 	}
+	n := e.len()
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.FormatInt(res.jsonLen(rest), 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriterSize(w, 64<<10)
-	res.writeJSON(bw, rest)
-	_ = bw.Flush()
+	_ = e.writeTo(w, int(min(n, 64<<10)))
 }
 
 // countingReader counts the bytes read through it.
@@ -347,9 +340,15 @@ func (s *Server) tooLarge(w http.ResponseWriter, r *http.Request) {
 	s.fail(w, r, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is larger than this daemon's limit of %d bytes (admission.max_request_bytes)", s.opts.MaxRequestBytes))
 }
 
-func (s *Server) queueFull(w http.ResponseWriter, r *http.Request) {
+// queueFull answers 429 for admission's refusal err (errQueueFull or a
+// *queueBytesError).
+func (s *Server) queueFull(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Set("Retry-After", strconv.Itoa(s.adm.retryAfter()))
-	s.fail(w, r, http.StatusTooManyRequests, "queue_full", fmt.Sprintf("%d jails are running and %d requests are waiting, the most this daemon allows; retry later", s.opts.MaxConcurrent, s.opts.QueueLength))
+	msg := fmt.Sprintf("%d jails are running and %d requests are waiting, the most this daemon allows; retry later", s.opts.MaxConcurrent, s.opts.QueueLength)
+	if qb, ok := errors.AsType[*queueBytesError](err); ok {
+		msg = fmt.Sprintf("the requests waiting for a slot hold %d bytes; with this one's %d that is more than this daemon allows (admission.max_queued_bytes = %d); retry later", qb.waiting, qb.size, s.opts.MaxQueuedBytes)
+	}
+	s.fail(w, r, http.StatusTooManyRequests, "queue_full", msg)
 }
 
 func (s *Server) shuttingDown(w http.ResponseWriter, r *http.Request) {
@@ -364,16 +363,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, 
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false) // texts as they are, as the result's are (resultjson.go)
-	if err := enc.Encode(v); err != nil {
+	b, err := marshalText(v)
+	if err != nil {
 		status = http.StatusInternalServerError
-		b.Reset()
-		b.WriteString(`{"error":{"code":"internal","message":"cannot encode the answer"}}` + "\n")
+		b = []byte(`{"error":{"code":"internal","message":"cannot encode the answer"}}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(b.Len()))
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b)
 }

@@ -22,9 +22,11 @@ var ErrSocketInUse = errors.New("socket is in use by a running daemon")
 // group (gid -1: keep the daemon's) without a window in which it is
 // reachable with other permissions: the socket is bound under a temporary
 // name with its mode (umask), chowned without following links, then renamed
-// into place. A socket left by a
-// dead daemon is replaced; one that a live daemon answers on is not
-// stolen; anything that is not a socket is never removed.
+// into place. A socket left by a dead daemon is replaced; one that a live
+// daemon answers on is not stolen; anything that is not a socket is never
+// removed. The socket's directory must be writable by root (the daemon's
+// user) only: whoever else may write it could swap the temporary socket
+// between the bind and the rename. Listen does not check it.
 func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {

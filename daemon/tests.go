@@ -575,13 +575,8 @@ func shortAny(v any) string {
 
 // jsonText is v's JSON text as feedback shows it: `<` stays `<`.
 func jsonText(v any) (string, error) {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return "", err
-	}
-	return strings.TrimSuffix(b.String(), "\n"), nil
+	b, err := marshalText(v)
+	return strings.TrimSuffix(string(b), "\n"), err
 }
 
 // capText cuts s to at most n bytes (on a rune boundary) and says so.

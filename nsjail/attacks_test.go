@@ -279,9 +279,7 @@ func (b hostSnapshot) compare(t *testing.T) {
 // like: a replacement still starting has fewer than a ready one.
 func poolSettled(t *testing.T, r *Runner) {
 	t.Helper()
-	r.poolMu.Lock()
-	p := r.pool
-	r.poolMu.Unlock()
+	p := poolOf(r)
 	if p == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import "C"
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,9 +41,7 @@ func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
 func bootstrap(sync io.ReadWriter, proc *os.Process, hostUID uint32) (*os.Process, error) {
 	reap := func(err error) (*os.Process, error) {
 		_ = proc.Kill()
-		if st, werr := proc.Wait(); werr == nil && !st.Success() && err == nil {
-			err = fmt.Errorf("bootstrap ended: %v", st)
-		}
+		_, _ = proc.Wait()
 		return nil, err
 	}
 	if _, err := readRecord(sync, C.AJ_REC_USERNS); err != nil {
@@ -76,7 +75,7 @@ func bootstrap(sync io.ReadWriter, proc *os.Process, hostUID uint32) (*os.Proces
 			_ = init.Kill()
 			_, _ = init.Wait()
 		}
-		return nil, stageErr("bootstrap", fmt.Errorf("%w %w", err, ferr))
+		return nil, stageErr("bootstrap", errors.Join(err, ferr))
 	}
 	return init, nil
 }
@@ -128,8 +127,8 @@ func readRecord(r io.Reader, want byte) (int32, error) {
 }
 
 // writeIDMaps maps the jail's user and group (jailID inside) to its host
-// uid, after denying setgroups (an unprivileged map needs that, and the
-// jail must never drop a group to open a file the group may not).
+// uid, after denying setgroups: the jail must never change its groups
+// (dropping one could open a file that group is denied).
 func writeIDMaps(pid int, hostUID uint32) error {
 	m := fmt.Appendf(nil, "%d %d 1\n", jailID, hostUID)
 	for _, w := range []struct {

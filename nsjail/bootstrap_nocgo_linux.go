@@ -10,8 +10,6 @@ import (
 // bootstrapBuilt: without cgo there is no bootstrap_linux.c, and no jail.
 const bootstrapBuilt = false
 
-func bootstrapArg0() string { return "" }
-
 // bootstrap ends the process it cannot bootstrap and says why.
 func bootstrap(_ io.ReadWriter, proc *os.Process, _ uint32) (*os.Process, error) {
 	_ = proc.Kill()

@@ -45,7 +45,7 @@ func TestBootstrapRecords(t *testing.T) {
 	assert.ErrorContains(t, err, `record 'P' instead of 'U'`)
 
 	_, err = readRecord(bytes.NewReader(record('U', 0, "")[:10]), 'U')
-	assert.ErrorContains(t, err, "bootstrap", "a bootstrap that died mid-record")
+	assert.ErrorContains(t, err, "bootstrap: unexpected EOF", "a bootstrap that died mid-record")
 }
 
 // reapLostInit ends this thread's children that are in a pid namespace
@@ -58,6 +58,7 @@ func TestReapLostInit(t *testing.T) {
 	lost := exec.Command("/bin/sleep", "30")
 	lost.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
 	require.NoError(t, lost.Start())
+	defer func() { _ = lost.Process.Kill() }() // when the test fails
 	other := exec.Command("/bin/sleep", "30")
 	require.NoError(t, other.Start())
 	defer func() { _ = other.Process.Kill(); _ = other.Wait() }()

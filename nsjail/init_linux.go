@@ -36,15 +36,19 @@ func Init() {
 	// Capabilities, the cgroup namespace and the seccomp filter are
 	// per-thread: everything from here to execve runs on this one thread.
 	runtime.LockOSThread()
-	// The parent-death signal the parent's fork set belongs to the
-	// process's first thread; the thread that execs python3 carries the
-	// process on, and Go does not promise that this goroutine runs on the
-	// first thread: this thread gets it too (the signal ends the whole
-	// process, whichever thread holds it).
+	// The parent-death signal the bootstrap set belongs to the process's
+	// first thread; the thread that execs python3 carries the process on,
+	// and Go does not promise that this goroutine runs on the first
+	// thread: this thread gets it too (the signal ends the whole process,
+	// whichever thread holds it).
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0)
 	// Nothing of the jail may read or ptrace this stage while it holds
 	// capabilities (CVE-2019-5736's lesson; python3's exec resets it).
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	// The jail's own umask, whatever the parent's was at the fork (the
+	// daemon changes its own while it binds its socket): the modes of
+	// /etc, /code and the request's files, and the program's default.
+	unix.Umask(0o022)
 	c := fdConn(syncFd)
 	var prep prepareConfig
 	if err := readJSON(c, msgPrepare, &prep); err != nil {

@@ -60,6 +60,20 @@ print(open("/proc/1/cmdline","rb").read().split(b"\0")[0].decode())`, nil)
 	assert.Contains(t, lines[1], "python3")
 }
 
+// The jail's umask is its own (022), not whatever the runner's is when
+// the init stage starts (the daemon narrows its own to bind its socket).
+// The cold runner is used: its init stage starts during the run, with the
+// umask set here.
+func TestUmaskIsTheJails(t *testing.T) {
+	r := freshRunner(t)
+	old := syscall.Umask(0o077)
+	res, err := r.Run(t.Context(), &Spec{Program: []byte(`import os, stat
+print(oct(os.umask(0)), oct(stat.S_IMODE(os.stat("/code/main.py").st_mode)))`), Limits: DefaultLimits()})
+	syscall.Umask(old)
+	require.NoError(t, err)
+	assert.Equal(t, "0o22 0o444\n", string(res.Stdout), string(res.Stderr))
+}
+
 func TestIdentityAndCapabilities(t *testing.T) {
 	res := jailRun(t, `import os
 st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)

@@ -2,9 +2,11 @@ package nsjail
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +20,14 @@ import (
 func TestMain(m *testing.M) {
 	if IsInit() {
 		Init()
+	}
+	if os.Geteuid() == 0 {
+		// A supplementary group, so that the tests can see that no jail
+		// gets the caller's groups (root here usually has none).
+		if err := syscall.Setgroups([]int{4242}); err != nil {
+			fmt.Fprintln(os.Stderr, "setgroups:", err)
+			os.Exit(1)
+		}
 	}
 	os.Exit(m.Run())
 }

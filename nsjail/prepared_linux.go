@@ -11,8 +11,8 @@ import (
 )
 
 // Prepared jails. Starting the init stage (exec, the bootstrap's user and
-// pid namespaces and uid map, the Go runtime's start, four more namespaces) and building the file system
-// take about 2.5 ms, none of which depends on the request. A Runner can
+// pid namespaces and uid map, the Go runtime's start, four more
+// namespaces) and building the file system take about 2.5 ms, none of which depends on the request. A Runner can
 // keep jails prepared that far ahead, each waiting on its sync socket
 // (protocol.go) for the request's part: the program, stdio, limits. Python
 // itself is never started ahead: every run is still a fresh interpreter
@@ -66,9 +66,7 @@ const (
 // per run, three alternating runs of 300: 1.97, 1.73, 1.80 ms before,
 // 1.67, 1.77, 1.60 after).
 type preparedJail struct {
-	pid   int // of its init stage
 	j     *jail
-	uid   uint32
 	ended chan bool // true: a run has waited for the jail; closed: end it unused
 }
 
@@ -171,10 +169,6 @@ func (p *preparedPool) keep(r *Runner) {
 		return
 	}
 	j := &jail{runner: r, uid: uid}
-	end := func() { // the init stage is killed and waited for
-		_ = j.cleanup()
-		r.UIDs.Release(uid)
-	}
 	err = j.start(p.prepare)
 	if err == nil {
 		err = j.prepared()
@@ -185,13 +179,12 @@ func (p *preparedPool) keep(r *Runner) {
 		p.started(r, nil, err)
 		return
 	}
-	pj := &preparedJail{pid: j.proc.Pid, j: j, uid: uid, ended: make(chan bool, 1)}
-	if !p.started(r, pj, nil) {
-		end()
-		return
-	}
-	if used := <-pj.ended; !used {
-		end() // the pool closed
+	pj := &preparedJail{j: j, ended: make(chan bool, 1)}
+	if !p.started(r, pj, nil) || !<-pj.ended {
+		// The pool closed before a request took it: the init stage is
+		// killed and waited for.
+		_ = j.cleanup()
+		r.UIDs.Release(uid)
 		return
 	}
 	// The replacement starts only now: a start (exec, namespaces, mounts)
@@ -287,7 +280,7 @@ func (pj *preparedJail) run(ctx context.Context, spec *Spec, code []File) (*Resu
 		// The jail has been waited for and cleaned up: its uid is free
 		// before the answer goes out, so that neither the next request
 		// nor the replacement finds the range short by this one.
-		pj.j.runner.UIDs.Release(pj.uid)
+		pj.j.runner.UIDs.Release(pj.j.uid)
 		pj.ended <- true
 	}()
 	res, err := pj.j.finish(ctx, spec, runConfigFor(spec, code))

@@ -2,9 +2,11 @@ package nsjail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,8 +22,7 @@ import (
 // ended when the test ends.
 func preparedRunner(t *testing.T, n int, tpl PreparedTemplate) *Runner {
 	t.Helper()
-	base := testRunner(t)
-	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	r := freshRunner(t)
 	r.KeepPrepared(n, tpl)
 	t.Cleanup(r.Close)
 	waitPrepared(t, r, n)
@@ -128,30 +129,36 @@ func TestPreparedSharedCode(t *testing.T) {
 }
 
 // A prepared jail killed while it waits is replaced without the request
-// noticing.
+// noticing, also when the request comes at once: the send may then reach
+// the dying init stage, which ends before it answers.
 func TestPreparedJailKilledWhileWaiting(t *testing.T) {
 	r := preparedRunner(t, 1, PreparedTemplate{})
-	pids := initStagesOf(t, r)
-	require.Len(t, pids, 1)
-	require.NoError(t, syscall.Kill(pids[0], syscall.SIGKILL))
-	time.Sleep(50 * time.Millisecond)
-	res := runIn(t, r, &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits()})
-	assert.Equal(t, "ok\n", string(res.Stdout), "stderr: %s", res.Stderr)
-	assert.False(t, res.Prepared)
+	for range 5 {
+		waitPrepared(t, r, 1)
+		pids := initStagesOf(t, r)
+		require.Len(t, pids, 1)
+		require.NoError(t, syscall.Kill(pids[0], syscall.SIGKILL))
+		res := runIn(t, r, &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits()})
+		assert.Equal(t, "ok\n", string(res.Stdout), "stderr: %s", res.Stderr)
+		assert.False(t, res.Prepared)
+	}
 }
 
 // Close ends every prepared jail: no init stage, uid or mount is left.
 func TestPreparedCloseLeavesNothing(t *testing.T) {
-	base := testRunner(t)
-	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	r := freshRunner(t)
 	mounts := systest.MountCount()
 	r.KeepPrepared(3, PreparedTemplate{})
 	waitPrepared(t, r, 3)
 	pids := initStagesOf(t, r)
 	require.Len(t, pids, 3)
+	uids := readyUIDs(r)
 	r.Close()
 	for _, pid := range pids {
 		assert.False(t, alive(pid), "init stage %d outlived Close", pid)
+	}
+	for _, uid := range uids {
+		assert.False(t, uidUsed(r, uid), "uid %d still taken after Close", uid)
 	}
 	assert.Equal(t, mounts, systest.MountCount())
 	ready, _ := r.PreparedStats()
@@ -186,17 +193,9 @@ func TestPreparedConcurrent(t *testing.T) {
 // initStagesOf are the pids of the runner's prepared, waiting init stages.
 func initStagesOf(t *testing.T, r *Runner) []int {
 	t.Helper()
-	r.poolMu.Lock()
-	p := r.pool
-	r.poolMu.Unlock()
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	var pids []int
-	for _, pj := range p.ready {
-		pids = append(pids, pj.pid)
+	for _, pj := range readyJails(r) {
+		pids = append(pids, pj.j.proc.Pid)
 	}
 	return pids
 }
@@ -206,8 +205,8 @@ func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // A jail that cannot be prepared is reported once per streak, and
 // requests start their own (here failing the same way, with the reason).
 func TestPreparedErrorsAreHeardOnce(t *testing.T) {
-	base := testRunner(t)
-	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: "/nonexistent/agentjail", RootDir: base.RootDir}
+	r := freshRunner(t)
+	r.Exe = "/nonexistent/agentjail"
 	errs := make(chan error, 10)
 	r.KeepPrepared(2, PreparedTemplate{OnError: func(err error) { errs <- err }})
 	defer r.Close()
@@ -224,13 +223,12 @@ func TestPreparedErrorsAreHeardOnce(t *testing.T) {
 // After failed starts the pool tries again (backing off from a second):
 // once the cause is gone, jails are prepared again.
 func TestPreparedRecoversAfterFailures(t *testing.T) {
-	base := testRunner(t)
 	dir, err := os.MkdirTemp("", "agentjail-exe-")
 	require.NoError(t, err)
 	defer os.RemoveAll(dir)
-	require.NoError(t, os.Chmod(dir, 0o755)) // the init stage execs it as the jail's uid
 	exe := filepath.Join(dir, "agentjail")
-	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: exe, RootDir: base.RootDir}
+	r := freshRunner(t)
+	r.Exe = exe
 	r.KeepPrepared(1, PreparedTemplate{})
 	defer r.Close()
 	require.Eventually(t, func() bool { _, err := r.PreparedStats(); return err != nil }, 5*time.Second, time.Millisecond)
@@ -273,8 +271,7 @@ func TestKeepPreparedReplacesThePool(t *testing.T) {
 
 // Close waits for a run in a prepared jail to end.
 func TestPreparedCloseWaitsForRuns(t *testing.T) {
-	base := testRunner(t)
-	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	r := freshRunner(t)
 	r.KeepPrepared(1, PreparedTemplate{})
 	waitPrepared(t, r, 1)
 	done := make(chan *Result, 1)
@@ -282,23 +279,93 @@ func TestPreparedCloseWaitsForRuns(t *testing.T) {
 		res, _ := r.Run(context.Background(), &Spec{Program: []byte("import time; time.sleep(0.5); print('done')"), Limits: DefaultLimits()})
 		done <- res
 	}()
-	time.Sleep(100 * time.Millisecond)
+	// Taken: the replacement starts only when the run has ended.
+	require.Eventually(t, func() bool { ready, _ := r.PreparedStats(); return ready == 0 }, 5*time.Second, time.Millisecond)
 	t0 := time.Now()
 	r.Close()
 	assert.Greater(t, time.Since(t0), 300*time.Millisecond, "Close returned before the run in its prepared jail ended")
 	res := <-done
 	require.NotNil(t, res)
 	assert.Equal(t, "done\n", string(res.Stdout), "the run was not cut short")
+	assert.True(t, res.Prepared)
+}
+
+// The uid of a prepared run is free when its answer comes.
+func TestPreparedUIDFreedBeforeAnswer(t *testing.T) {
+	r := preparedRunner(t, 1, PreparedTemplate{})
+	res := runIn(t, r, &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
+	require.True(t, res.Prepared)
+	assert.False(t, uidUsed(r, res.HostUID))
+}
+
+// A waiting prepared jail (it may wait as long as the daemon runs) is the
+// jail's user with the three namespace capabilities of its set-up and no
+// other, no inheritable or ambient one, and no supplementary group (the
+// test process has one: TestMain).
+func TestPreparedJailHoldsOnlyItsCapabilities(t *testing.T) {
+	r := preparedRunner(t, 1, PreparedTemplate{})
+	pids, uids := initStagesOf(t, r), readyUIDs(r)
+	require.Len(t, pids, 1)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pids[0]))
+	require.NoError(t, err)
+	st := string(b)
+	const setup = "0000000000201100" // CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP
+	assert.Regexp(t, "(?m)^CapPrm:\t"+setup+"$", st)
+	assert.Regexp(t, "(?m)^CapEff:\t"+setup+"$", st)
+	assert.Regexp(t, "(?m)^CapInh:\t0{16}$", st)
+	assert.Regexp(t, "(?m)^CapAmb:\t0{16}$", st)
+	id := fmt.Sprint(uids[0])
+	assert.Regexp(t, fmt.Sprintf("(?m)^Uid:\t%s\t%s\t%s\t%s$", id, id, id, id), st)
+	assert.Regexp(t, fmt.Sprintf("(?m)^Gid:\t%s\t%s\t%s\t%s$", id, id, id, id), st)
+	assert.Regexp(t, "(?m)^Groups:[ \t]*$", st)
+}
+
+// readyUIDs are the host uids of the runner's waiting jails.
+func readyUIDs(r *Runner) []uint32 {
+	var uids []uint32
+	for _, pj := range readyJails(r) {
+		uids = append(uids, pj.j.uid)
+	}
+	return uids
+}
+
+// readyJails are the runner's waiting jails, oldest first.
+func readyJails(r *Runner) []*preparedJail {
+	p := poolOf(r)
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.ready)
+}
+
+func poolOf(r *Runner) *preparedPool {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	return r.pool
+}
+
+// freshRunner is a Runner of its own (no prepared jails yet) that shares
+// the test Runner's cgroups, uid range, binary and root directory.
+func freshRunner(t *testing.T) *Runner {
+	base := testRunner(t)
+	return &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+}
+
+func uidUsed(r *Runner, uid uint32) bool {
+	r.UIDs.mu.Lock()
+	defer r.UIDs.mu.Unlock()
+	return r.UIDs.used[uid]
 }
 
 // A panic in a prepared run (here once python3 runs) still kills, waits
 // for and removes the jail, and frees its goroutine: the pool refills and
 // Close returns. Before, the locked goroutine waited for ever.
 func TestPreparedRunPanicEndsTheJail(t *testing.T) {
-	base := testRunner(t)
 	// Not preparedRunner: its clean-up would Close, which is what hangs
 	// when this test fails.
-	r := &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	r := freshRunner(t)
 	r.KeepPrepared(1, PreparedTemplate{})
 	waitPrepared(t, r, 1)
 	pids := initStagesOf(t, r)
@@ -323,4 +390,30 @@ func TestPreparedRunPanicEndsTheJail(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close hangs: the panicked jail's goroutine never ended")
 	}
+}
+
+// Failed starts back off from minRetry, doubling to maxRetry, and are
+// heard once per streak; a success ends the streak.
+func TestPreparedBackoff(t *testing.T) {
+	heard := 0
+	p := &preparedPool{starting: 20, onError: func(error) { heard++ }}
+	fail := func() time.Duration {
+		p.started(nil, nil, errors.New("boom"))
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.retry.Stop() // its fill would start jails
+		p.retry = nil
+		return p.backoff
+	}
+	var got []time.Duration
+	for range 8 {
+		got = append(got, fail())
+	}
+	s := time.Second
+	assert.Equal(t, []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s, 32 * s, time.Minute, time.Minute}, got)
+	assert.Equal(t, 1, heard, "one streak, heard once")
+	require.True(t, p.started(nil, &preparedJail{}, nil))
+	assert.Zero(t, p.backoff)
+	assert.Equal(t, s, fail(), "a new streak starts again from the bottom")
+	assert.Equal(t, 2, heard)
 }

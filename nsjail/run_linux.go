@@ -257,8 +257,9 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 	code := codeFiles(&spec)
 	if pj, rest := r.takePrepared(b, code); pj != nil {
 		res, err := pj.run(ctx, &spec, rest)
-		// Not delivered means before the jail's cgroup existed (run creates
-		// it after the send): a retry has nothing of this one to clean.
+		// Not delivered means that nothing of the program ran (python3 is
+		// exec'd only after msgGo), and finish has removed the jail and
+		// its cgroup: a retry has nothing of this one to clean.
 		if !errors.Is(err, errNotDelivered) {
 			return res, err
 		}
@@ -519,6 +520,11 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		}
 	}
 	if err := j.expect(msgReady); err != nil {
+		// A prepared jail killed while it waited can take the request
+		// (the send succeeds) and end before it answers.
+		if !cold && errors.As(err, new(*initEndedError)) {
+			err = fmt.Errorf("%w: %w", errNotDelivered, err)
+		}
 		return nil, err
 	}
 	if err := j.cg.Attach(j.proc.Pid); err != nil {
@@ -744,11 +750,12 @@ func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{})
 }
 
 // expect reads the next message from the init stage, which must be want.
-// A msgError becomes the stage error it carries.
+// A msgError becomes the stage error it carries; an init stage that ended
+// without an answer is an *initEndedError.
 func (j *jail) expect(want byte) error {
 	typ, payload, err := readMsg(j.sync)
 	if err != nil {
-		return j.initFailure("wait for init stage", err)
+		return &initEndedError{j.initFailure("wait for init stage", err)}
 	}
 	if typ == msgError {
 		return decodeStageError(payload)
@@ -758,6 +765,13 @@ func (j *jail) expect(want byte) error {
 	}
 	return nil
 }
+
+// initEndedError is an init stage that ended (or broke the socket)
+// instead of answering; it reads as the error it wraps.
+type initEndedError struct{ err error }
+
+func (e *initEndedError) Error() string { return e.err.Error() }
+func (e *initEndedError) Unwrap() error { return e.err }
 
 // decodeStageError is the StageError a msgError carries.
 func decodeStageError(payload []byte) *StageError {

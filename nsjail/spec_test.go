@@ -182,7 +182,11 @@ func TestWriteTreeStaysBeneath(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "c", string(b))
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
-	for _, p := range []string{"../escape", "a/../../escape", "link/escape", outside + "/escape", "link"} {
+	require.NoError(t, os.Symlink(outside+"/f", filepath.Join(dir, "dangling")))
+	require.NoError(t, os.Symlink("a", filepath.Join(dir, "in"))) // inside, but a link all the same
+	for _, p := range []string{"../escape", "a/../../escape", "link/escape", outside + "/escape", "dangling",
+		// a missing directory on the way: the directories are made beneath too
+		"n/../../escape/x", "m/../link/x/y", "in/x"} {
 		assert.Error(t, writeTree(dir, []File{{Path: p, Content: []byte("x")}}, 0o644), p)
 	}
 	ents, err := os.ReadDir(outside)

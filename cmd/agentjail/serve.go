@@ -99,11 +99,10 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		log.Warn("removed a jail left by a previous instance", "id", name)
 	}
 
-	// Before anything forks: Listen sets the process-wide umask for the
-	// bind (its socket's mode), and a jail started meanwhile would inherit
-	// it. It also relies on the socket's directory being writable by root
-	// only (RuntimeDirectory=), or another user could swap the socket
-	// between the bind and the rename.
+	// Listen relies on the socket's directory being writable by root only
+	// (RuntimeDirectory=), or another user could swap the socket between
+	// the bind and the rename. (The umask it sets for the bind does not
+	// reach jails: their init stage sets its own.)
 	l, owned, err := listener(cfg)
 	if err != nil {
 		return err
@@ -153,9 +152,7 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		err := srv.Shutdown(ctx)
-		if owned {
-			_ = daemon.RemoveSocket(l)
-		}
+		_ = daemon.RemoveSocket(l) // only a socket Listen made, still at its path
 		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}

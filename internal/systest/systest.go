@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -154,4 +155,12 @@ func NoLeftovers(t testing.TB, hostUID uint32, cgroupName string, mountsBefore i
 	if n := MountCount(); n != mountsBefore {
 		t.Errorf("host mount count changed from %d to %d", mountsBefore, n)
 	}
+}
+
+// SelfCPU is this process's CPU time so far (utime+stime; children not
+// counted), for benchmarks' CPU per operation.
+func SelfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

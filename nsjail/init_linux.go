@@ -59,6 +59,9 @@ func Init() {
 		initFail(c, err)
 	}
 	preparedTmp := prep.TmpBytes
+	if prep.Ahead {
+		_ = json.Unmarshal([]byte(warmConfig), new(runConfig))
+	}
 	if err := writeMsg(c, msgReady, nil); err != nil {
 		os.Exit(1)
 	}
@@ -89,6 +92,14 @@ func Init() {
 	}
 	initFail(c, execPython(c, &cfg, filter))
 }
+
+// warmConfig is a runConfig with every field set, decoded once by a jail
+// prepared ahead of its request: encoding/json's decoders for the type
+// are built and its code paged in before the request, whose decoding took
+// 150 µs cold, 40 to 80 µs warm (traced). A collection after it (GOGC is
+// off here) made the request's set-up and exec slower, not faster.
+const warmConfig = `{"TmpBytes":1,"Code":[{"Path":"a","Content":"YQ=="}],"Files":[{"Path":"a","Content":"YQ=="}],` +
+	`"Report":true,"Collect":true,"Argv":["a"],"Env":["a"],"Rlimits":[{"Resource":1,"Cur":1,"Max":1}]}`
 
 // readJSON reads the next message, which must be of type want, into v.
 func readJSON(c fdConn, want byte, v any) error {

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -497,25 +499,14 @@ func TestHostSeesNoLeakedFds(t *testing.T) {
 		err error
 	}
 	done := make(chan out, 1)
-	id := NewID()
 	go func() {
-		res, err := r.Run(t.Context(), &Spec{ID: id, Program: []byte("import time; print('up', flush=True); time.sleep(2)"), Limits: DefaultLimits()})
+		res, err := r.Run(t.Context(), &Spec{Program: []byte("import time; print('up', flush=True); time.sleep(2)"), Limits: DefaultLimits()})
 		done <- out{res, err}
 	}()
-	// Find the jail's PID 1 on the host: the process of this run's cgroup.
+	// The jail's PID 1 is this process's child (CLONE_PARENT), and the
+	// only one that is python3 (exec'd: no set-up fd is left to close).
 	var pid int
-	deadline := time.Now().Add(3 * time.Second)
-	for pid == 0 && time.Now().Before(deadline) {
-		for _, d := range systest.CgroupDirs(id) {
-			b, _ := os.ReadFile(d + "/cgroup.procs")
-			if f := strings.Fields(string(b)); len(f) > 0 {
-				fmt.Sscan(f[0], &pid)
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	require.NotZero(t, pid, "jail process not found")
-	time.Sleep(300 * time.Millisecond) // past the exec of python3
+	require.Eventually(t, func() bool { pid = childPython(); return pid != 0 }, 3*time.Second, 5*time.Millisecond, "jail process not found")
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	require.NoError(t, err)
 	var fds []string
@@ -547,4 +538,20 @@ func TestHostSeesNoLeakedFds(t *testing.T) {
 	o := <-done
 	require.NoError(t, o.err)
 	assert.Equal(t, StatusOK, o.res.Status)
+}
+
+// childPython is the pid of this process's child that runs python3 (0:
+// none).
+func childPython() int {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, w := range strings.Fields(string(b)) {
+			if comm, _ := os.ReadFile("/proc/" + w + "/comm"); string(comm) == "python3\n" {
+				pid, _ := strconv.Atoi(w)
+				return pid
+			}
+		}
+	}
+	return 0
 }

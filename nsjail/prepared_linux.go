@@ -87,7 +87,9 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 	if p.tmpBytes == 0 {
 		p.tmpBytes = DefaultLimits().TmpBytes
 	}
-	p.prepare = mustJSON(r.prepareConfig(p.binds, p.code, p.tmpBytes))
+	prep := r.prepareConfig(p.binds, p.code, p.tmpBytes)
+	prep.Ahead = true
+	p.prepare = mustJSON(prep)
 	r.poolMu.Lock()
 	old := r.pool
 	r.pool = p

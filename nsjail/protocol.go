@@ -119,6 +119,7 @@ type prepareConfig struct {
 	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; runConfig may resize it
 	Code     []File     // read-only files under /code that every run has (the daemon's harness)
 	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
+	Ahead    bool       // prepared ahead of any request (KeepPrepared): worth warming up for it
 }
 
 // runConfig is one request's part, sent with the program's stdio fds.

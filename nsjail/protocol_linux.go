@@ -10,17 +10,18 @@ import (
 )
 
 // maxMsgFds is the most fds one message carries (stdin, stdout, stderr and
-// the report channel).
+// the report channel). A message with more is refused whole, never cut
+// (MSG_CTRUNC).
 const maxMsgFds = 4
 
 // recvMsg reads one message whose first bytes come from recv (a recvmsg),
 // so that the fds passed with it (SCM_RIGHTS) are received rather than
 // dropped by the kernel; the rest of the payload is read from r. The fds
 // are close-on-exec. EOF before a header is io.EOF.
-func recvMsg(r io.Reader, recv func(p, oob []byte) (n, oobn int, err error)) (typ byte, payload []byte, fds []int, err error) {
+func recvMsg(r io.Reader, recv func(p, oob []byte) (n, oobn, flags int, err error)) (typ byte, payload []byte, fds []int, err error) {
 	var hdr [5]byte
 	oob := make([]byte, unix.CmsgSpace(maxMsgFds*4))
-	n, oobn, err := recv(hdr[:], oob)
+	n, oobn, flags, err := recv(hdr[:], oob)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -32,6 +33,10 @@ func recvMsg(r io.Reader, recv func(p, oob []byte) (n, oobn int, err error)) (ty
 				}
 			}
 		}
+	}
+	if flags&unix.MSG_CTRUNC != 0 { // the kernel closed the fds past the buffer
+		closeFds(fds)
+		return 0, nil, nil, fmt.Errorf("a message carried more than %d fds", maxMsgFds)
 	}
 	if n == 0 {
 		return 0, nil, fds, io.EOF
@@ -59,25 +64,25 @@ func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
 	if err != nil {
 		return 0, nil, nil, err
 	}
-	return recvMsg(f, func(p, oob []byte) (n, oobn int, err error) {
+	return recvMsg(f, func(p, oob []byte) (n, oobn, flags int, err error) {
 		var rerr error
 		if err := rc.Read(func(s uintptr) bool {
-			n, oobn, _, _, rerr = unix.Recvmsg(int(s), p, oob, unix.MSG_CMSG_CLOEXEC)
+			n, oobn, flags, _, rerr = unix.Recvmsg(int(s), p, oob, unix.MSG_CMSG_CLOEXEC)
 			return rerr != unix.EAGAIN
 		}); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
-		return n, oobn, rerr
+		return n, oobn, flags, rerr
 	})
 }
 
 // readMsgFds is recvMsg on the init stage's blocking end.
 func (c fdConn) readMsgFds() (typ byte, payload []byte, fds []int, err error) {
-	return recvMsg(c, func(p, oob []byte) (n, oobn int, err error) {
+	return recvMsg(c, func(p, oob []byte) (n, oobn, flags int, err error) {
 		for {
-			n, oobn, _, _, err = unix.Recvmsg(int(c), p, oob, unix.MSG_CMSG_CLOEXEC)
+			n, oobn, flags, _, err = unix.Recvmsg(int(c), p, oob, unix.MSG_CMSG_CLOEXEC)
 			if err != unix.EINTR {
-				return n, oobn, err
+				return n, oobn, flags, err
 			}
 		}
 	})

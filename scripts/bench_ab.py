@@ -1,33 +1,43 @@
 #!/usr/bin/env python3
 """Two agentjail binaries side by side, alternating, on this host (run as
-root): the daemon's CPU and latency per kept-alive run of `pass`, and local
+root): the daemon's CPU and latency per kept-alive run of `pass` (both
+daemons up at once, their runs interleaved with bare python3's), and local
 mode's ratio to bare python3. For a change's before/after in BENCHMARKS.md:
 
     python3 scripts/bench_ab.py OLD_BINARY NEW_BINARY [--pairs 3]
 """
-import argparse, os, statistics, subprocess, sys, time
+import argparse, os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
 
 
-def daemon_cpu(binary, n=300, settle=0.02):
-    """Daemon CPU (utime+stime) per run and median latency of n runs of
-    `pass`, each after a pause (the replacement of the prepared jail used
-    lands in the pause, and in the CPU figure)."""
-    srv, sock, conn = bench.start_daemon(binary, 2)
+def daemons_interleaved(binaries, n=300, settle=0.02):
+    """A daemon of each binary, up at once; then n rounds of bare python3
+    and one kept-alive run of `pass` on each daemon in random order, each
+    after a pause: the host's drift hits every side alike. Returns per binary (daemon CPU
+    per run, median latency, ratio of medians to bare python3)."""
+    ds = [bench.start_daemon(b, 2) for b in binaries]
     try:
         time.sleep(0.5)
-        cpu0, lat = bench.proc_cpu_ms(srv.pid), []
+        cpu0 = [bench.proc_cpu_ms(srv.pid) for srv, _, _ in ds]
+        bare, lat = [], [[] for _ in ds]
         for _ in range(n):
             time.sleep(settle)
-            t = time.perf_counter()
-            bench.post_run(conn)
-            lat.append((time.perf_counter() - t) * 1000)
+            bare.append(bench.timed([bench.PY, "-I", "-c", "pass"]))
+            for i in random.sample(range(len(ds)), len(ds)):  # no side always first
+                conn = ds[i][2]
+                time.sleep(settle)
+                t = time.perf_counter()
+                bench.post_run(conn)
+                lat[i].append((time.perf_counter() - t) * 1000)
         time.sleep(0.1)
-        return (bench.proc_cpu_ms(srv.pid) - cpu0) / n, statistics.median(lat)
+        b = statistics.median(bare)
+        return b, [((bench.proc_cpu_ms(srv.pid) - c0) / n, statistics.median(l), statistics.median(l) / b)
+                   for (srv, _, _), c0, l in zip(ds, cpu0, lat)]
     finally:
-        bench.stop_daemon(srv, sock)
+        for srv, sock, _ in ds:
+            bench.stop_daemon(srv, sock)
 
 
 def local(binaries, n=150):
@@ -49,12 +59,14 @@ def main():
     ap.add_argument("new")
     ap.add_argument("--pairs", type=int, default=3)
     a = ap.parse_args()
-    print("| binary | daemon CPU per run | kept-alive `pass`, median |")
-    print("|---|---|---|")
-    for _ in range(a.pairs):
-        for b in (a.old, a.new):
-            cpu, lat = daemon_cpu(b)
-            print(f"| {b} | {cpu:.2f} ms | {lat:.2f} ms |", flush=True)
+    print("| round | binary | daemon CPU per run | kept-alive `pass`, median | ratio to bare python3 |")
+    print("|---|---|---|---|---|")
+    for r in range(a.pairs):
+        order = [a.old, a.new] if r % 2 == 0 else [a.new, a.old]
+        bare, res = daemons_interleaved(order)
+        print(f"| {r + 1} | bare `python3 -I -c pass` | | {bare:.2f} ms | 1.00 |")
+        for b, (cpu, lat, ratio) in sorted(zip(order, res), key=lambda x: x[0] != a.old):
+            print(f"| {r + 1} | {b} | {cpu:.2f} ms | {lat:.2f} ms | {ratio:.2f} |", flush=True)
     m = local([a.old, a.new])
     print()
     print("| local mode | median ms | ratio to bare |")

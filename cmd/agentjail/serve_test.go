@@ -130,7 +130,6 @@ func jailGroups(t *testing.T) map[string][]string {
 // python3 is running, with the channel its answer arrives on.
 func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 	t.Helper()
-	before := jailGroups(t)
 	answer := make(chan *daemon.Result, 1)
 	go func() {
 		resp, err := d.client().Post("http://agentjail/v1/run", "application/json",
@@ -147,18 +146,37 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 		}
 		answer <- &res
 	}()
+	// The sleeper's group is the one with this daemon's python3 in it
+	// (other tests run daemons and jails beside this one): the jail's
+	// pid 1 is the daemon's child (CLONE_PARENT), and its name is
+	// python3 once exec'd.
 	var id string
 	require.Eventually(t, func() bool {
 		for g, procs := range jailGroups(t) {
-			if _, old := before[g]; !old && len(procs) > 0 {
-				id = g
-				return true
+			for _, pid := range procs {
+				comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+				if string(comm) == "python3\n" && parentOf(pid) == d.cmd.Process.Pid {
+					id = g
+					return true
+				}
 			}
 		}
 		return false
 	}, 10*time.Second, 10*time.Millisecond, "the jail did not start")
-	time.Sleep(200 * time.Millisecond) // past the exec of python3
 	return id, answer
+}
+
+// parentOf is the parent pid of process pid (0 when it is gone).
+func parentOf(pid string) int {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	var state string
+	var ppid int
+	fmt.Sscan(rest, &state, &ppid)
+	return ppid
 }
 
 // TestServeSIGTERM: SIGTERM lets the running jail use the grace period,

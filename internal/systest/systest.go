@@ -142,6 +142,9 @@ func MountCount() int {
 // MountCount before the run). Processes get a short grace to finish exiting.
 func NoLeftovers(t testing.TB, hostUID uint32, cgroupName string, mountsBefore int) {
 	t.Helper()
+	if hostUID == 0 || cgroupName == "" {
+		t.Errorf("no jail to look for (uid %d, cgroup %q): the check would pass whatever was left", hostUID, cgroupName)
+	}
 	deadline := time.Now().Add(2 * time.Second)
 	for len(ProcessesOf(hostUID)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

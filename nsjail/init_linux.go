@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -68,8 +69,11 @@ func Init() {
 	// A prepared jail may wait here for as long as the daemon runs; the
 	// end of the socket (a daemon that stops, or drops the jail) ends it.
 	typ, payload, fds, err := c.readMsgFds()
-	if err != nil {
+	if errors.Is(err, io.EOF) {
 		os.Exit(0)
+	}
+	if err != nil { // e.g. a message with too many fds: say so
+		initFail(c, stageErr("read config", err))
 	}
 	if typ != msgConfig {
 		initFail(c, &StageError{Stage: "read config", Msg: fmt.Sprintf("unexpected message %d", typ)})

@@ -500,13 +500,19 @@ func TestHostSeesNoLeakedFds(t *testing.T) {
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := r.Run(t.Context(), &Spec{Program: []byte("import time; print('up', flush=True); time.sleep(2)"), Limits: DefaultLimits()})
+		res, err := r.Run(t.Context(), &Spec{Program: []byte("import time; open('/tmp/up', 'w').close(); time.sleep(2)"), Limits: DefaultLimits()})
 		done <- out{res, err}
 	}()
-	// The jail's PID 1 is this process's child (CLONE_PARENT), and the
-	// only one that is python3 (exec'd: no set-up fd is left to close).
+	// The jail's PID 1 is this process's child (CLONE_PARENT) in a pid
+	// namespace of its own, named python3 once exec'd; /tmp/up, seen
+	// through its root, says that its start-up is over (python3 opens
+	// files of its own while it starts: site-packages' .pth files).
 	var pid int
-	require.Eventually(t, func() bool { pid = childPython(); return pid != 0 }, 3*time.Second, 5*time.Millisecond, "jail process not found")
+	require.Eventually(t, func() bool {
+		pid = childPython()
+		_, err := os.Stat(fmt.Sprintf("/proc/%d/root/tmp/up", pid))
+		return pid != 0 && err == nil
+	}, 3*time.Second, 5*time.Millisecond, "jail process not found, or not past its start")
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	require.NoError(t, err)
 	var fds []string
@@ -540,14 +546,18 @@ func TestHostSeesNoLeakedFds(t *testing.T) {
 	assert.Equal(t, StatusOK, o.res.Status)
 }
 
-// childPython is the pid of this process's child that runs python3 (0:
-// none).
+// childPython is the pid of this process's child that runs python3 in a
+// pid namespace of its own: a jail's (0: none). Other tests run python3
+// on the host too.
 func childPython() int {
+	own, _ := os.Readlink("/proc/self/ns/pid")
 	tasks, _ := filepath.Glob("/proc/self/task/*/children")
 	for _, f := range tasks {
 		b, _ := os.ReadFile(f)
 		for _, w := range strings.Fields(string(b)) {
-			if comm, _ := os.ReadFile("/proc/" + w + "/comm"); string(comm) == "python3\n" {
+			comm, _ := os.ReadFile("/proc/" + w + "/comm")
+			ns, err := os.Readlink("/proc/" + w + "/ns/pid")
+			if string(comm) == "python3\n" && err == nil && ns != own {
 				pid, _ := strconv.Atoi(w)
 				return pid
 			}

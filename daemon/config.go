@@ -21,6 +21,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
+	"golang.org/x/sys/unix"
 
 	"agentjail/nsjail"
 	"agentjail/seccomp"
@@ -412,6 +413,11 @@ func LoadConfig(path string) (*Config, error) {
 		// may write /etc/agentjail may rename a file over this one.)
 		if st.Mode().Perm()&0o020 != 0 && sys.Gid != 0 && int(sys.Gid) != os.Getegid() {
 			return nil, fmt.Errorf("config %s: is writable by group %d (mode %04o); refusing it: chmod g-w, or chgrp to root", path, sys.Gid, st.Mode().Perm())
+		}
+		// With an access ACL the group bits are its mask: named users and
+		// groups may write while the mask allows it, whatever the group.
+		if st.Mode().Perm()&0o020 != 0 && hasACL(f) {
+			return nil, fmt.Errorf("config %s: has an access ACL that may let other users write it (mode %04o); refusing it: setfacl -b, or chmod g-w", path, st.Mode().Perm())
 		}
 	}
 	var buf bytes.Buffer
@@ -897,4 +903,10 @@ func limitPairs(def, max nsjail.Limits) []struct {
 		{"file_size_bytes", def.FileSizeBytes, max.FileSizeBytes},
 		{"cpus", milli(def.CPUs), milli(max.CPUs)},
 	}
+}
+
+// hasACL reports whether f carries a POSIX access ACL (beyond its mode).
+func hasACL(f *os.File) bool {
+	n, err := unix.Fgetxattr(int(f.Fd()), "system.posix_acl_access", nil)
+	return err == nil && n > 0
 }

@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"encoding/binary"
 	"errors"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -379,6 +381,27 @@ func TestLoadConfig(t *testing.T) {
 		require.NoError(t, os.Chown(p, 0, 0))
 		_, err = LoadConfig(p)
 		assert.NoError(t, err)
+
+		// Nor one whose ACL lets another user write (the mode's group
+		// bits are then the ACL's mask): user 65534 rw.
+		acl := binary.LittleEndian.AppendUint32(nil, 2) // POSIX_ACL_XATTR_VERSION
+		for _, e := range []struct {
+			tag, perm uint16
+			id        uint32
+		}{{0x01, 6, ^uint32(0)}, {0x02, 6, 65534}, {0x04, 4, ^uint32(0)}, {0x10, 6, ^uint32(0)}, {0x20, 4, ^uint32(0)}} {
+			acl = binary.LittleEndian.AppendUint16(acl, e.tag)
+			acl = binary.LittleEndian.AppendUint16(acl, e.perm)
+			acl = binary.LittleEndian.AppendUint32(acl, e.id)
+		}
+		if err := unix.Setxattr(p, "system.posix_acl_access", acl, 0); err != nil {
+			t.Logf("no ACL check: %s's file system takes no ACL: %v", p, err)
+		} else {
+			_, err = LoadConfig(p)
+			assert.EqualError(t, err, "config "+p+": has an access ACL that may let other users write it (mode 0664); refusing it: setfacl -b, or chmod g-w")
+			require.NoError(t, os.Chmod(p, 0o644)) // the mask: no write for any entry
+			_, err = LoadConfig(p)
+			assert.NoError(t, err)
+		}
 	}
 
 	_, err = LoadConfig(dir)

@@ -840,3 +840,18 @@ func TestHarnessSharedFitsEveryRequest(t *testing.T) {
 		}
 	}
 }
+
+// A case's raised exception message is cut where the record is read, like
+// every text from the jail, before anything copies it.
+func TestRaisedMessageCutWhereRead(t *testing.T) {
+	line := fmt.Sprintf(`{"t":"case","i":0,"type":"ValueError","raised":{"type":"ValueError","mro":["ValueError","Exception","BaseException"],"message":%q,"line":1}}`+"\n",
+		strings.Repeat("x", 1<<20))
+	r := ParseReport([]byte(line), false, &Tests{Cases: []TestCase{{}}})
+	c := r.cases[0]
+	if c.malformed != "" || c.raised == nil {
+		t.Fatalf("record not taken: malformed %q, raised %v", c.malformed, c.raised)
+	}
+	if n := len(c.raised.Message); n > maxReportText+64 {
+		t.Errorf("the message is stored with %d bytes, over %d", n, maxReportText)
+	}
+}

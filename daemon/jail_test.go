@@ -242,7 +242,7 @@ func TestLoad(t *testing.T) {
 	// Warm up, then take the baseline.
 	runJSON(t, c, map[string]any{"code": "pass"})
 	debug.FreeOSMemory()
-	fds0, gor0, rss0 := fdCount(t), runtime.NumGoroutine(), rssBytes(t)
+	fds0, gor0, rss0 := systest.FdCount(), runtime.NumGoroutine(), systest.SelfRSS()
 
 	type kind struct {
 		req        map[string]any
@@ -319,11 +319,11 @@ func TestLoad(t *testing.T) {
 	// would show as 1,000 of them.
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= gor0+8 }, 5*time.Second, 50*time.Millisecond,
 		"goroutines: %d before, %d after", gor0, runtime.NumGoroutine())
-	assert.LessOrEqual(t, fdCount(t), fds0+8, "fds: %d before", fds0)
+	assert.LessOrEqual(t, systest.FdCount(), fds0+8, "fds: %d before", fds0)
 	debug.FreeOSMemory() // what the heap holds, not what the runtime has yet to return
-	rss1 := rssBytes(t)
+	rss1 := systest.SelfRSS()
 	t.Logf("baseline fds %d goroutines %d rss %.1f MiB; after fds %d goroutines %d rss %.1f MiB",
-		fds0, gor0, float64(rss0)/(1<<20), fdCount(t), runtime.NumGoroutine(), float64(rss1)/(1<<20))
+		fds0, gor0, float64(rss0)/(1<<20), systest.FdCount(), runtime.NumGoroutine(), float64(rss1)/(1<<20))
 	assert.Less(t, rss1, rss0+16<<20, "RSS grew by %d MiB", (rss1-rss0)>>20)
 	j.noLeftovers(t, mounts)
 }
@@ -340,25 +340,6 @@ func contains(got, want string) string {
 		return fmt.Sprintf("%.200q does not contain %q", got, want)
 	}
 	return ""
-}
-
-func fdCount(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	return len(ents)
-}
-
-func rssBytes(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
 }
 
 // TestHarnessInRealJail: the harness, the report channel, verdicts outside

@@ -202,16 +202,18 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.shuttingDown(w, r)
 		return
 	}
+	// A body declared too large is refused unread, and before a full
+	// queue is: 413 is final, while 429 would have the client retry what
+	// can never be taken. One that grows past the limit while it is read
+	// (chunked, or lying) is cut by MaxBytesReader.
+	if r.ContentLength > s.opts.MaxRequestBytes {
+		s.tooLarge(w, r)
+		return
+	}
 	// Refused before the body is read: a full queue costs no decoding,
 	// nor does a body declared larger than the queue's byte bound allows.
 	if err := s.adm.refused(max(r.ContentLength, 0)); err != nil {
 		s.queueFull(w, r, err)
-		return
-	}
-	// A body declared too large is refused unread; one that grows past the
-	// limit while it is read (chunked, or lying) is cut by MaxBytesReader.
-	if r.ContentLength > s.opts.MaxRequestBytes {
-		s.tooLarge(w, r)
 		return
 	}
 	// Bodies are decoded a few at a time: each may be max_request_bytes.

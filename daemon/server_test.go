@@ -253,7 +253,7 @@ func TestQueueFullAndRetryAfter(t *testing.T) {
 	started := make(chan struct{}, 10)
 	o := testOptions()
 	o.MaxConcurrent, o.QueueLength = 2, 1
-	s, _, c := startServer(t, o, blockUntilCancelled(started))
+	s, sock, c := startServer(t, o, blockUntilCancelled(started))
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithCancel(context.Background())
 	for range 3 {
@@ -274,6 +274,7 @@ func TestQueueFullAndRetryAfter(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
 	assert.Equal(t, "queue_full", decodeErr(t, b).Error.Code)
 	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+	assert.Equal(t, http.StatusRequestEntityTooLarge, postUnsent(t, sock, 2000000), "a body too large for any slot is 413 even when the queue is full: a retry cannot help")
 	cancel()
 	wg.Wait()
 	require.Eventually(t, func() bool { return s.Running() == 0 && s.Queued() == 0 }, 5*time.Second, 5*time.Millisecond)

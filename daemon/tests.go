@@ -696,8 +696,9 @@ func pyCall(function string, c *TestCase) string {
 		if pyIdent.MatchString(k) {
 			parts = append(parts, k+"="+pyLiteral(c.Kwargs[k]))
 		} else {
-			q, _ := jsonText(k)
-			other = append(other, q+": "+pyLiteral(c.Kwargs[k]))
+			var q strings.Builder
+			writeJSONString(&q, k)
+			other = append(other, q.String()+": "+pyLiteral(c.Kwargs[k]))
 		}
 	}
 	if len(other) > 0 {
@@ -733,8 +734,7 @@ func writePy(b *strings.Builder, v any) {
 	case json.Number:
 		b.WriteString(string(v))
 	case string:
-		q, _ := jsonText(v)
-		b.WriteString(q)
+		writeJSONString(b, v)
 	case []any:
 		b.WriteByte('[')
 		for i, x := range v {

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"agentjail/nsjail"
 )
@@ -467,5 +468,18 @@ func TestFeedbackNotation(t *testing.T) {
 	}
 	if got := shortAny([]any{"<a>"}); got != `["<a>"]` {
 		t.Errorf("shortAny: %s", got)
+	}
+}
+
+// A traceback is cut from its start on a rune boundary: its end, where the
+// error is, stays valid UTF-8.
+func TestCapTextTailKeepsRunes(t *testing.T) {
+	s := strings.Repeat("é", 100) // two bytes each
+	for n := 2; n < 20; n++ {     // 1: no whole rune fits
+		got := capTextTail(s, n)
+		_, tail, _ := strings.Cut(got, "…")
+		if !utf8.ValidString(got) || !strings.HasSuffix(got, "é") || len(tail) > n {
+			t.Errorf("n=%d: %q (valid UTF-8, ending with the text's end, at most n bytes of it)", n, got)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -158,6 +159,17 @@ func buildAgentjail(t *testing.T, dir string) string {
 	cmd.Dir = ".."
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "scripts/build: %s", b)
+	// What the README promises of the product build: static (no
+	// interpreter, no shared library to find on the host).
+	f, err := elf.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	for _, p := range f.Progs {
+		assert.NotEqual(t, elf.PT_INTERP, p.Type, "scripts/build made a dynamically linked binary")
+	}
+	libs, err := f.ImportedLibraries()
+	require.NoError(t, err)
+	assert.Empty(t, libs, "shared libraries needed by the built binary")
 	return out
 }
 

@@ -255,7 +255,7 @@ func snapshotHost(t *testing.T, r *Runner) hostSnapshot {
 	h, err := os.Hostname()
 	require.NoError(t, err)
 	poolSettled(t, r)
-	return hostSnapshot{r: r, hostname: h, modules: readOrErr("/proc/modules"), clockOff: clockOffset(), fds: countFds()}
+	return hostSnapshot{r: r, hostname: h, modules: readOrErr("/proc/modules"), clockOff: clockOffset(), fds: systest.FdCount()}
 }
 
 func (b hostSnapshot) compare(t *testing.T) {
@@ -269,7 +269,7 @@ func (b hostSnapshot) compare(t *testing.T) {
 	deadline := time.Now().Add(time.Second)
 	for a.fds > b.fds && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
-		a.fds = countFds()
+		a.fds = systest.FdCount()
 	}
 	assert.LessOrEqual(t, a.fds, b.fds, "the runner's open descriptors grew: %s", fdList())
 }
@@ -303,11 +303,6 @@ func clockOffset() time.Duration {
 	_ = unix.ClockGettime(unix.CLOCK_REALTIME, &rt)
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &mono)
 	return time.Duration(rt.Nano() - mono.Nano())
-}
-
-func countFds() int {
-	ents, _ := os.ReadDir("/proc/self/fd")
-	return len(ents)
 }
 
 func fdList() string {
@@ -594,17 +589,6 @@ func vmstat(key string) int64 {
 	return -1
 }
 
-func selfRSS() int64 {
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			n, _ := strconv.ParseInt(f[1], 10, 64)
-			return n << 10
-		}
-	}
-	return -1
-}
-
 func fileHash(p string) string {
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -627,7 +611,7 @@ while True:
     print("R01 MiB", 64 * len(chunks), flush=True)
 `,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
-				oom, rss := vmstat("oom_kill"), selfRSS()
+				oom, rss := vmstat("oom_kill"), systest.SelfRSS()
 				return func(t *testing.T, res *Result) {
 					// The host OOM killer killed nothing outside the jail:
 					// every OOM kill on the host during the run is the jail's.
@@ -642,7 +626,7 @@ while True:
 					} else {
 						assert.Equal(t, res.OOMKills, host, "OOM kills outside the jail's cgroup")
 					}
-					assert.Less(t, selfRSS()-rss, int64(32<<20), "the daemon's RSS grew")
+					assert.Less(t, systest.SelfRSS()-rss, int64(32<<20), "the daemon's RSS grew")
 				}
 			},
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
@@ -805,9 +789,9 @@ print("R09 raise-hard", t(resource.setrlimit, resource.RLIMIT_NOFILE, (1 << 20, 
 while True: os.write(1, buf)
 `,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
-				rss := selfRSS()
+				rss := systest.SelfRSS()
 				return func(t *testing.T, res *Result) {
-					assert.Less(t, selfRSS()-rss, int64(1<<20)+int64(16<<20), "the daemon's RSS grew by more than 1 MiB plus a constant")
+					assert.Less(t, systest.SelfRSS()-rss, int64(1<<20)+int64(16<<20), "the daemon's RSS grew by more than 1 MiB plus a constant")
 				}
 			},
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {

@@ -88,7 +88,9 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		return;
 
 	// Nothing may read or ptrace this process while it holds
-	// capabilities (the init stage repeats it for its own thread).
+	// capabilities (the init stage repeats it for its own thread). With
+	// fs.suid_dumpable 0 (the default) the change of credentials below
+	// would clear it too; these calls do not depend on that setting.
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		aj_fail("set not dumpable");
 	// The parent's supplementary groups (kernel gids: they would still

@@ -38,6 +38,12 @@ func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
 // right after the start of proc (the bootstrap process): it maps the
 // jail's user namespace and returns the jail's pid 1, a child of this
 // process. proc has been waited for when it returns, whatever the outcome.
+//
+// The pid the bootstrap reports names the jail's pid 1 only because that
+// child is not reaped before FindProcess takes a pidfd of it: nothing in
+// this process may wait for any child (wait(-1)) or set SIGCHLD to
+// SIG_IGN (which reaps by itself), and the caller's OS thread stays
+// locked, as the children's parent-death signal needs anyway.
 func bootstrap(sync io.ReadWriter, proc *os.Process, hostUID uint32) (*os.Process, error) {
 	reap := func(err error) (*os.Process, error) {
 		_ = proc.Kill()
@@ -83,7 +89,9 @@ func bootstrap(sync io.ReadWriter, proc *os.Process, hostUID uint32) (*os.Proces
 // reapLostInit ends and waits for a jail pid 1 whose pid never arrived.
 // It is a child of this OS thread (CLONE_PARENT), which the caller holds
 // locked, in a pid namespace of its own: what tells it from any other
-// child of the thread.
+// child of the thread. /proc/thread-self/children needs a kernel built
+// with CONFIG_PROC_CHILDREN (Debian's are); without it a lost pid 1 lives
+// on until this thread ends (its parent-death signal).
 func reapLostInit() {
 	b, _ := os.ReadFile("/proc/thread-self/children")
 	own, _ := os.Readlink("/proc/self/ns/pid")

@@ -5,10 +5,14 @@ package nsjail
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,4 +70,48 @@ func TestReapLostInit(t *testing.T) {
 	reapLostInit()
 	assert.Error(t, syscall.Kill(lost.Process.Pid, 0), "the lost pid 1 was killed and waited for")
 	assert.NoError(t, syscall.Kill(other.Process.Pid, 0), "a child in our own pid namespace is not a jail")
+}
+
+// A binary without the bootstrap (here /bin/true: it exits at once,
+// sending nothing) fails the run at once, not after setupTimeout, and
+// leaves no child unwaited for.
+func TestExeWithoutBootstrapFailsFast(t *testing.T) {
+	r := freshRunner(t)
+	r.Exe = "/bin/true"
+	t0 := time.Now()
+	_, err := r.Run(t.Context(), &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
+	assert.ErrorContains(t, err, "bootstrap")
+	assert.Less(t, time.Since(t0), setupTimeout/10, "the bootstrap's end was not seen: %v", err)
+	for _, pid := range systest.Children(os.Getpid()) {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		_, rest, _ := strings.Cut(string(st), ") ")
+		assert.False(t, strings.HasPrefix(rest, "Z"), "child %d was never waited for", pid)
+	}
+}
+
+// An init stage that cannot read its request (here more fds than a
+// message may carry) says so instead of ending without a word.
+func TestInitReportsAnUnreadableConfig(t *testing.T) {
+	r := freshRunner(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	uid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	defer r.UIDs.Release(uid)
+	j := &jail{runner: r, uid: uid}
+	defer func() { _ = j.cleanup() }()
+	require.NoError(t, j.start(mustJSON(r.prepareConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))))
+	require.NoError(t, j.prepared())
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	fds := make([]int, maxMsgFds+1)
+	for i := range fds {
+		fds[i] = int(null.Fd())
+	}
+	require.NoError(t, sendMsgFds(j.sync, msgConfig, []byte("{}"), fds))
+	err = j.expect(msgReady)
+	var se *StageError
+	require.ErrorAs(t, err, &se)
+	assert.ErrorContains(t, err, fmt.Sprintf("more than %d fds", maxMsgFds))
 }

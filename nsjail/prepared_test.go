@@ -155,7 +155,7 @@ func TestPreparedCloseLeavesNothing(t *testing.T) {
 	uids := readyUIDs(r)
 	r.Close()
 	for _, pid := range pids {
-		assert.False(t, alive(pid), "init stage %d outlived Close", pid)
+		assert.False(t, unreaped(pid), "init stage %d outlived Close", pid)
 	}
 	for _, uid := range uids {
 		assert.False(t, uidUsed(r, uid), "uid %d still taken after Close", uid)
@@ -200,7 +200,8 @@ func initStagesOf(t *testing.T, r *Runner) []int {
 	return pids
 }
 
-func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
+// unreaped: the process exists, running or a zombie not yet waited for.
+func unreaped(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // A jail that cannot be prepared is reported once per streak, and
 // requests start their own (here failing the same way, with the reason).
@@ -210,8 +211,14 @@ func TestPreparedErrorsAreHeardOnce(t *testing.T) {
 	errs := make(chan error, 10)
 	r.KeepPrepared(2, PreparedTemplate{OnError: func(err error) { errs <- err }})
 	defer r.Close()
-	require.Eventually(t, func() bool { _, err := r.PreparedStats(); return err != nil }, 5*time.Second, time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	// Both starts have failed (none is in progress, a retry is a second
+	// away): each could have been heard.
+	require.Eventually(t, func() bool {
+		p := poolOf(r)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.starting == 0 && p.lastErr != nil
+	}, 5*time.Second, time.Millisecond)
 	assert.Len(t, errs, 1)
 	ready, err := r.PreparedStats()
 	assert.Zero(t, ready)
@@ -250,8 +257,8 @@ func TestPreparedOldestFirst(t *testing.T) {
 	pids := initStagesOf(t, r)
 	require.Len(t, pids, 2)
 	runIn(t, r, &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
-	assert.False(t, alive(pids[0]), "the older jail was not the one used")
-	assert.True(t, alive(pids[1]))
+	assert.False(t, unreaped(pids[0]), "the older jail was not the one used")
+	assert.True(t, unreaped(pids[1]))
 }
 
 // KeepPrepared again replaces the pool: the old one's waiting jails end.
@@ -261,7 +268,7 @@ func TestKeepPreparedReplacesThePool(t *testing.T) {
 	require.Len(t, old, 2)
 	r.KeepPrepared(1, PreparedTemplate{})
 	for _, pid := range old {
-		assert.False(t, alive(pid), "a jail of the replaced pool still waits")
+		assert.False(t, unreaped(pid), "a jail of the replaced pool still waits")
 	}
 	waitPrepared(t, r, 1)
 	r.KeepPrepared(0, PreparedTemplate{})
@@ -274,6 +281,7 @@ func TestPreparedCloseWaitsForRuns(t *testing.T) {
 	r := freshRunner(t)
 	r.KeepPrepared(1, PreparedTemplate{})
 	waitPrepared(t, r, 1)
+	pid := initStagesOf(t, r)[0]
 	done := make(chan *Result, 1)
 	go func() {
 		res, _ := r.Run(context.Background(), &Spec{Program: []byte("import time; time.sleep(0.5); print('done')"), Limits: DefaultLimits()})
@@ -284,6 +292,7 @@ func TestPreparedCloseWaitsForRuns(t *testing.T) {
 	t0 := time.Now()
 	r.Close()
 	assert.Greater(t, time.Since(t0), 300*time.Millisecond, "Close returned before the run in its prepared jail ended")
+	assert.False(t, unreaped(pid), "Close returned before the jail was waited for")
 	res := <-done
 	require.NotNil(t, res)
 	assert.Equal(t, "done\n", string(res.Stdout), "the run was not cut short")
@@ -318,6 +327,11 @@ func TestPreparedJailHoldsOnlyItsCapabilities(t *testing.T) {
 	assert.Regexp(t, fmt.Sprintf("(?m)^Uid:\t%s\t%s\t%s\t%s$", id, id, id, id), st)
 	assert.Regexp(t, fmt.Sprintf("(?m)^Gid:\t%s\t%s\t%s\t%s$", id, id, id, id), st)
 	assert.Regexp(t, "(?m)^Groups:[ \t]*$", st)
+	// fd 3 is held for the report channel, so that nothing the init
+	// stage opens itself can take the number apply dups onto.
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pids[0], reportFd))
+	assert.NoError(t, err)
+	assert.Equal(t, os.DevNull, l, "fd %d of a waiting jail", reportFd)
 }
 
 // readyUIDs are the host uids of the runner's waiting jails.
@@ -368,17 +382,19 @@ func TestPreparedRunPanicEndsTheJail(t *testing.T) {
 	r := freshRunner(t)
 	r.KeepPrepared(1, PreparedTemplate{})
 	waitPrepared(t, r, 1)
-	pids := initStagesOf(t, r)
+	pids, uids := initStagesOf(t, r), readyUIDs(r)
 	require.Len(t, pids, 1)
 	afterExecHook = func() { panic("injected") }
 	t.Cleanup(func() { afterExecHook = nil })
 	id := NewID()
+	t.Cleanup(func() { _ = r.Cgroups.Remove(id) }) // only if this test failed
 	func() {
 		defer func() { assert.Equal(t, "injected", recover()) }()
 		_, _ = r.Run(t.Context(), &Spec{ID: id, Program: []byte("import time; time.sleep(30)"), Limits: DefaultLimits()})
 	}()
 	afterExecHook = nil
-	assert.False(t, alive(pids[0]), "the jail outlived the panic (or was not waited for)")
+	assert.False(t, unreaped(pids[0]), "the jail outlived the panic (or was not waited for)")
+	assert.False(t, uidUsed(r, uids[0]), "the jail's uid outlived the panic")
 	for _, d := range systest.CgroupDirs(id) {
 		assert.NoDirExists(t, d)
 	}

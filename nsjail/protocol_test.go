@@ -10,39 +10,55 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"agentjail/internal/systest"
 )
 
-// A message with more fds than maxMsgFds is refused whole: the kernel
-// would otherwise cut the list (MSG_CTRUNC), and the init stage would
-// take the fds it got for others (the cgroup files for stdio).
+// A message with more fds than maxMsgFds is refused whole, by both ends'
+// readers: the kernel would otherwise cut the list (MSG_CTRUNC), and the
+// reader would take the fds it got for what they are not.
 func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
-	for _, n := range []int{maxMsgFds, maxMsgFds + 1} {
-		sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		require.NoError(t, err)
-		send, recv := os.NewFile(uintptr(sp[0]), "send"), fdConn(sp[1])
-		null, err := os.Open(os.DevNull)
-		require.NoError(t, err)
-		fds := make([]int, n)
-		for i := range fds {
-			fds[i] = int(null.Fd())
-		}
-		before := countFds()
-		require.NoError(t, sendMsgFds(send, msgConfig, []byte("{}"), fds))
-		typ, payload, got, err := recv.readMsgFds()
-		if n <= maxMsgFds {
+	// Each reader owns (and closes) the receiving fd.
+	readers := map[string]func(fd int) (byte, []byte, []int, error){
+		"init stage": func(fd int) (byte, []byte, []int, error) {
+			defer unix.Close(fd)
+			return fdConn(fd).readMsgFds()
+		},
+		"parent": func(fd int) (byte, []byte, []int, error) {
+			require.NoError(t, unix.SetNonblock(fd, true))
+			f := os.NewFile(uintptr(fd), "recv")
+			defer f.Close()
+			return readMsgFds(f)
+		},
+	}
+	for name, read := range readers {
+		for _, n := range []int{maxMsgFds, maxMsgFds + 1} {
+			before := systest.FdCount()
+			sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 			require.NoError(t, err)
-			assert.Equal(t, msgConfig, typ)
-			assert.Equal(t, "{}", string(payload))
-			assert.Len(t, got, n)
-			closeFds(got)
-		} else {
-			assert.ErrorContains(t, err, "more than")
-			assert.Empty(t, got)
+			send := os.NewFile(uintptr(sp[0]), "send")
+			null, err := os.Open(os.DevNull)
+			require.NoError(t, err)
+			fds := make([]int, n)
+			for i := range fds {
+				fds[i] = int(null.Fd())
+			}
+			require.NoError(t, sendMsgFds(send, msgConfig, []byte("{}"), fds))
+			typ, payload, got, err := read(sp[1])
+			if n <= maxMsgFds {
+				require.NoError(t, err, name)
+				assert.Equal(t, msgConfig, typ)
+				assert.Equal(t, "{}", string(payload))
+				assert.Len(t, got, n)
+				closeFds(got)
+			} else {
+				assert.ErrorContains(t, err, "more than", name)
+				assert.Empty(t, got, name)
+			}
+			null.Close()
+			send.Close()
+			assert.Equal(t, before, systest.FdCount(), "%s: no received fd left open (%d sent)", name, n)
 		}
-		assert.Equal(t, before, countFds(), "no received fd left open (%d sent)", n)
-		null.Close()
-		send.Close()
-		unix.Close(sp[1])
 	}
 }
 

@@ -384,7 +384,7 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 		return stageErr("socketpair", err)
 	}
 	childSync := os.NewFile(uintptr(fds[1]), "sync-child")
-	defer childSync.Close()                                // the child holds its own copy once started
+	defer childSync.Close()                                // on the early returns; closed at the start below
 	if err := unix.SetNonblock(fds[0], true); err != nil { // pollable: deadlines work
 		unix.Close(fds[0])
 		return stageErr("socketpair", err)
@@ -401,8 +401,13 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 
 	// fd 3 (reportFd) holds /dev/null until msgConfig brings the report
 	// channel (or nothing, and it closes at the exec): a number the Go
-	// runtime of the init stage must not take for its own files. fd 4 =
-	// syncFd.
+	// runtime of the init stage must not take for its own files (it opens
+	// host cgroup files, e.g. cpu.cfs_quota_us, for its GOMAXPROCS; they
+	// stay open through pivot_root and only execPython's close_range
+	// closes them before the program runs). fd 4 = syncFd. Every fd of
+	// this process without close-on-exec would reach the bootstrap, as
+	// root, until that same close_range: Go opens all of its own files
+	// close-on-exec, and so must any code linked into the daemon.
 	exe, extra := j.runner.Exe, []*os.File{null, childSync}
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
@@ -419,6 +424,9 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 		// waited for.
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
+	// Closed now, not at return: a bootstrap that dies without a record
+	// must give EOF at once, not leave bootstrap waiting for setupTimeout.
+	childSync.Close()
 	if err != nil {
 		return stageErr("start init stage", err)
 	}

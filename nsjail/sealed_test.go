@@ -220,20 +220,13 @@ func TestSealedExeRunsJail(t *testing.T) {
 }
 
 func TestSealedExeDoesNotLeak(t *testing.T) {
-	before := openFds(t)
+	before := systest.FdCount()
 	for range 5 {
 		f, err := SealedExe()
 		require.NoError(t, err)
 		require.NoError(t, f.Close())
 	}
-	assert.Equal(t, before, openFds(t))
-}
-
-func openFds(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	return len(ents)
+	assert.Equal(t, before, systest.FdCount())
 }
 
 // BenchmarkSealedExe is the daemon's one-time start-up cost.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -152,10 +154,12 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 	// python3 once exec'd.
 	var id string
 	require.Eventually(t, func() bool {
+		daemonKids := systest.Children(d.cmd.Process.Pid)
 		for g, procs := range jailGroups(t) {
-			for _, pid := range procs {
-				comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-				if string(comm) == "python3\n" && parentOf(pid) == d.cmd.Process.Pid {
+			for _, p := range procs {
+				pid, _ := strconv.Atoi(p)
+				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+				if string(comm) == "python3\n" && slices.Contains(daemonKids, pid) {
 					id = g
 					return true
 				}
@@ -164,19 +168,6 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 		return false
 	}, 10*time.Second, 10*time.Millisecond, "the jail did not start")
 	return id, answer
-}
-
-// parentOf is the parent pid of process pid (0 when it is gone).
-func parentOf(pid string) int {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	var state string
-	var ppid int
-	fmt.Sscan(rest, &state, &ppid)
-	return ppid
 }
 
 // TestServeSIGTERM: SIGTERM lets the running jail use the grace period,
@@ -206,7 +197,7 @@ func TestServeSIGTERM(t *testing.T) {
 	assert.NotContains(t, jailGroups(t), id, "the jail's cgroup is removed")
 	assert.Contains(t, d.log.String(), "msg=stopped")
 	for _, pid := range kids {
-		assert.False(t, alive(pid), "process %d of the daemon outlived its stop", pid)
+		assert.False(t, systest.Running(pid), "process %d of the daemon outlived its stop", pid)
 	}
 }
 
@@ -215,34 +206,9 @@ func TestServeSIGTERM(t *testing.T) {
 func waitChildren(t *testing.T, pid, n int) []int {
 	t.Helper()
 	var kids []int
-	require.Eventually(t, func() bool { kids = children(pid); return len(kids) >= n }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { kids = systest.Children(pid); return len(kids) >= n }, 10*time.Second, 10*time.Millisecond,
 		"the daemon never had %d children (jails running or prepared): %v", n, kids)
 	return kids
-}
-
-func children(pid int) []int {
-	var kids []int
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, f := range tasks {
-		b, _ := os.ReadFile(f)
-		for _, w := range strings.Fields(string(b)) {
-			var k int
-			if _, err := fmt.Sscan(w, &k); err == nil {
-				kids = append(kids, k)
-			}
-		}
-	}
-	return kids
-}
-
-// alive: the process exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }
 
 // TestServeCrashRecovery is attacks.md S09: kill -9 the daemon mid-job.
@@ -263,7 +229,7 @@ func TestServeCrashRecovery(t *testing.T) {
 		"S09: jail processes outlived the daemon by more than 1 s: %v", jailGroups(t)[id])
 	require.Eventually(t, func() bool {
 		for _, pid := range kids {
-			if alive(pid) {
+			if systest.Running(pid) {
 				return false
 			}
 		}

@@ -25,6 +25,7 @@ func (m *Manager) Stale() ([]string, error)                 { return nil, ErrUns
 func (m *Manager) Remove(string) error                      { return ErrUnsupported }
 func (g *Group) Name() string                               { return "" }
 func (g *Group) Attach(int) error                           { return ErrUnsupported }
+func (g *Group) JoinFiles() ([]int, error)                  { return nil, ErrUnsupported }
 func (g *Group) CPUTime() (time.Duration, error)            { return 0, ErrUnsupported }
 func (g *Group) Stats() (Stats, error)                      { return Stats{}, ErrUnsupported }
 func (g *Group) Kill() error                                { return ErrUnsupported }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -326,6 +327,65 @@ func TestSystemAttach(t *testing.T) {
 	assert.Contains(t, string(pc), "/"+testSubtree()+"/attach\n")
 	assert.Error(t, g.Attach(0))
 	assert.Error(t, g.Attach(1<<30), "no such process")
+}
+
+// JoinFiles: on v1 a thread that writes "0" to each of its files moves
+// itself, and only itself, into the group in every hierarchy; on v2 it
+// gives nothing (the caller attaches the process).
+func TestSystemJoinFiles(t *testing.T) {
+	m := requireSystem(t, needManager)
+	g := create(t, m, "join", Resources{MemoryBytes: 64 << 20, Pids: 8})
+	fds, err := g.JoinFiles()
+	require.NoError(t, err)
+	if m.Version() == V2 {
+		assert.Nil(t, fds)
+		return
+	}
+	require.Len(t, fds, len(g.dirs))
+	type seen struct {
+		tid         int
+		joined, own string
+		err         error
+	}
+	done := make(chan seen)
+	go func() {
+		// A thread of its own, moved back to this process's groups
+		// before it is let go.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		s := seen{tid: unix.Gettid()}
+		for _, fd := range fds {
+			if _, err := unix.Write(fd, []byte("0")); err != nil && s.err == nil {
+				s.err = err
+			}
+			unix.Close(fd)
+		}
+		b, _ := os.ReadFile("/proc/thread-self/cgroup")
+		s.joined = string(b)
+		for _, c := range m.ctrls {
+			if err := os.WriteFile(filepath.Join(c.own, "tasks"), []byte("0"), 0); err != nil && s.err == nil {
+				s.err = err
+			}
+		}
+		b, _ = os.ReadFile("/proc/thread-self/cgroup")
+		s.own = string(b)
+		done <- s
+	}()
+	s := <-done
+	require.NoError(t, s.err)
+	for _, c := range m.Controllers() {
+		assert.Regexp(t, fmt.Sprintf(`(?m)^\d+:([^:]*,)?%s(,[^:]*)?:.*/%s/join$`, c, testSubtree()), s.joined, "the thread in the group's %s cgroup", c)
+	}
+	assert.NotContains(t, s.own, "/join\n", "moved back")
+	// Only that thread: no other task of this process was in the group.
+	for _, d := range g.dirs {
+		b, err := os.ReadFile(filepath.Join(d, "tasks"))
+		require.NoError(t, err)
+		assert.Empty(t, strings.TrimSpace(string(b)), "tasks of %s after the thread left", d)
+	}
+	st, err := g.Stats()
+	require.NoError(t, err)
+	assert.Equal(t, peakSourceV1, st.PeakMemorySource, "the peak counts from the join")
 }
 
 func TestSystemPeakMemory(t *testing.T) {

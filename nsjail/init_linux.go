@@ -89,12 +89,12 @@ func Init() {
 	if err := writeMsg(c, msgReady, nil); err != nil {
 		os.Exit(1)
 	}
-	typ, _, err = readMsg(c)
+	typ, _, join, err := c.readMsgFds()
 	if err != nil || typ != msgGo {
 		// The parent went away or gave up: nothing to report to.
 		os.Exit(1)
 	}
-	initFail(c, execPython(c, &cfg, filter))
+	initFail(c, execPython(c, &cfg, filter, join))
 }
 
 // warmConfig is a runConfig with every field set, decoded once by a jail
@@ -559,8 +559,11 @@ func loopbackUp() error {
 
 // execPython ends the init stage. The order matters and each step is as
 // late as it can be:
-//  1. unshare(CLONE_NEWCGROUP) now that the parent has put us in the jail's
-//     cgroup, so that the program sees that cgroup as its root;
+//  1. on cgroup v1, move this thread into the jail's cgroup by writing "0"
+//     to each hierarchy's `tasks` file of join (opened by the parent:
+//     cgroup.Group.JoinFiles; on v2 the parent has moved the process and
+//     join is empty), then unshare(CLONE_NEWCGROUP), so that the program
+//     sees that cgroup as its root;
 //  2. drop every capability (bounding, ambient, then effective, permitted
 //     and inheritable sets; the bounding set needs CAP_SETPCAP, so it goes
 //     first);
@@ -572,7 +575,18 @@ func loopbackUp() error {
 //  5. execve.
 //
 // It returns only on failure.
-func execPython(c fdConn, cfg *runConfig, filter *seccomp.Program) error {
+func execPython(c fdConn, cfg *runConfig, filter *seccomp.Program, join []int) error {
+	// Only this thread moves; the runtime's other threads, which run none
+	// of this code, stay where they are until the exec ends them, and
+	// python3's memory is charged to the group of the thread that execs it.
+	// A jail never runs outside its cgroup: any failure ends the stage.
+	for _, fd := range join {
+		_, err := fdConn(fd).Write([]byte("0"))
+		unix.Close(fd)
+		if err != nil {
+			return stageErr("join cgroup", err)
+		}
+	}
 	if err := step("unshare cgroup namespace", unix.Unshare(unix.CLONE_NEWCGROUP)); err != nil {
 		return err
 	}

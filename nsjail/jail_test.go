@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"agentjail/cgroup"
 	"agentjail/internal/systest"
 	"agentjail/seccomp"
 )
@@ -511,8 +512,9 @@ func hostSeesNoLeakedFds(t *testing.T, r *Runner) {
 	done := make(chan out, 1)
 	var running sync.WaitGroup
 	t.Cleanup(running.Wait) // a failed check still waits for the jail
+	id := NewID()
 	running.Go(func() {
-		res, err := r.Run(t.Context(), &Spec{Program: []byte(`import os, time
+		res, err := r.Run(t.Context(), &Spec{ID: id, Program: []byte(`import os, time
 open("/tmp/up", "w").close()
 while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 		done <- out{res, err}
@@ -555,6 +557,17 @@ while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 	require.NoError(t, err)
 	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 	assert.Equal(t, fmt.Sprint(pid), f[3], "session of %d: %s", pid, stat)
+	// python3 is in the jail's cgroup in every hierarchy (on v1 the
+	// init stage's exec'ing thread moved itself into each: JoinFiles).
+	own, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	require.NoError(t, err)
+	if r.Cgroups.Version() == cgroup.V2 {
+		assert.Regexp(t, fmt.Sprintf(`(?m)^0::.*/%s$`, id), string(own))
+	} else {
+		for _, c := range r.Cgroups.Controllers() {
+			assert.Regexp(t, fmt.Sprintf(`(?m)^\d+:([^:]*,)?%s(,[^:]*)?:.*/%s$`, c, id), string(own), "python3 in the jail's %s cgroup", c)
+		}
+	}
 	// Seen: the program may end (host root cannot create a file in the
 	// jail's tmpfs, EOVERFLOW: its uid is not mapped there; it can remove
 	// one).

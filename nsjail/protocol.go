@@ -29,10 +29,13 @@ import (
 //	                                           /code, / read-only, scratch size,
 //	                                           /workspace files, rlimits
 //	  <--- msgReady, or msgError ------------
-//	  attach to the jail cgroup, reset the
-//	  memory high-water mark
-//	  ---- msgGo --------------------------->
-//	                                           unshare(CLONE_NEWCGROUP), drop every
+//	  reset the jail cgroup's memory high-
+//	  water mark; on v2 attach the init
+//	  stage to it
+//	  ---- msgGo (on v1 + the group's `tasks`
+//	       file of every hierarchy) -------->
+//	                                           on v1 move this thread into the
+//	                                           group, unshare(CLONE_NEWCGROUP), drop every
 //	                                           capability, mark fds close-on-exec,
 //	                                           no_new_privs, seccomp, execve(python3)
 //	  <--- msgSeccomp + the filter's listener

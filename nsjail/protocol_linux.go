@@ -10,7 +10,8 @@ import (
 )
 
 // maxMsgFds is the most fds one message carries (stdin, stdout, stderr and
-// the report channel). A message with more is refused whole, never cut
+// the report channel; or a v1 group's `tasks` files, one for each of the
+// four hierarchies cgroup uses). A message with more is refused whole, never cut
 // (MSG_CTRUNC).
 const maxMsgFds = 4
 
@@ -104,7 +105,9 @@ func sendMsgFds(f *os.File, typ byte, payload []byte, fds []int) error {
 	}); err != nil {
 		return err
 	}
-	if serr != nil {
+	if serr != nil || len(payload) == 0 {
+		// No write of nothing: it would still reach the socket, and
+		// fail (EPIPE) once the init stage, having its message, exec'd.
 		return serr
 	}
 	_, err = f.Write(payload)

@@ -535,10 +535,24 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		}
 		return nil, err
 	}
-	if err := j.cg.Attach(j.proc.Pid); err != nil {
-		return nil, stageErr("attach to cgroup", err)
+	// On cgroup v1 the thread that will exec python3 moves itself into
+	// the jail's cgroup, through the files sent with msgGo (JoinFiles: a
+	// move by pid from here waits an RCU grace period after a quiet
+	// spell); on v2 this process moves the init stage.
+	join, err := j.cg.JoinFiles()
+	if err != nil {
+		return nil, stageErr("join cgroup", err)
 	}
-	if err := writeMsg(j.sync, msgGo, nil); err != nil {
+	if join == nil {
+		if err := j.cg.Attach(j.proc.Pid); err != nil {
+			return nil, stageErr("attach to cgroup", err)
+		}
+		err = writeMsg(j.sync, msgGo, nil)
+	} else {
+		err = sendMsgFds(j.sync, msgGo, nil, join)
+		closeFds(join)
+	}
+	if err != nil {
 		return nil, j.initFailure("send go", err)
 	}
 	listener, err := j.awaitExec()

@@ -591,3 +591,32 @@ func childPython() int {
 	}
 	return 0
 }
+
+// While a jail runs, no thread of this process sits in waitid(2) for it:
+// the wait for its end is parked in the runtime's poller (awaitExit). A
+// thread blocked there for the whole run made the runtime's sysmon wake
+// every 20 µs and hand Ps between threads: a third of the daemon's CPU
+// per run.
+func TestWaitHoldsNoThread(t *testing.T) {
+	r := testRunner(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Run(t.Context(), &Spec{Program: []byte("import time; time.sleep(0.6)"), Limits: DefaultLimits()})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return childPython() != 0 }, 5*time.Second, time.Millisecond, "the jail's python3")
+	const sysWaitid = "247" // x86-64
+	for range 30 {
+		tasks, err := os.ReadDir("/proc/self/task")
+		require.NoError(t, err)
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
+			if err != nil {
+				continue // a thread that ended meanwhile
+			}
+			assert.NotEqual(t, sysWaitid, strings.Fields(string(b))[0], "thread %s blocked in waitid", task.Name())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, <-done)
+}

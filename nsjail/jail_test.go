@@ -620,3 +620,29 @@ func TestWaitHoldsNoThread(t *testing.T) {
 	}
 	require.NoError(t, <-done)
 }
+
+// awaitExit returns for a child that has ended, whenever it ended: before
+// the call, or while it waits.
+func TestAwaitExitSeesEveryEnd(t *testing.T) {
+	for i := range 200 {
+		cmd := exec.Command("/bin/true")
+		if i%2 == 1 {
+			cmd = exec.Command("/bin/sleep", "0.001")
+		}
+		require.NoError(t, cmd.Start())
+		if i%2 == 0 {
+			require.Eventually(t, func() bool {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+				return bytes.Contains(b, []byte(") Z "))
+			}, 5*time.Second, 100*time.Microsecond, "a zombie")
+		}
+		done := make(chan struct{})
+		go func() { awaitExit(cmd.Process.Pid); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("run %d: awaitExit still waits for a child that ended", i)
+		}
+		require.NoError(t, cmd.Wait())
+	}
+}

@@ -905,13 +905,13 @@ func awaitExit(pid int) {
 	if err != nil {
 		return
 	}
-	// The first call says "not yet" to wait for readability; the poller
-	// reports an end that came before the fd was registered at once.
-	waited := false
-	_ = rc.Read(func(uintptr) bool {
-		done := waited
-		waited = true
-		return done
+	// Each call asks the kernel (poll, no wait): the poller forgets a
+	// readiness that came between the registration and the read (it
+	// resets its state first), so assuming "not yet" once can wait for ever.
+	_ = rc.Read(func(fd uintptr) bool {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(p, 0)
+		return err != nil || n > 0
 	})
 }
 

@@ -199,6 +199,46 @@ func deleteV2(mnt, rel string) error {
 // Name is the group's name below the subtree.
 func (g *Group) Name() string { return g.name }
 
+// Rename gives a v1 group another name below the same subtree, in every
+// hierarchy; the files it holds open (its locks, JoinFiles' fds) stay
+// valid. It fails with ErrExists if the name is taken, and then leaves
+// the group as it was. v2 cannot rename a cgroup (ErrUnsupported).
+func (g *Group) Rename(name string) error {
+	if err := validName(name); err != nil {
+		return fmt.Errorf("renaming group %s: %w", g.name, err)
+	}
+	if g.m.version == V2 {
+		return fmt.Errorf("renaming group %s: cgroup v2: %w", g.name, ErrUnsupported)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return fmt.Errorf("renaming group %s: %w", g.name, ErrDeleted)
+	}
+	dirs := g.m.groupDirs(name)
+	for i, d := range g.dirs {
+		if err := unix.Rename(d, dirs[i]); err != nil {
+			for k := i - 1; k >= 0; k-- {
+				_ = unix.Rename(dirs[k], g.dirs[k])
+			}
+			if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+				err = ErrExists
+			}
+			return fmt.Errorf("renaming group %s to %s: %s: %w", g.name, name, d, err)
+		}
+	}
+	g.name, g.dirs = name, dirs
+	for _, f := range []struct {
+		dir  *string
+		ctrl string
+	}{{&g.memDir, "memory"}, {&g.pidsDir, "pids"}, {&g.cpuDir, "cpuacct"}} {
+		if *f.dir != "" {
+			*f.dir = g.m.ctrlDir(f.ctrl, name)
+		}
+	}
+	return nil
+}
+
 // Attach moves process pid into the group in every hierarchy, then resets
 // the memory high-water mark so that the peak counts only what the process
 // charges from now on (pages it charged before stay with its old group:

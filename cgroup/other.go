@@ -26,6 +26,7 @@ func (m *Manager) Remove(string) error                      { return ErrUnsuppor
 func (g *Group) Name() string                               { return "" }
 func (g *Group) Attach(int) error                           { return ErrUnsupported }
 func (g *Group) JoinFiles() ([]int, error)                  { return nil, ErrUnsupported }
+func (g *Group) Rename(string) error                        { return ErrUnsupported }
 func (g *Group) CPUTime() (time.Duration, error)            { return 0, ErrUnsupported }
 func (g *Group) Stats() (Stats, error)                      { return Stats{}, ErrUnsupported }
 func (g *Group) Kill() error                                { return ErrUnsupported }

@@ -388,6 +388,41 @@ func TestSystemJoinFiles(t *testing.T) {
 	assert.Equal(t, peakSourceV1, st.PeakMemorySource, "the peak counts from the join")
 }
 
+// Rename (v1) moves the group in every hierarchy; files opened before it
+// still act on the group; a taken name leaves the group as it was.
+func TestSystemRename(t *testing.T) {
+	m := requireSystem(t, needManager)
+	g := create(t, m, "before", Resources{MemoryBytes: 64 << 20, Pids: 8})
+	if m.Version() == V2 {
+		assert.ErrorIs(t, g.Rename("after"), ErrUnsupported)
+		return
+	}
+	fds, err := g.JoinFiles()
+	require.NoError(t, err)
+	create(t, m, "taken", Resources{})
+	assert.ErrorIs(t, g.Rename("taken"), ErrExists)
+	assert.Equal(t, "before", g.Name())
+	assert.ErrorIs(t, g.Rename("../x"), ErrInvalidName)
+	require.NoError(t, g.Rename("after"))
+	assert.Equal(t, "after", g.Name())
+	assert.Empty(t, systest.CgroupDirs("before"))
+	assert.Len(t, systest.CgroupDirs("after"), len(m.Controllers()))
+	// A process joins the renamed group through the files opened before.
+	c := shChild(t, "exec sleep 1000")
+	for _, fd := range fds {
+		_, err := unix.Write(fd, []byte(strconv.Itoa(c.pid())))
+		assert.NoError(t, err)
+		unix.Close(fd)
+	}
+	pc, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", c.pid()))
+	require.NoError(t, err)
+	assert.Equal(t, len(m.Controllers()), strings.Count(string(pc), "/"+testSubtree()+"/after\n"), "%s", pc)
+	st, err := g.Stats()
+	require.NoError(t, err)
+	assert.Equal(t, peakSourceV1, st.PeakMemorySource)
+	assert.NoError(t, g.Kill())
+}
+
 func TestSystemPeakMemory(t *testing.T) {
 	m := requireSystem(t, needManager)
 	g := create(t, m, "peak", Resources{MemoryBytes: 256 << 20, Pids: 16})

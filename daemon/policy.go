@@ -22,6 +22,6 @@ func (c *Config) PreparedTemplate() nsjail.PreparedTemplate {
 	return nsjail.PreparedTemplate{
 		ReadOnlyMounts: c.Jail.ReadOnlyMounts,
 		Code:           harnessShared,
-		TmpBytes:       c.DefaultLimits().TmpBytes,
+		Limits:         c.DefaultLimits(),
 	}
 }

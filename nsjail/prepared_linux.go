@@ -26,21 +26,26 @@ type PreparedTemplate struct {
 	// Code are files under /code that every request has, with the same
 	// content (the daemon's harness); they are written ahead.
 	Code []File
-	// TmpBytes is the scratch size prepared; a request with another size
-	// costs one remount.
-	TmpBytes int64
+	// Limits are the ones most requests have (the daemon's defaults;
+	// zero fields take DefaultLimits'). The scratch tmpfs is prepared at
+	// Limits.TmpBytes, and on cgroup v1 each jail's cgroup is made ahead
+	// with Limits' memory, pids and CPU limits (its name is the request's
+	// ID from the request on: v1 can rename). A request with another
+	// scratch size costs one remount, one with other cgroup limits a group
+	// made during its run.
+	Limits Limits
 	// OnError, when set, hears why a jail could not be prepared: once per
 	// streak of failures (requests meanwhile start their own jails).
 	OnError func(error)
 }
 
 type preparedPool struct {
-	want     int
-	binds    []string
-	code     []File
-	tmpBytes int64
-	onError  func(error)
-	prepare  []byte // the prepareConfig message, the same for every jail of the pool
+	want    int
+	binds   []string
+	code    []File
+	limits  Limits
+	onError func(error)
+	prepare []byte // the prepareConfig message, the same for every jail of the pool
 
 	mu       sync.Mutex
 	ready    []*preparedJail
@@ -78,16 +83,13 @@ type preparedJail struct {
 // again after changing one, or prepared jails keep the old ones.
 func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 	p := &preparedPool{
-		want:     n,
-		binds:    binds(&Spec{ReadOnlyMounts: t.ReadOnlyMounts}),
-		code:     slices.Clone(t.Code),
-		tmpBytes: t.TmpBytes,
-		onError:  t.OnError,
+		want:    n,
+		binds:   binds(&Spec{ReadOnlyMounts: t.ReadOnlyMounts}),
+		code:    slices.Clone(t.Code),
+		limits:  t.Limits.withDefaults(),
+		onError: t.OnError,
 	}
-	if p.tmpBytes == 0 {
-		p.tmpBytes = DefaultLimits().TmpBytes
-	}
-	prep := r.prepareConfig(p.binds, p.code, p.tmpBytes)
+	prep := r.prepareConfig(p.binds, p.code, p.limits.TmpBytes)
 	prep.Ahead = true
 	p.prepare = mustJSON(prep)
 	r.poolMu.Lock()
@@ -174,6 +176,9 @@ func (p *preparedPool) keep(r *Runner) {
 	err = j.start(p.prepare)
 	if err == nil {
 		err = j.prepared()
+	}
+	if err == nil {
+		err = j.cgroupAhead(p.limits)
 	}
 	if err != nil {
 		err = errors.Join(err, j.cleanup())

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"agentjail/cgroup"
 	"agentjail/internal/systest"
 )
 
@@ -64,7 +65,8 @@ print(os.path.exists('/workspace/left'), os.path.exists('/tmp/left'), sorted(p f
 // (resized by a remount), files, stdin, environment, rlimits, report
 // channel, memory limit.
 func TestPreparedJailTakesTheRequestsLimits(t *testing.T) {
-	r := preparedRunner(t, 1, PreparedTemplate{TmpBytes: 64 << 20})
+	r := preparedRunner(t, 1, PreparedTemplate{Limits: Limits{TmpBytes: 64 << 20}})
+	ahead := aheadGroups(t, r)
 	l := DefaultLimits()
 	l.TmpBytes = 8 << 20
 	l.OpenFiles = 40
@@ -98,6 +100,10 @@ except OSError as e:
 		"write 28\n", string(res.Stdout))
 	assert.Equal(t, "report", string(res.Report))
 	assert.Equal(t, int64(48<<20), res.MemoryLimitBytes)
+	// The group made ahead had the default limits: it was replaced.
+	for _, name := range ahead {
+		assert.Empty(t, systest.CgroupDirs(name), "the group made ahead, %s, after the run", name)
+	}
 
 	big := runIn(t, r, &Spec{Program: []byte("b = bytearray(100 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n"), Limits: l})
 	assert.Equal(t, KillMemoryLimit, big.KillReason)
@@ -153,7 +159,11 @@ func TestPreparedCloseLeavesNothing(t *testing.T) {
 	pids := initStagesOf(t, r)
 	require.Len(t, pids, 3)
 	uids := readyUIDs(r)
+	groups := aheadGroups(t, r)
 	r.Close()
+	for _, name := range groups {
+		assert.Empty(t, systest.CgroupDirs(name), "the group %s made ahead, after Close", name)
+	}
 	for _, pid := range pids {
 		assert.False(t, unreaped(pid), "init stage %d outlived Close", pid)
 	}
@@ -341,6 +351,23 @@ func readyUIDs(r *Runner) []uint32 {
 		uids = append(uids, pj.j.uid)
 	}
 	return uids
+}
+
+// aheadGroups are the names of the cgroups made ahead for the runner's
+// waiting jails: one each on cgroup v1 (cgroupAhead), none on v2.
+func aheadGroups(t *testing.T, r *Runner) []string {
+	t.Helper()
+	var names []string
+	for _, pj := range readyJails(r) {
+		if pj.j.cg != nil {
+			names = append(names, pj.j.cg.Name())
+			require.NotEmpty(t, systest.CgroupDirs(pj.j.cg.Name()))
+		}
+	}
+	if r.Cgroups.Version() == cgroup.V1 {
+		require.Len(t, names, len(readyJails(r)), "a group made ahead for every waiting jail")
+	}
+	return names
 }
 
 // readyJails are the runner's waiting jails, oldest first.

@@ -323,6 +323,8 @@ type jail struct {
 	uid    uint32
 
 	cg        *cgroup.Group
+	cgRes     cgroup.Resources // what cg was made with
+	join      []int            // v1: cg's tasks files, when cg was made ahead (cgroupAhead)
 	proc      *os.Process      // the jail's pid 1 (the init stage, then python3)
 	state     *os.ProcessState // proc's end, once waited for
 	workspace *os.File         // /workspace of the jail, for Collect; nil unless asked
@@ -360,6 +362,8 @@ func (j *jail) cleanup() error {
 		c.Close()
 	}
 	j.closers = nil
+	closeFds(j.join)
+	j.join = nil
 	if j.proc != nil && j.state == nil {
 		// Set-up failed after the start: the init stage must not outlive us.
 		_ = j.proc.Kill()
@@ -451,6 +455,34 @@ func (j *jail) prepared() error {
 	return j.expect(msgReady)
 }
 
+// cgroupAhead makes a prepared jail's cgroup before its request, with
+// the limits of l, and opens its tasks files (JoinFiles), so that the
+// request's run has no cgroup to make on its way to the exec: on cgroup
+// v1 only, where the group can take the request's ID as its name then
+// (v2 cannot rename, and moves the process from here anyway). The group is
+// empty until the exec'ing thread joins it: nothing is counted before.
+func (j *jail) cgroupAhead(l Limits) error {
+	m := j.runner.Cgroups
+	if m.Version() != cgroup.V1 {
+		return nil
+	}
+	res := cgroupResources(l)
+	g, err := m.Create("prepared-"+NewID(), res)
+	if err != nil {
+		return stageErr("create cgroup", err)
+	}
+	j.cg, j.cgRes = g, res
+	if j.join, err = g.JoinFiles(); err != nil {
+		return stageErr("join cgroup", err)
+	}
+	return nil
+}
+
+// cgroupResources are the cgroup's part of l.
+func cgroupResources(l Limits) cgroup.Resources {
+	return cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs}
+}
+
 // errNotDelivered marks a prepared jail that was gone before its request
 // reached it.
 var errNotDelivered = errors.New("the prepared jail ended before it got the request")
@@ -460,13 +492,28 @@ var errNotDelivered = errors.New("the prepared jail ended before it got the requ
 func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	l := j.spec.Limits
 	// The cgroup is created while the init stage works: during its
-	// preparation for a cold jail, during its apply for a prepared one.
+	// preparation for a cold jail, during its apply for a prepared one
+	// whose group was not made ahead (cgroupAhead) with these limits. A
+	// group made ahead takes the request's ID as its name.
 	createCgroup := func() error {
-		g, err := j.runner.Cgroups.Create(j.spec.ID, cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids, CPUs: l.CPUs})
+		res := cgroupResources(l)
+		if j.cg != nil {
+			if j.cgRes == res && j.cg.Rename(j.spec.ID) == nil {
+				return nil
+			}
+			closeFds(j.join)
+			j.join = nil
+			err := j.cg.Delete()
+			j.cg = nil
+			if err != nil {
+				return stageErr("delete the cgroup made ahead", err)
+			}
+		}
+		g, err := j.runner.Cgroups.Create(j.spec.ID, res)
 		if err != nil {
 			return stageErr("create cgroup", err)
 		}
-		j.cg = g
+		j.cg, j.cgRes = g, res
 		return nil
 	}
 	cold := j.preparing
@@ -527,6 +574,25 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 			return nil, err
 		}
 	}
+	// On cgroup v1 the thread that will exec python3 moves itself into
+	// the jail's cgroup, through the files sent with msgGo (JoinFiles: a
+	// move by pid from here waits an RCU grace period after a quiet
+	// spell), and msgGo goes at once: the init stage reads it when its
+	// apply is done, and nothing waits for a round trip. On v2 this
+	// process moves the init stage once its apply is done, then sends
+	// msgGo.
+	join := j.join
+	j.join = nil
+	if join == nil {
+		if join, err = j.cg.JoinFiles(); err != nil {
+			return nil, stageErr("join cgroup", err)
+		}
+	}
+	var goErr error
+	if join != nil {
+		goErr = sendMsgFds(j.sync, msgGo, nil, join)
+		closeFds(join)
+	}
 	if err := j.expect(msgReady); err != nil {
 		// A prepared jail killed while it waited can take the request
 		// (the send succeeds) and end before it answers.
@@ -535,25 +601,14 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		}
 		return nil, err
 	}
-	// On cgroup v1 the thread that will exec python3 moves itself into
-	// the jail's cgroup, through the files sent with msgGo (JoinFiles: a
-	// move by pid from here waits an RCU grace period after a quiet
-	// spell); on v2 this process moves the init stage.
-	join, err := j.cg.JoinFiles()
-	if err != nil {
-		return nil, stageErr("join cgroup", err)
-	}
 	if join == nil {
 		if err := j.cg.Attach(j.proc.Pid); err != nil {
 			return nil, stageErr("attach to cgroup", err)
 		}
-		err = writeMsg(j.sync, msgGo, nil)
-	} else {
-		err = sendMsgFds(j.sync, msgGo, nil, join)
-		closeFds(join)
+		goErr = writeMsg(j.sync, msgGo, nil)
 	}
-	if err != nil {
-		return nil, j.initFailure("send go", err)
+	if goErr != nil {
+		return nil, j.initFailure("send go", goErr)
 	}
 	listener, err := j.awaitExec()
 	if err != nil {

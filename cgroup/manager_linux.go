@@ -43,6 +43,7 @@ type Manager struct {
 
 	// v2
 	mount   string   // cgroup2 mount point
+	favor   bool     // mounted with favordynmods
 	v2own   string   // directory of our own cgroup /X (we live in /X/supervisor)
 	v2base  string   // directory /X/<subtree>, parent of the jails
 	v2ctrls []string // controllers enabled for the jails
@@ -215,7 +216,7 @@ func openV2(mnt mount, ownPath, subtree string, requireMemory bool) (*Manager, e
 		return nil, fmt.Errorf("opening cgroup v2: %w", err)
 	}
 	m := &Manager{version: V2, subtree: subtree, pageSize: int64(os.Getpagesize()),
-		mount: mnt.Point, v2own: own, v2base: filepath.Join(own, subtree)}
+		mount: mnt.Point, favor: mnt.FavorDynmods, v2own: own, v2base: filepath.Join(own, subtree)}
 
 	ctrlData, err := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
 	if err != nil {
@@ -327,6 +328,13 @@ func notWritable(err error) error {
 }
 
 // Version is the cgroup version in use.
+// AttachWaits reports whether moving a jail into its group takes the
+// kernel's global cgroup migration lock in its slow mode, whose every
+// writer after a quiet spell waits an RCU grace period (several ms): on v2
+// without favordynmods (Group.Attach writes cgroup.procs). On v1 a jail's
+// thread moves itself (Group.JoinFiles), which skips that lock.
+func (m *Manager) AttachWaits() bool { return m.version == V2 && !m.favor }
+
 func (m *Manager) Version() Version { return m.version }
 
 // Controllers lists which of memory, pids, cpu (and cpuacct on v1) jail

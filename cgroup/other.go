@@ -19,6 +19,7 @@ func Open(subtree string) (*Manager, error) {
 }
 
 func (m *Manager) Version() Version                         { return "" }
+func (m *Manager) AttachWaits() bool                        { return false }
 func (m *Manager) Controllers() []string                    { return nil }
 func (m *Manager) Create(string, Resources) (*Group, error) { return nil, ErrUnsupported }
 func (m *Manager) Stale() ([]string, error)                 { return nil, ErrUnsupported }

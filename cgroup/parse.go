@@ -164,6 +164,10 @@ type mount struct {
 	Root        string   // the cgroup of the hierarchy it shows, usually "/"
 	Type        string   // "cgroup" (v1) or "cgroup2"
 	Controllers []string // v1: controllers of the hierarchy (from super options)
+	// FavorDynmods: mounted with favordynmods (Linux 6.0+), which keeps
+	// the kernel's global cgroup migration lock in the mode whose writers
+	// do not wait for an RCU grace period.
+	FavorDynmods bool
 }
 
 // parseMountinfo returns the cgroup and cgroup2 mounts of a
@@ -191,10 +195,15 @@ func parseMountinfo(data []byte) ([]mount, error) {
 			continue
 		}
 		m := mount{Point: unescapeMount(fields[4]), Root: unescapeMount(fields[3]), Type: typ}
+		for _, o := range strings.Split(fields[sep+3], ",") {
+			if o == "favordynmods" {
+				m.FavorDynmods = true
+			}
+		}
 		if typ == "cgroup" {
 			for _, o := range strings.Split(fields[sep+3], ",") {
 				switch o {
-				case "rw", "ro", "":
+				case "rw", "ro", "", "favordynmods":
 				default:
 					if !strings.Contains(o, "=") || strings.HasPrefix(o, "name=") {
 						m.Controllers = append(m.Controllers, o)

@@ -146,7 +146,7 @@ func TestParseMountinfo(t *testing.T) {
 31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
 32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
 33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
-35 31 0:32 / /sys/fs/cgroup/memory rw,relatime shared:9 master:2 - cgroup cgroup rw,memory
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime shared:9 master:2 - cgroup cgroup rw,memory,favordynmods
 40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,xattr,name=systemd,release_agent=/x
 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw,nsdelegate
 50 31 0:40 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,relatime - cgroup cgroup ro,cpu,cpuacct
@@ -156,9 +156,13 @@ func TestParseMountinfo(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ms, 7, "tmpfs and ext4 are skipped")
 	assert.Equal(t, mount{Point: "/sys/fs/cgroup/cpu", Root: "/", Type: "cgroup", Controllers: []string{"cpu"}}, ms[0])
-	assert.Equal(t, mount{Point: "/sys/fs/cgroup/memory", Root: "/", Type: "cgroup", Controllers: []string{"memory"}}, ms[2], "optional fields are skipped")
+	assert.Equal(t, mount{Point: "/sys/fs/cgroup/memory", Root: "/", Type: "cgroup", Controllers: []string{"memory"}, FavorDynmods: true}, ms[2],
+		"optional fields are skipped; favordynmods is no controller")
 	assert.Equal(t, []string{"xattr", "name=systemd"}, ms[3].Controllers)
 	assert.Equal(t, mount{Point: "/sys/fs/cgroup/unified", Root: "/", Type: "cgroup2"}, ms[4])
+	v2, err := parseMountinfo([]byte("41 31 0:38 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate,favordynmods,memory_recursiveprot\n"))
+	require.NoError(t, err)
+	assert.True(t, v2[0].FavorDynmods)
 	assert.Equal(t, mount{Point: "/sys/fs/cgroup/cpu,cpuacct", Root: "/docker/abc", Type: "cgroup", Controllers: []string{"cpu", "cpuacct"}}, ms[5])
 	assert.Equal(t, "/mnt/with space", ms[6].Point)
 

@@ -114,6 +114,14 @@ func runChecks(python string) *checkReport {
 				}
 			}
 			add("peak memory", true, peak, "")
+			if m.AttachWaits() {
+				add("cgroup attach", true, "v2 without favordynmods: moving each jail into its cgroup waits an RCU grace period "+
+					"(several ms) when jails are not started back to back",
+					"mount -o remount,favordynmods /sys/fs/cgroup (Linux 6.0+; newer kernels also take cgroup_favordynmods=true at boot)")
+			} else {
+				add("cgroup attach", true, map[cgroup.Version]string{cgroup.V1: "v1: each jail's thread moves itself into its cgroup (no wait for the kernel's migration lock)",
+					cgroup.V2: "v2 with favordynmods: no wait for the kernel's migration lock"}[m.Version()], "")
+			}
 		}
 	} else {
 		add("cgroups", false, "not checked: needs root", "run as root")

@@ -85,6 +85,9 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		return fmt.Errorf("jail.python: %w", err)
 	}
 
+	if runner.Cgroups.AttachWaits() {
+		log.Warn("cgroup v2 is mounted without favordynmods: each jail's move into its cgroup waits an RCU grace period (several ms) when jails are not started back to back; remount /sys/fs/cgroup with favordynmods (Linux 6.0+) to avoid it")
+	}
 	// A previous instance that crashed (kill -9) left its jails' cgroups;
 	// their processes died with it (the jails' init has a parent-death
 	// signal), but anything still in them is killed here.

@@ -239,8 +239,15 @@ func TestLoad(t *testing.T) {
 	o.MaxConcurrent, o.QueueLength = 2, 16
 	s, _, c := startServer(t, o, j)
 
-	// Warm up, then take the baseline.
+	// Warm up, then take the baseline with both prepared jails waiting
+	// (each holds fds: its socket, and on cgroup v1 its cgroup's locks
+	// and tasks files), as at the end.
 	runJSON(t, c, map[string]any{"code": "pass"})
+	poolFull := func() {
+		require.Eventually(t, func() bool { ready, _ := j.r.PreparedStats(); return ready == 2 }, 10*time.Second, 5*time.Millisecond,
+			"both prepared jails waiting")
+	}
+	poolFull()
 	debug.FreeOSMemory()
 	fds0, gor0, rss0 := systest.FdCount(), runtime.NumGoroutine(), systest.SelfRSS()
 
@@ -319,6 +326,7 @@ func TestLoad(t *testing.T) {
 	// would show as 1,000 of them.
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= gor0+8 }, 5*time.Second, 50*time.Millisecond,
 		"goroutines: %d before, %d after", gor0, runtime.NumGoroutine())
+	poolFull()
 	assert.LessOrEqual(t, systest.FdCount(), fds0+8, "fds: %d before", fds0)
 	debug.FreeOSMemory() // what the heap holds, not what the runtime has yet to return
 	rss1 := systest.SelfRSS()

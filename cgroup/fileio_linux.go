@@ -69,16 +69,6 @@ func readFile(path string, buf []byte) ([]byte, error) {
 	return data, err
 }
 
-// readInt reads a single-value file.
-func readInt(path string) (int64, error) {
-	var b [64]byte
-	data, err := readFile(path, b[:])
-	if err != nil {
-		return 0, err
-	}
-	return parseInt(data)
-}
-
 // writeFile writes data to an existing kernfs file (no O_CREAT, no
 // O_TRUNC: neither means anything there).
 func writeFile(path string, data []byte) error {

@@ -33,9 +33,9 @@ type Group struct {
 	limit   int64    // memory limit in force
 
 	mu       sync.Mutex
-	lockFDs  []int // flocked directories: mark the group as live (see Stale)
-	cpuFD    int   // kept open by CPUTime for pread
-	peakFD   int   // v2: memory.peak, reset at Attach; the reset is per fd
+	lockFDs  []int          // flocked directories: mark the group as live (see Stale)
+	kept     map[string]int // files read more than once, by name, held open for pread (readKept)
+	peakFD   int            // v2: memory.peak, reset at Attach; the reset is per fd
 	peakSrc  string
 	attaches int
 	baseOOM  memEvents // OOM counters at Attach (v1: only OOMKill)
@@ -66,8 +66,8 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 	}
 	g := &Group{
 		m: m, name: name, dirs: m.groupDirs(name),
-		cpuFD: -1, peakFD: -1,
-		limit: limitInForce(l.memory, m.pageSize),
+		peakFD: -1,
+		limit:  limitInForce(l.memory, m.pageSize),
 	}
 	g.removed = make([]bool, len(g.dirs))
 	if m.feat.memory {
@@ -355,10 +355,28 @@ func (g *Group) resetPeak() error {
 	return nil
 }
 
-// readBaseline records the counters Stats reports deltas of.
+// readBaseline records the counters Stats reports deltas of, and opens
+// every file Stats reads (readKept), so that the run's end costs no opens:
+// for a prepared jail's group this is done before its request.
 func (g *Group) readBaseline() error {
 	g.baseOOM, g.basePids = memEvents{}, 0
 	var b [smallBuf]byte
+	var st Stats
+	if g.memDir != "" {
+		if err := g.readPeak(&st, b[:]); err != nil {
+			return err
+		}
+	}
+	if g.cpuDir != "" {
+		if _, err := g.cpuTime(); err != nil {
+			return err
+		}
+	}
+	if g.pidsDir != "" && g.m.feat.pidsPeak {
+		if _, err := g.readKeptInt(g.pidsDir, "pids.peak"); err != nil {
+			return err
+		}
+	}
 	if g.memDir != "" {
 		ev, err := g.readOOM(b[:])
 		if err != nil {
@@ -382,6 +400,11 @@ func (g *Group) readBaseline() error {
 // and needs the kernel's own evidence (the event comes when the group
 // enters OOM, before the killer has picked a victim).
 func (g *Group) OOMKills() (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return 0, fmt.Errorf("reading OOM kills of group %s: %w", g.name, ErrDeleted)
+	}
 	var buf [512]byte
 	ev, err := g.readOOM(buf[:])
 	if err != nil {
@@ -393,7 +416,7 @@ func (g *Group) OOMKills() (int64, error) {
 func (g *Group) readOOM(buf []byte) (memEvents, error) {
 	if g.m.version == V1 {
 		p := filepath.Join(g.memDir, "memory.oom_control")
-		data, err := readFile(p, buf)
+		data, err := g.readKept(g.memDir, "memory.oom_control", buf)
 		if err != nil {
 			return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
 		}
@@ -404,7 +427,7 @@ func (g *Group) readOOM(buf []byte) (memEvents, error) {
 		return memEvents{OOMKill: n}, nil
 	}
 	p := filepath.Join(g.memDir, "memory.events")
-	data, err := readFile(p, buf)
+	data, err := g.readKept(g.memDir, "memory.events", buf)
 	if err != nil {
 		return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
 	}
@@ -415,9 +438,37 @@ func (g *Group) readOOM(buf []byte) (memEvents, error) {
 	return ev, nil
 }
 
+// readKept reads file of dir through an fd opened by the first read and
+// kept until Delete (a pread: no open, no path walk; valid after Rename).
+// File names are unique across the group's controllers. g.mu is held.
+func (g *Group) readKept(dir, file string, buf []byte) ([]byte, error) {
+	fd, ok := g.kept[file]
+	if !ok {
+		var err error
+		if fd, err = openFile(filepath.Join(dir, file), unix.O_RDONLY); err != nil {
+			return nil, err
+		}
+		if g.kept == nil {
+			g.kept = make(map[string]int, 6)
+		}
+		g.kept[file] = fd
+	}
+	return readAt(fd, buf)
+}
+
+// readKeptInt is readKept of a single-value file.
+func (g *Group) readKeptInt(dir, file string) (int64, error) {
+	var b [64]byte
+	data, err := g.readKept(dir, file, b[:])
+	if err != nil {
+		return 0, err
+	}
+	return parseInt(data)
+}
+
 func (g *Group) readPidsEvents(buf []byte) (int64, error) {
 	p := filepath.Join(g.pidsDir, "pids.events")
-	data, err := readFile(p, buf)
+	data, err := g.readKept(g.pidsDir, "pids.events", buf)
 	if err != nil {
 		return 0, fmt.Errorf("reading %s: %w", p, err)
 	}
@@ -449,15 +500,8 @@ func (g *Group) cpuTime() (time.Duration, error) {
 		file = "cpuacct.usage"
 	}
 	p := filepath.Join(g.cpuDir, file)
-	if g.cpuFD < 0 {
-		fd, err := openFile(p, unix.O_RDONLY)
-		if err != nil {
-			return 0, fmt.Errorf("reading %s: %w", p, err)
-		}
-		g.cpuFD = fd
-	}
 	var b [smallBuf]byte
-	data, err := readAt(g.cpuFD, b[:])
+	data, err := g.readKept(g.cpuDir, file, b[:])
 	if err != nil {
 		return 0, fmt.Errorf("reading %s: %w", p, err)
 	}
@@ -504,7 +548,7 @@ func (g *Group) Stats() (Stats, error) {
 	if g.pidsDir != "" {
 		if g.m.feat.pidsPeak {
 			p := filepath.Join(g.pidsDir, "pids.peak")
-			n, err := readInt(p)
+			n, err := g.readKeptInt(g.pidsDir, "pids.peak")
 			if err != nil {
 				return st, fmt.Errorf("reading stats of group %s: reading %s: %w", g.name, p, err)
 			}
@@ -520,10 +564,10 @@ func (g *Group) Stats() (Stats, error) {
 }
 
 func (g *Group) readPeak(st *Stats, buf []byte) error {
-	var p string
+	var file string
 	switch {
 	case g.m.version == V1:
-		p = filepath.Join(g.memDir, "memory.max_usage_in_bytes")
+		file = "memory.max_usage_in_bytes"
 	case g.peakFD >= 0:
 		data, err := readAt(g.peakFD, buf)
 		if err == nil {
@@ -535,13 +579,13 @@ func (g *Group) readPeak(st *Stats, buf []byte) error {
 		st.PeakMemorySource = g.peakSrc
 		return nil
 	case g.m.feat.peak:
-		p = filepath.Join(g.memDir, "memory.peak")
+		file = "memory.peak"
 	default:
 		return nil // kernel < 5.19: unknown
 	}
-	n, err := readInt(p)
+	n, err := g.readKeptInt(g.memDir, file)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", p, err)
+		return fmt.Errorf("reading %s: %w", filepath.Join(g.memDir, file), err)
 	}
 	st.PeakMemoryBytes = n
 	st.PeakMemorySource = g.peakSrc
@@ -598,10 +642,10 @@ func (g *Group) Delete() error {
 	if g.oom != nil {
 		g.oom.stop()
 	}
-	if g.cpuFD >= 0 {
-		unix.Close(g.cpuFD)
-		g.cpuFD = -1
+	for _, fd := range g.kept {
+		unix.Close(fd)
 	}
+	g.kept = nil
 	if g.peakFD >= 0 {
 		unix.Close(g.peakFD)
 		g.peakFD = -1

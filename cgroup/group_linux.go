@@ -219,7 +219,9 @@ func (g *Group) Rename(name string) error {
 	for i, d := range g.dirs {
 		if err := unix.Rename(d, dirs[i]); err != nil {
 			for k := i - 1; k >= 0; k-- {
-				_ = unix.Rename(dirs[k], g.dirs[k])
+				if unix.Rename(dirs[k], g.dirs[k]) != nil {
+					g.dirs[k] = dirs[k] // where it is: Delete removes it there
+				}
 			}
 			if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
 				err = ErrExists
@@ -276,7 +278,9 @@ func (g *Group) Attach(pid int) error {
 // cgroup_threadgroup_rwsem for writing, whose every writer after a quiet
 // spell waits an RCU grace period (4 to 15 ms measured on a v1 host
 // without favordynmods; a write of a pid to cgroup.procs takes it,
-// whoever writes). Only the calling thread moves: the caller must be a
+// whoever writes). (Kernels without the single-thread migration
+// optimisation, commit 9a3284fad42f, take the lock here too: slower, the
+// same result.) Only the calling thread moves: the caller must be a
 // thread that will exec (the exec ends its other threads, and the new
 // program's memory is charged to the group of the thread that exec'd it,
 // the owner of the new mm), and it must not exec if a write fails. The

@@ -327,14 +327,16 @@ func notWritable(err error) error {
 	return err
 }
 
-// Version is the cgroup version in use.
 // AttachWaits reports whether moving a jail into its group takes the
 // kernel's global cgroup migration lock in its slow mode, whose every
 // writer after a quiet spell waits an RCU grace period (several ms): on v2
 // without favordynmods (Group.Attach writes cgroup.procs). On v1 a jail's
-// thread moves itself (Group.JoinFiles), which skips that lock.
+// thread moves itself (Group.JoinFiles), which kernels with the
+// single-thread migration optimisation (commit 9a3284fad42f) do without
+// that lock.
 func (m *Manager) AttachWaits() bool { return m.version == V2 && !m.favor }
 
+// Version is the cgroup version in use.
 func (m *Manager) Version() Version { return m.version }
 
 // Controllers lists which of memory, pids, cpu (and cpuacct on v1) jail

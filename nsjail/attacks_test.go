@@ -583,14 +583,28 @@ func statfsFree(p string) int64 {
 // rate-limits some OOM lines: what it returns may lack some, never add.
 func kernelLogFromNow(t *testing.T) func() []string {
 	fd, err := unix.Open("/dev/kmsg", unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	require.NoError(t, err, "reading the kernel log")
-	if _, err = unix.Seek(fd, 0, io.SeekEnd); err != nil {
-		unix.Close(fd)
-		require.NoError(t, err)
+	if err == nil {
+		_, err = unix.Seek(fd, 0, io.SeekEnd)
+		if err != nil {
+			unix.Close(fd)
+		}
 	}
-	// Read once, then closed: the attack harness counts this process's fds.
+	if err != nil {
+		t.Logf("no kernel log (%v): OOM kills are checked by their count only", err)
+		return func() []string { return nil }
+	}
+	// Closed once read (the attack harness counts this process's fds), or
+	// at the end of a test that failed before.
+	closed := false
+	closeOnce := func() {
+		if !closed {
+			closed = true
+			unix.Close(fd)
+		}
+	}
+	t.Cleanup(closeOnce)
 	return func() []string {
-		defer unix.Close(fd)
+		defer closeOnce()
 		var lines []string
 		buf := make([]byte, 8192)
 		for {

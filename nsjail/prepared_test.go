@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"agentjail/cgroup"
 	"agentjail/internal/systest"
@@ -459,4 +460,65 @@ func TestPreparedBackoff(t *testing.T) {
 	assert.Zero(t, p.backoff)
 	assert.Equal(t, s, fail(), "a new streak starts again from the bottom")
 	assert.Equal(t, 2, heard)
+}
+
+// A prepared jail whose msgReady is not read in time is not retried cold:
+// on cgroup v1 msgGo is queued before msgReady is read, so its program
+// may have run already (a request must never run twice).
+func TestPreparedDeadlineIsNoRetry(t *testing.T) {
+	r := preparedRunner(t, 1, PreparedTemplate{})
+	afterGoHook = func(j *jail) {
+		afterGoHook = nil                  // this run only: a cold retry would answer
+		time.Sleep(100 * time.Millisecond) // on v1 the init stage takes msgGo and execs meanwhile
+		_ = j.sync.SetDeadline(time.Unix(1, 0))
+	}
+	t.Cleanup(func() { afterGoHook = nil })
+	res, err := r.Run(t.Context(), &Spec{Program: []byte("print('ran')"), Limits: DefaultLimits()})
+	require.Error(t, err, "a result (a retry): %+v", res)
+	assert.Nil(t, res)
+	assert.NotErrorIs(t, err, errNotDelivered)
+}
+
+// On cgroup v1 a request with the template's limits runs in the group made
+// ahead for its jail, renamed to the request's ID (the same directory, not
+// a new one).
+func TestPreparedGroupMadeAheadServesTheRequest(t *testing.T) {
+	r := preparedRunner(t, 1, PreparedTemplate{})
+	ahead := aheadGroups(t, r)
+	if len(ahead) == 0 {
+		t.Skip("skipping: cgroup v2 makes no group ahead (it cannot rename one)")
+	}
+	memDir := func(name string) string {
+		for _, d := range systest.CgroupDirs(name) {
+			if strings.Contains(d, "/memory/") {
+				return d
+			}
+		}
+		return ""
+	}
+	var before unix.Stat_t
+	require.NoError(t, unix.Stat(memDir(ahead[0]), &before))
+	id := NewID()
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := r.Run(context.Background(), &Spec{ID: id, Program: []byte(`import os, time
+open("/tmp/up", "w").close()
+while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
+		done <- res
+	}()
+	var pid int
+	require.Eventually(t, func() bool {
+		pid = childPython()
+		_, err := os.Stat(fmt.Sprintf("/proc/%d/root/tmp/up", pid))
+		return pid != 0 && err == nil
+	}, 5*time.Second, 5*time.Millisecond)
+	var during unix.Stat_t
+	err := unix.Stat(memDir(id), &during)
+	_ = os.Remove(fmt.Sprintf("/proc/%d/root/tmp/up", pid))
+	res := <-done
+	require.NoError(t, err, "the request's group")
+	assert.Equal(t, before.Ino, during.Ino, "the request's group is the one made ahead")
+	require.NotNil(t, res)
+	assert.True(t, res.Prepared)
+	assert.Equal(t, StatusOK, res.Status)
 }

@@ -28,12 +28,19 @@ import (
 //	                                           fds onto 0, 1, 2, 3; the program in
 //	                                           /code, / read-only, scratch size,
 //	                                           /workspace files, rlimits
+//	  cgroup v1: the jail's group made (for a
+//	  prepared jail: ahead, and renamed to
+//	  the request's ID now), its high-water
+//	  mark reset, then at once, before
+//	  msgReady:
+//	  ---- msgGo + the group's `tasks` file
+//	       of every hierarchy (SCM_RIGHTS) ->
 //	  <--- msgReady, or msgError ------------
-//	  reset the jail cgroup's memory high-
-//	  water mark; on v2 attach the init
-//	  stage to it
-//	  ---- msgGo (on v1 + the group's `tasks`
-//	       file of every hierarchy) -------->
+//	  cgroup v2, after msgReady: attach the
+//	  init stage to the jail's group, reset
+//	  its high-water mark
+//	  ---- msgGo --------------------------->
+//	                                           (read after msgReady is sent)
 //	                                           on v1 move this thread into the
 //	                                           group, unshare(CLONE_NEWCGROUP), drop every
 //	                                           capability, mark fds close-on-exec,
@@ -54,7 +61,10 @@ import (
 // Payloads are JSON; msgError carries a StageError. The init stage never
 // waits for the parent without a message in flight, and it exits on any
 // error (or when the parent's end closes), so a failing set-up cannot hang
-// either side.
+// either side. Since on v1 msgGo is queued before msgReady is read, only an
+// end of the socket before msgReady proves that the program never ran (a
+// prepared jail's request is then retried in a jail of its own); a
+// deadline passed with msgReady unread proves nothing.
 const (
 	reportFd = 3
 	syncFd   = 4

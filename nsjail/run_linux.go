@@ -291,8 +291,12 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 }
 
 // afterExecHook, set by a test only, runs once the program has been
-// exec'd: a place to fail a run in.
-var afterExecHook func()
+// exec'd: a place to fail a run in. afterGoHook runs when msgGo has been
+// sent (v1) or would be next (v2), before msgReady is read.
+var (
+	afterExecHook func()
+	afterGoHook   func(*jail)
+)
 
 // finish runs the request in the started jail and cleans up after it. A
 // panic on the way still kills, waits for and removes the jail before it
@@ -588,15 +592,26 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 			return nil, stageErr("join cgroup", err)
 		}
 	}
+	if len(join) > maxMsgFds { // a message with more is refused whole
+		closeFds(join)
+		return nil, &StageError{Stage: "join cgroup", Msg: fmt.Sprintf("%d tasks files, more than one message carries (%d)", len(join), maxMsgFds)}
+	}
 	var goErr error
 	if join != nil {
 		goErr = sendMsgFds(j.sync, msgGo, nil, join)
 		closeFds(join)
 	}
+	if afterGoHook != nil {
+		afterGoHook(j)
+	}
 	if err := j.expect(msgReady); err != nil {
 		// A prepared jail killed while it waited can take the request
-		// (the send succeeds) and end before it answers.
-		if !cold && errors.As(err, new(*initEndedError)) {
+		// (the send succeeds) and end before it answers. Only an end
+		// without msgReady says so: the init stage writes msgReady before
+		// it reads msgGo (queued already on v1), so a deadline that
+		// passed with msgReady unread may have let the program run.
+		var ended *initEndedError
+		if !cold && errors.As(err, &ended) && !ended.timedOut {
 			err = fmt.Errorf("%w: %w", errNotDelivered, err)
 		}
 		return nil, err
@@ -832,7 +847,7 @@ func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{})
 func (j *jail) expect(want byte) error {
 	typ, payload, err := readMsg(j.sync)
 	if err != nil {
-		return &initEndedError{j.initFailure("wait for init stage", err)}
+		return &initEndedError{err: j.initFailure("wait for init stage", err), timedOut: errors.Is(err, os.ErrDeadlineExceeded)}
 	}
 	if typ == msgError {
 		return decodeStageError(payload)
@@ -844,8 +859,12 @@ func (j *jail) expect(want byte) error {
 }
 
 // initEndedError is an init stage that ended (or broke the socket)
-// instead of answering; it reads as the error it wraps.
-type initEndedError struct{ err error }
+// instead of answering, or that did not answer in time (timedOut: it may
+// have been about to); it reads as the error it wraps.
+type initEndedError struct {
+	err      error
+	timedOut bool
+}
 
 func (e *initEndedError) Error() string { return e.err.Error() }
 func (e *initEndedError) Unwrap() error { return e.err }

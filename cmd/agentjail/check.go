@@ -119,7 +119,7 @@ func runChecks(python string) *checkReport {
 					"(several ms) when jails are not started back to back",
 					"mount -o remount,favordynmods /sys/fs/cgroup (Linux 6.0+; newer kernels also take cgroup_favordynmods=true at boot)")
 			} else {
-				add("cgroup attach", true, map[cgroup.Version]string{cgroup.V1: "v1: each jail's thread moves itself into its cgroup (no wait for the kernel's migration lock)",
+				add("cgroup attach", true, map[cgroup.Version]string{cgroup.V1: "v1: each jail's thread moves itself into its cgroup (no wait for the kernel's migration lock where the kernel has the single-thread migration optimisation)",
 					cgroup.V2: "v2 with favordynmods: no wait for the kernel's migration lock"}[m.Version()], "")
 			}
 		}

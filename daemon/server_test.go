@@ -414,6 +414,26 @@ func TestSocketSafety(t *testing.T) {
 	_, err = os.Lstat(sock)
 	assert.ErrorIs(t, err, os.ErrNotExist, "a stopping daemon removes its own socket")
 
+	// A directory others may write is refused, also above the socket's
+	// (unless sticky: /tmp, where t.TempDir lives, is).
+	open := filepath.Join(dir, "open")
+	require.NoError(t, os.Mkdir(open, 0o755))
+	require.NoError(t, os.Chmod(open, 0o777))
+	_, err = Listen(filepath.Join(open, "s.sock"), 0o600, -1)
+	require.ErrorContains(t, err, "may be written by its group or others (mode 0777)")
+	require.NoError(t, os.Mkdir(filepath.Join(open, "sub"), 0o700))
+	_, err = Listen(filepath.Join(open, "sub", "s.sock"), 0o600, -1)
+	require.ErrorContains(t, err, "mode 0777")
+	require.NoError(t, os.Chmod(open, 0o777|os.ModeSticky))
+	l3, err := Listen(filepath.Join(open, "sub", "s.sock"), 0o600, -1)
+	require.NoError(t, err, "a sticky directory above the socket's")
+	require.NoError(t, RemoveSocket(l3))
+	owned := filepath.Join(dir, "owned")
+	require.NoError(t, os.Mkdir(owned, 0o700))
+	require.NoError(t, os.Chown(owned, 65534, 65534))
+	_, err = Listen(filepath.Join(owned, "s.sock"), 0o600, -1)
+	require.ErrorContains(t, err, "is owned by uid 65534")
+
 	plain := filepath.Join(dir, "plain")
 	require.NoError(t, os.WriteFile(plain, []byte("keep"), 0o644))
 	_, err = Listen(plain, 0o660, -1)

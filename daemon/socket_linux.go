@@ -26,7 +26,8 @@ var ErrSocketInUse = errors.New("socket is in use by a running daemon")
 // daemon answers on is not stolen; anything that is not a socket is never
 // removed. The socket's directory must be writable by root (the daemon's
 // user) only: whoever else may write it could swap the temporary socket
-// between the bind and the rename. Listen does not check it.
+// between the bind and the rename, or put their own socket at the path.
+// Listen refuses any other (trustedDir).
 func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {
@@ -46,6 +47,9 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if err := trustedDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("socket directory: %w; put the socket in a directory only root may write, such as /run/agentjail (the unit's RuntimeDirectory=)", err)
 	}
 	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
 	_ = os.Remove(tmp)
@@ -79,6 +83,38 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 		return fail(fmt.Errorf("socket %s: %w", path, err))
 	}
 	return &socketListener{UnixListener: l, path: path, file: fi}, nil
+}
+
+// trustedDir checks that no user but root (or this process's) can replace
+// dir or what is in it: dir and every directory above it (links resolved)
+// are owned by root or this process's user and not writable by group or
+// others, except an ancestor with the sticky bit (such as /tmp), in which
+// others cannot move or remove what they do not own.
+func trustedDir(dir string) error {
+	d, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	if d, err = filepath.Abs(d); err != nil {
+		return err
+	}
+	uid := uint32(os.Geteuid())
+	for first := true; ; first = false {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		if st.Uid != 0 && st.Uid != uid {
+			return fmt.Errorf("%s is owned by uid %d", d, st.Uid)
+		}
+		if st.Mode&0o022 != 0 && (first || st.Mode&unix.S_ISVTX == 0) {
+			return fmt.Errorf("%s may be written by its group or others (mode %04o)", d, st.Mode&0o7777)
+		}
+		if d == "/" {
+			return nil
+		}
+		d = filepath.Dir(d)
+	}
 }
 
 // socketListener remembers which file it was bound to, so that the daemon

@@ -595,8 +595,8 @@ func childPython() int {
 // While a jail runs, no thread of this process sits in waitid(2) for it:
 // the wait for its end is parked in the runtime's poller (awaitExit). A
 // thread blocked there for the whole run made the runtime's sysmon wake
-// every 20 µs and hand Ps between threads: a third of the daemon's CPU
-// per run.
+// every 20 µs and hand Ps between threads: about 0.4 ms of the daemon's
+// CPU per run.
 func TestWaitHoldsNoThread(t *testing.T) {
 	r := testRunner(t)
 	done := make(chan error, 1)

@@ -964,10 +964,10 @@ func (j *jail) wait() error {
 // process pid (a child not yet waited for, so the pid names it) has ended,
 // so that the Wait after it returns at once. A Wait alone blocks its
 // thread in waitid for the whole run: the runtime's sysmon then takes the
-// thread's P away and goes back to waking every 20 µs, which cost the
-// daemon about 80 sleeps, many thread hand-offs and a third of its CPU per
-// run (measured). A pidfd becomes readable when its process ends. Any
-// failure here only leaves the work to Wait.
+// thread's P away and goes back to waking every 20 µs: dozens of sleeps
+// and thread hand-offs, about 0.4 ms of the daemon's CPU per run on the
+// test host (BENCHMARKS.md, 2026-11-24). A pidfd becomes readable when its
+// process ends. Any failure here only leaves the work to Wait.
 func awaitExit(pid int) {
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
 	if err != nil {

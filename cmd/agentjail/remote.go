@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"agentjail/daemon"
 	"agentjail/nsjail"
@@ -31,14 +35,27 @@ func (e *remoteError) Error() string {
 // The daemon is whatever listens on --socket (AGENTJAIL_SOCKET): it gets
 // the code and the --file contents read with the caller's rights, and its
 // verdicts are believed. The socket's path must be one that only the
-// daemon's user can create (the default /run/agentjail is root's).
+// daemon's user can create (the default /run/agentjail is root's), and
+// the process that listens must be root's or the caller's own (its
+// SO_PEERCRED, checked before anything is sent): a daemon runs as root.
 func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.Result, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
 	c := daemon.HTTPClient(sock)
-	c.Transport.(*http.Transport).DisableKeepAlives = true
+	tr := c.Transport.(*http.Transport)
+	tr.DisableKeepAlives = true
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err == nil {
+			if err = trustedServer(conn); err != nil {
+				conn.Close()
+			}
+		}
+		return conn, err
+	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agentjail/v1/run", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -75,4 +92,29 @@ func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.R
 		return nil, fmt.Errorf("daemon on %s: bad result: %w", sock, err)
 	}
 	return &res, nil
+}
+
+// trustedServer checks who listens on a Unix connection: root, or the
+// caller's own user.
+func trustedServer(conn net.Conn) error {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("not a Unix socket connection")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return err
+	}
+	if cerr != nil {
+		return fmt.Errorf("who listens: %w", cerr)
+	}
+	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
+		return fmt.Errorf("the server runs as uid %d (pid %d), neither root nor you: nothing sent; point --socket (AGENTJAIL_SOCKET) at the agentjail daemon's socket", cred.Uid, cred.Pid)
+	}
+	return nil
 }

@@ -279,3 +279,29 @@ func TestRunThroughSocket(t *testing.T) {
 	assert.Contains(t, stderr, "none.sock")
 	assert.Contains(t, stdout, `"code":"setup_failed"`)
 }
+
+// `run --socket` sends nothing to a server that is neither root's nor the
+// caller's (SO_PEERCRED): here one of uid 65534 that answers every request.
+func TestRunRefusesAServerOfAnotherUser(t *testing.T) {
+	systest.Require(t, systest.Root, systest.Python)
+	dir, err := os.MkdirTemp("", "agentjail-nobody-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chown(dir, 65534, 65534))
+	sock := filepath.Join(dir, "s.sock")
+	srv := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-I", "-c", `import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); print("up", flush=True)
+while True:
+    c, _ = s.accept(); c.recv(65536); c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}'); c.close()`, sock)
+	out, err := srv.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, srv.Start())
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	line := make([]byte, 3)
+	_, err = io.ReadFull(out, line)
+	require.NoError(t, err, "the uid 65534 server did not come up")
+	code, _, stderr := run(t, "", "run", "--socket", sock, "-c", "pass")
+	assert.Equal(t, exitSetup, code)
+	assert.Contains(t, stderr, "the server runs as uid 65534")
+}

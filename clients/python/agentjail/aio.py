@@ -30,7 +30,7 @@ import socket as _socket
 from typing import Any, Callable, Coroutine, Dict, Generator, Iterable, Mapping, Optional, Union
 
 from . import _http
-from .client import connect_error, socket_path
+from .client import check_server, connect_error, socket_path
 from .errors import DaemonUnavailable, Timeout
 from .types import Limits, Result, Tests, build_request
 
@@ -170,6 +170,7 @@ async def _connect(sock: _socket.socket, path: str) -> None:
     while True:
         try:
             sock.connect(path)
+            check_server(sock, path)
             return
         except (BlockingIOError, InterruptedError):
             await asyncio.sleep(delay)

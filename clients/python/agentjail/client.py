@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import socket as _socket
+import struct
 import time
 from typing import Any, Dict, Iterable, Mapping, Optional, Union
 
@@ -41,6 +42,17 @@ def connect_error(path: str, e: OSError) -> Exception:
     if e.errno == errno.ENOTSOCK or isinstance(e, NotADirectoryError):
         return DaemonUnavailable(f"{path} is not a Unix socket")
     return DaemonUnavailable(f"cannot connect to the agentjail daemon at {path}: {e}")
+
+
+def check_server(sock: _socket.socket, path: str) -> None:
+    """The process listening on `path` must be root's (the daemon runs as
+    root) or this user's own, before anything is sent: a socket that another
+    user put at the path would get the code and answer with made-up
+    results. The kernel's SO_PEERCRED tells who listens."""
+    pid, uid, _ = struct.unpack("3i", sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i")))
+    if uid != 0 and uid != os.geteuid():
+        raise DaemonUnavailable(f"the server at {path} runs as uid {uid} (pid {pid}), neither root nor you: nothing "
+                                "was sent; set AGENTJAIL_SOCKET or pass socket= to the agentjail daemon's socket")
 
 
 class Client:
@@ -97,6 +109,7 @@ class Client:
             try:
                 self._settimeout(sock, deadline)
                 sock.connect(self.socket)
+                check_server(sock, self.socket)
                 return
             except BlockingIOError:
                 # The daemon's listen backlog is full. A blocking socket

@@ -315,3 +315,35 @@ class ConnectErrorTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(os.geteuid() == 0, "needs root, to run a server as another user")
+class ServerOfAnotherUserTest(unittest.TestCase):
+    """A socket served by neither root nor the caller gets nothing: the
+    client checks who listens (SO_PEERCRED) before it sends."""
+
+    def test_refused_before_sending(self):
+        import subprocess
+        d = tempfile.mkdtemp(prefix="agentjail-nobody-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", d]))
+        os.chmod(d, 0o755)
+        os.chown(d, 65534, 65534)
+        path = os.path.join(d, "s.sock")
+        srv = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-I", "-c",
+                                "import socket, sys\n"
+                                "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); print('up', flush=True)\n"
+                                "while True:\n"
+                                "    c, _ = s.accept()\n"
+                                "    try:\n"
+                                "        c.recv(65536); c.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\n{}')\n"
+                                "    except OSError: pass\n"
+                                "    c.close()\n",
+                                path], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: (srv.kill(), srv.wait(), srv.stdout.close()))
+        self.assertEqual(srv.stdout.readline(), "up\n")
+        with self.assertRaisesRegex(agentjail.DaemonUnavailable, "runs as uid 65534"):
+            Client(path).run("print(1)")
+        import asyncio
+        from agentjail.aio import AsyncClient
+        with self.assertRaisesRegex(agentjail.DaemonUnavailable, "runs as uid 65534"):
+            asyncio.run(AsyncClient(path).run("print(1)"))

@@ -37,7 +37,6 @@ type Group struct {
 	kept     map[string]int // files read more than once, by name, held open for pread (readKept)
 	peakFD   int            // v2: memory.peak, reset at Attach; the reset is per fd
 	peakSrc  string
-	attaches int
 	baseOOM  memEvents // OOM counters at Attach (v1: only OOMKill)
 	basePids int64     // pids.events max at Attach
 	removed  []bool
@@ -266,7 +265,6 @@ func (g *Group) Attach(pid int) error {
 	if err := g.readBaseline(); err != nil {
 		return fmt.Errorf("attaching pid %d to group %s: %w", pid, g.name, err)
 	}
-	g.attaches++
 	return nil
 }
 
@@ -318,7 +316,6 @@ func (g *Group) JoinFiles() ([]int, error) {
 	if err := g.readBaseline(); err != nil {
 		return fail(err)
 	}
-	g.attaches++
 	return fds, nil
 }
 
@@ -359,42 +356,16 @@ func (g *Group) resetPeak() error {
 	return nil
 }
 
-// readBaseline records the counters Stats reports deltas of, and opens
-// every file Stats reads (readKept), so that the run's end costs no opens:
-// for a prepared jail's group this is done before its request.
+// readBaseline records the counters Stats reports deltas of. Reading
+// them all (read) also opens every file Stats reads (readKept), so that the
+// run's end costs no opens: for a prepared jail's group this is done
+// before its request.
 func (g *Group) readBaseline() error {
-	g.baseOOM, g.basePids = memEvents{}, 0
-	var b [smallBuf]byte
-	var st Stats
-	if g.memDir != "" {
-		if err := g.readPeak(&st, b[:]); err != nil {
-			return err
-		}
+	_, oom, pids, err := g.read()
+	if err != nil {
+		return err
 	}
-	if g.cpuDir != "" {
-		if _, err := g.cpuTime(); err != nil {
-			return err
-		}
-	}
-	if g.pidsDir != "" && g.m.feat.pidsPeak {
-		if _, err := g.readKeptInt(g.pidsDir, "pids.peak"); err != nil {
-			return err
-		}
-	}
-	if g.memDir != "" {
-		ev, err := g.readOOM(b[:])
-		if err != nil {
-			return err
-		}
-		g.baseOOM = ev
-	}
-	if g.pidsDir != "" {
-		n, err := g.readPidsEvents(b[:])
-		if err != nil {
-			return err
-		}
-		g.basePids = n
-	}
+	g.baseOOM, g.basePids = oom, pids
 	return nil
 }
 
@@ -527,44 +498,50 @@ func (g *Group) cpuTime() (time.Duration, error) {
 func (g *Group) Stats() (Stats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	st := Stats{PeakMemoryBytes: -1, PidsPeak: -1, MemoryLimitBytes: g.limit}
 	if g.deleted {
-		return st, fmt.Errorf("reading stats of group %s: %w", g.name, ErrDeleted)
+		return Stats{PeakMemoryBytes: -1, PidsPeak: -1, MemoryLimitBytes: g.limit},
+			fmt.Errorf("reading stats of group %s: %w", g.name, ErrDeleted)
 	}
+	st, oom, pids, err := g.read()
+	if err != nil {
+		return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+	}
+	st.OOMKills = oomKillsSince(g.baseOOM, oom)
+	st.PidsMaxHits = nonNegative(pids - g.basePids)
+	return st, nil
+}
+
+// read reads every figure the group's files give, the OOM and pids.events
+// counters as they are (Stats and readBaseline make deltas and baselines
+// of them). g.mu is held.
+func (g *Group) read() (st Stats, oom memEvents, pidsEvents int64, err error) {
+	st = Stats{PeakMemoryBytes: -1, PidsPeak: -1, MemoryLimitBytes: g.limit}
 	var b [smallBuf]byte
 	if g.memDir != "" {
-		if err := g.readPeak(&st, b[:]); err != nil {
-			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		if err = g.readPeak(&st, b[:]); err != nil {
+			return
 		}
-		ev, err := g.readOOM(b[:])
-		if err != nil {
-			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		if oom, err = g.readOOM(b[:]); err != nil {
+			return
 		}
-		st.OOMKills = oomKillsSince(g.baseOOM, ev)
 	}
 	if g.cpuDir != "" {
-		t, err := g.cpuTime()
-		if err != nil {
-			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		if st.CPUTime, err = g.cpuTime(); err != nil {
+			return
 		}
-		st.CPUTime = t
 	}
 	if g.pidsDir != "" {
 		if g.m.feat.pidsPeak {
-			p := filepath.Join(g.pidsDir, "pids.peak")
-			n, err := g.readKeptInt(g.pidsDir, "pids.peak")
-			if err != nil {
-				return st, fmt.Errorf("reading stats of group %s: reading %s: %w", g.name, p, err)
+			if st.PidsPeak, err = g.readKeptInt(g.pidsDir, "pids.peak"); err != nil {
+				err = fmt.Errorf("reading %s: %w", filepath.Join(g.pidsDir, "pids.peak"), err)
+				return
 			}
-			st.PidsPeak = n
 		}
-		n, err := g.readPidsEvents(b[:])
-		if err != nil {
-			return st, fmt.Errorf("reading stats of group %s: %w", g.name, err)
+		if pidsEvents, err = g.readPidsEvents(b[:]); err != nil {
+			return
 		}
-		st.PidsMaxHits = nonNegative(n - g.basePids)
 	}
-	return st, nil
+	return
 }
 
 func (g *Group) readPeak(st *Stats, buf []byte) error {

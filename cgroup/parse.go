@@ -196,19 +196,12 @@ func parseMountinfo(data []byte) ([]mount, error) {
 		}
 		m := mount{Point: unescapeMount(fields[4]), Root: unescapeMount(fields[3]), Type: typ}
 		for _, o := range strings.Split(fields[sep+3], ",") {
-			if o == "favordynmods" {
+			switch {
+			case o == "favordynmods":
 				m.FavorDynmods = true
-			}
-		}
-		if typ == "cgroup" {
-			for _, o := range strings.Split(fields[sep+3], ",") {
-				switch o {
-				case "rw", "ro", "", "favordynmods":
-				default:
-					if !strings.Contains(o, "=") || strings.HasPrefix(o, "name=") {
-						m.Controllers = append(m.Controllers, o)
-					}
-				}
+			case typ != "cgroup", o == "rw", o == "ro", o == "":
+			case !strings.Contains(o, "=") || strings.HasPrefix(o, "name="):
+				m.Controllers = append(m.Controllers, o)
 			}
 		}
 		out = append(out, m)

@@ -880,3 +880,11 @@ func BenchmarkLifecycle(b *testing.B) {
 		unix.Rmdir(base)
 	}
 }
+
+// Only a v2 mount without favordynmods makes a by-pid attach wait (what
+// `agentjail check` and the daemon's start-up warn about).
+func TestAttachWaits(t *testing.T) {
+	assert.True(t, (&Manager{version: V2}).AttachWaits())
+	assert.False(t, (&Manager{version: V2, favor: true}).AttachWaits())
+	assert.False(t, (&Manager{version: V1}).AttachWaits(), "v1 jails join by their own thread")
+}

@@ -580,6 +580,9 @@ func execPython(c fdConn, cfg *runConfig, filter *seccomp.Program, join []int) e
 	// of this code, stay where they are until the exec ends them, and
 	// python3's memory is charged to the group of the thread that execs it.
 	// A jail never runs outside its cgroup: any failure ends the stage.
+	// The fds were opened by root (the kernel checks the opener, not the
+	// writer): each is closed here, before anything of the program runs
+	// (they are close-on-exec as well), so the program never holds one.
 	for _, fd := range join {
 		_, err := fdConn(fd).Write([]byte("0"))
 		unix.Close(fd)

@@ -26,11 +26,12 @@ const (
 type Group struct {
 	m       *Manager
 	name    string
-	dirs    []string // every directory of the group
-	memDir  string   // memory.* files ("" without memory controller)
-	pidsDir string   // pids.* files
-	cpuDir  string   // v1 cpuacct.usage / v2 cpu.stat
-	limit   int64    // memory limit in force
+	dirs    []string  // every directory of the group
+	memDir  string    // memory.* files ("" without memory controller)
+	pidsDir string    // pids.* files
+	cpuDir  string    // v1 cpuacct.usage / v2 cpu.stat
+	limit   int64     // memory limit in force
+	res     Resources // as asked for at Create
 
 	mu       sync.Mutex
 	lockFDs  []int          // flocked directories: mark the group as live (see Stale)
@@ -65,8 +66,8 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 	}
 	g := &Group{
 		m: m, name: name, dirs: m.groupDirs(name),
-		peakFD: -1,
-		limit:  limitInForce(l.memory, m.pageSize),
+		peakFD: -1, res: r,
+		limit: limitInForce(l.memory, m.pageSize),
 	}
 	g.removed = make([]bool, len(g.dirs))
 	if m.feat.memory {
@@ -197,6 +198,9 @@ func deleteV2(mnt, rel string) error {
 
 // Name is the group's name below the subtree.
 func (g *Group) Name() string { return g.name }
+
+// Resources are the limits the group was created with.
+func (g *Group) Resources() Resources { return g.res }
 
 // Rename gives a v1 group another name below the same subtree, in every
 // hierarchy; the files it holds open (its locks, JoinFiles' fds) stay

@@ -25,6 +25,7 @@ func (m *Manager) Create(string, Resources) (*Group, error) { return nil, ErrUns
 func (m *Manager) Stale() ([]string, error)                 { return nil, ErrUnsupported }
 func (m *Manager) Remove(string) error                      { return ErrUnsupported }
 func (g *Group) Name() string                               { return "" }
+func (g *Group) Resources() Resources                       { return Resources{} }
 func (g *Group) Attach(int) error                           { return ErrUnsupported }
 func (g *Group) JoinFiles() ([]int, error)                  { return nil, ErrUnsupported }
 func (g *Group) Rename(string) error                        { return ErrUnsupported }

@@ -237,6 +237,7 @@ func TestSystemCreateSetsLimits(t *testing.T) {
 	const mem = 100<<20 + 123 // not page aligned: the kernel rounds down
 	g := create(t, m, "limits", Resources{MemoryBytes: mem, Pids: 16, CPUs: 0.5})
 	assert.Equal(t, "limits", g.Name())
+	assert.Equal(t, Resources{MemoryBytes: mem, Pids: 16, CPUs: 0.5}, g.Resources(), "what a group made ahead is matched against")
 	want := int64(mem) / 4096 * 4096
 	switch m.Version() {
 	case V1:

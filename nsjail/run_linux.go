@@ -327,7 +327,6 @@ type jail struct {
 	uid    uint32
 
 	cg        *cgroup.Group
-	cgRes     cgroup.Resources // what cg was made with
 	join      []int            // v1: cg's tasks files, when cg was made ahead (cgroupAhead)
 	proc      *os.Process      // the jail's pid 1 (the init stage, then python3)
 	state     *os.ProcessState // proc's end, once waited for
@@ -475,7 +474,7 @@ func (j *jail) cgroupAhead(l Limits) error {
 	if err != nil {
 		return stageErr("create cgroup", err)
 	}
-	j.cg, j.cgRes = g, res
+	j.cg = g
 	if j.join, err = g.JoinFiles(); err != nil {
 		return stageErr("join cgroup", err)
 	}
@@ -502,7 +501,7 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	createCgroup := func() error {
 		res := cgroupResources(l)
 		if j.cg != nil {
-			if j.cgRes == res && j.cg.Rename(j.spec.ID) == nil {
+			if j.cg.Resources() == res && j.cg.Rename(j.spec.ID) == nil {
 				return nil
 			}
 			closeFds(j.join)
@@ -517,7 +516,7 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		if err != nil {
 			return stageErr("create cgroup", err)
 		}
-		j.cg, j.cgRes = g, res
+		j.cg = g
 		return nil
 	}
 	cold := j.preparing

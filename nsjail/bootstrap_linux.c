@@ -21,9 +21,10 @@
 //	  <--- record AJ_REC_PID (its host pid) -  (this process exits 0)
 //	  reap this process; wait for, signal
 //	  and attach the pid 1 from now on
-//	                                           pid 1 returns into the Go
-//	                                           runtime: nsjail.Init and the
-//	                                           protocol of protocol.go
+//	                                           pid 1 goes on in C: aj_init
+//	                                           (init_linux.c) and the
+//	                                           protocol of protocol.go; no
+//	                                           Go runtime ever starts here
 //
 // Any failure sends AJ_REC_ERROR (errno and the step) and exits 1. Every
 // other process of this binary returns at once from the constructor.
@@ -139,8 +140,8 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	if (unshare(CLONE_NEWPID) < 0)
 		aj_fail("unshare pid namespace");
 	// A fork with CLONE_PARENT, done as glibc's own fork does it, because
-	// the child runs glibc and the Go runtime (which asks glibc about its
-	// own thread) after it: the kernel writes the child's thread id where
+	// the child runs glibc after it (the init stage; and a Go runtime, in
+	// the design this was first written for, asks glibc about its thread): the kernel writes the child's thread id where
 	// glibc keeps it (the address glibc gave set_tid_address), and the
 	// child registers glibc's robust-futex list again (a fork drops it).
 	// glibc's clone() wrapper does neither: its child would carry this
@@ -172,4 +173,5 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	    syscall(SYS_set_robust_list, robust, robust_len) < 0 ||
 	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || setsid() < 0)
 		_exit(1);
+	aj_init(); // init_linux.c: never returns
 }

@@ -1,6 +1,7 @@
 package nsjail
 
 // #cgo CFLAGS: -Wall -Wextra -Werror -O2
+// #include <stdlib.h>
 // #include "bootstrap_linux.h"
 import "C"
 
@@ -13,15 +14,31 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// bootstrap_linux.c must agree with protocol.go and init_linux.go: a
-// difference does not compile (a negative constant overflows uint).
+// bootstrap_linux.c and init_linux.c must agree with protocol.go,
+// init_linux.go and plan.go: a difference does not compile (a negative
+// constant overflows uint).
 const (
 	_ = uint(C.AJ_SYNC_FD - syncFd)
 	_ = uint(syncFd - C.AJ_SYNC_FD)
+	_ = uint(C.AJ_REPORT_FD - reportFd)
+	_ = uint(reportFd - C.AJ_REPORT_FD)
 	_ = uint(C.AJ_JAIL_ID - jailID)
 	_ = uint(jailID - C.AJ_JAIL_ID)
+	_ = uint(C.AJ_MSG_CONFIG - int(msgConfig))
+	_ = uint(int(msgConfig) - C.AJ_MSG_CONFIG)
+	_ = uint(C.AJ_MSG_PREPARE - int(msgPrepare)) // the last of them: those between follow
+	_ = uint(int(msgPrepare) - C.AJ_MSG_PREPARE)
+	_ = uint(C.AJ_OP_UNSHARE - opUnshare)
+	_ = uint(opUnshare - C.AJ_OP_UNSHARE)
+	_ = uint(C.AJ_OP_EXEC - opExec)
+	_ = uint(opExec - C.AJ_OP_EXEC)
+	_ = uint(C.AJ_OP_LAST - opLast)
+	_ = uint(opLast - C.AJ_OP_LAST)
 )
 
 // bootstrapBuilt: this binary has bootstrap_linux.c.
@@ -146,6 +163,27 @@ func writeIDMaps(pid int, hostUID uint32) error {
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, w.file), w.data, 0); err != nil {
 			return stageErr("bootstrap: write "+w.file, err)
 		}
+	}
+	return nil
+}
+
+// writeBeneath writes f below dir as the init stage writes /etc, /code and
+// the request's files (init_linux.c's aj_write_beneath), for its test.
+func writeBeneath(dir string, f File, mode uint32) error {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	rel := C.CString(f.Path)
+	defer C.free(unsafe.Pointer(rel))
+	var content *C.char
+	if len(f.Content) > 0 {
+		content = (*C.char)(C.CBytes(f.Content))
+		defer C.free(unsafe.Pointer(content))
+	}
+	if r, err := C.aj_write_beneath(C.int(fd), rel, content, C.size_t(len(f.Content)), C.uint(mode)); r != 0 {
+		return err
 	}
 	return nil
 }

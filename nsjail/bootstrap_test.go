@@ -105,7 +105,7 @@ func TestInitReportsAnUnreadableConfig(t *testing.T) {
 	defer r.UIDs.Release(uid)
 	j := &jail{runner: r, uid: uid}
 	defer func() { _ = j.cleanup() }()
-	require.NoError(t, j.start(mustJSON(r.prepareConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))))
+	require.NoError(t, j.start(r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes)))
 	require.NoError(t, j.prepared())
 	null, err := os.Open(os.DevNull)
 	require.NoError(t, err)

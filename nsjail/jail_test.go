@@ -69,10 +69,13 @@ func TestUmaskIsTheJails(t *testing.T) {
 	r := freshRunner(t)
 	old := syscall.Umask(0o077)
 	res, err := r.Run(t.Context(), &Spec{Program: []byte(`import os, stat
-print(oct(os.umask(0)), oct(stat.S_IMODE(os.stat("/code/main.py").st_mode)))`), Limits: DefaultLimits()})
+print(oct(os.umask(0)), oct(stat.S_IMODE(os.stat("/code/main.py").st_mode)))
+print(*(oct(stat.S_IMODE(os.stat(d).st_mode)) for d in ("/workspace", "/tmp", "/dev/shm", "/etc/passwd")))`), Limits: DefaultLimits()})
 	syscall.Umask(old)
 	require.NoError(t, err)
-	assert.Equal(t, "0o22 0o444\n", string(res.Stdout), string(res.Stderr))
+	// /tmp and /dev/shm are sticky, as on any host (a jail has one user,
+	// but a program may expect it).
+	assert.Equal(t, "0o22 0o444\n0o755 0o1777 0o1777 0o444\n", string(res.Stdout), string(res.Stderr))
 }
 
 func TestIdentityAndCapabilities(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 )
 
 // Prepared jails. Starting the init stage (exec, the bootstrap's user and
-// pid namespaces and uid map, the Go runtime's start, four more
-// namespaces) and building the file system take about 2.5 ms, none of which depends on the request. A Runner can
+// pid namespaces and uid map, four more namespaces) and building the
+// file system take about 2 ms, none of which depends on the request. A Runner can
 // keep jails prepared that far ahead, each waiting on its sync socket
 // (protocol.go) for the request's part: the program, stdio, limits. Python
 // itself is never started ahead: every run is still a fresh interpreter
@@ -45,7 +45,7 @@ type preparedPool struct {
 	code    []File
 	limits  Limits
 	onError func(error)
-	prepare []byte // the prepareConfig message, the same for every jail of the pool
+	prepare preparation // the same for every jail of the pool
 
 	mu       sync.Mutex
 	ready    []*preparedJail
@@ -89,9 +89,7 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 		limits:  t.Limits.withDefaults(),
 		onError: t.OnError,
 	}
-	prep := r.prepareConfig(p.binds, p.code, p.limits.TmpBytes)
-	prep.Ahead = true
-	p.prepare = mustJSON(prep)
+	p.prepare = r.preparation(p.binds, p.code, p.limits.TmpBytes)
 	r.poolMu.Lock()
 	old := r.pool
 	r.pool = p

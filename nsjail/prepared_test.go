@@ -338,6 +338,8 @@ func TestPreparedJailHoldsOnlyItsCapabilities(t *testing.T) {
 	assert.Regexp(t, fmt.Sprintf("(?m)^Uid:\t%s\t%s\t%s\t%s$", id, id, id, id), st)
 	assert.Regexp(t, fmt.Sprintf("(?m)^Gid:\t%s\t%s\t%s\t%s$", id, id, id, id), st)
 	assert.Regexp(t, "(?m)^Groups:[ \t]*$", st)
+	// The init stage is C (init_linux.c): no Go runtime, so one thread.
+	assert.Regexp(t, "(?m)^Threads:\t1$", st)
 	// fd 3 is held for the report channel, so that nothing the init
 	// stage opens itself can take the number apply dups onto.
 	l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pids[0], reportFd))

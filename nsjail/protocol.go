@@ -2,7 +2,6 @@ package nsjail
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 )
@@ -114,14 +113,6 @@ func readMsg(r io.Reader) (typ byte, payload []byte, err error) {
 	return hdr[0], payload, nil
 }
 
-func writeJSON(w io.Writer, typ byte, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeMsg(w, typ, b)
-}
-
 // prepareConfig is what every jail of a Runner shares: it can be sent
 // before any request is known.
 type prepareConfig struct {
@@ -132,7 +123,6 @@ type prepareConfig struct {
 	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; runConfig may resize it
 	Code     []File     // read-only files under /code that every run has (the daemon's harness)
 	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
-	Ahead    bool       // prepared ahead of any request (KeepPrepared): worth warming up for it
 }
 
 // runConfig is one request's part, sent with the program's stdio fds.

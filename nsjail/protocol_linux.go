@@ -77,18 +77,6 @@ func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
 	})
 }
 
-// readMsgFds is recvMsg on the init stage's blocking end.
-func (c fdConn) readMsgFds() (typ byte, payload []byte, fds []int, err error) {
-	return recvMsg(c, func(p, oob []byte) (n, oobn, flags int, err error) {
-		for {
-			n, oobn, flags, _, err = unix.Recvmsg(int(c), p, oob, unix.MSG_CMSG_CLOEXEC)
-			if err != unix.EINTR {
-				return n, oobn, flags, err
-			}
-		}
-	})
-}
-
 // sendMsgFds writes one message whose header carries fds (SCM_RIGHTS).
 func sendMsgFds(f *os.File, typ byte, payload []byte, fds []int) error {
 	rc, err := f.SyscallConn()

@@ -1,10 +1,7 @@
 package nsjail
 
 import (
-	"encoding/json"
 	"os"
-	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,16 +11,13 @@ import (
 	"agentjail/internal/systest"
 )
 
-// A message with more fds than maxMsgFds is refused whole, by both ends'
-// readers: the kernel would otherwise cut the list (MSG_CTRUNC), and the
-// reader would take the fds it got for what they are not.
+// A message with more fds than maxMsgFds is refused whole by the parent's
+// reader: the kernel would otherwise cut the list (MSG_CTRUNC), and the
+// reader would take the fds it got for what they are not. The init
+// stage's reader (init_linux.c) is TestInitReportsAnUnreadableConfig's.
 func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
 	// Each reader owns (and closes) the receiving fd.
 	readers := map[string]func(fd int) (byte, []byte, []int, error){
-		"init stage": func(fd int) (byte, []byte, []int, error) {
-			defer unix.Close(fd)
-			return fdConn(fd).readMsgFds()
-		},
 		"parent": func(fd int) (byte, []byte, []int, error) {
 			require.NoError(t, unix.SetNonblock(fd, true))
 			f := os.NewFile(uintptr(fd), "recv")
@@ -59,18 +53,5 @@ func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
 			send.Close()
 			assert.Equal(t, before, systest.FdCount(), "%s: no received fd left open (%d sent)", name, n)
 		}
-	}
-}
-
-// warmConfig must still be a runConfig, with every field set: a field it
-// lacks is decoded cold by the request.
-func TestWarmConfigSetsEveryField(t *testing.T) {
-	d := json.NewDecoder(strings.NewReader(warmConfig))
-	d.DisallowUnknownFields()
-	var cfg runConfig
-	require.NoError(t, d.Decode(&cfg))
-	v := reflect.ValueOf(cfg)
-	for i := range v.NumField() {
-		assert.False(t, v.Field(i).IsZero(), "warmConfig leaves runConfig.%s unset", v.Type().Field(i).Name)
 	}
 }

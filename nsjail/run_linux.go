@@ -170,6 +170,18 @@ func codeFiles(s *Spec) []File {
 	return append([]File{{Path: s.programName(), Content: s.Program}}, s.CodeFiles...)
 }
 
+// preparation is a jail's msgPrepare: its plan (preparePlan), and the size
+// of the scratch tmpfs that plan mounts, which a request's plan resizes
+// when it asks for another.
+type preparation struct {
+	plan     []byte
+	tmpBytes int64
+}
+
+func (r *Runner) preparation(binds []string, shared []File, tmpBytes int64) preparation {
+	return preparation{plan: preparePlan(r.prepareConfig(binds, shared, tmpBytes)), tmpBytes: tmpBytes}
+}
+
 // prepareConfig is the part of a jail that does not depend on a request:
 // binds, links, /etc, the shared code, the filter.
 func (r *Runner) prepareConfig(binds []string, shared []File, tmpBytes int64) *prepareConfig {
@@ -284,7 +296,7 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	j := &jail{runner: r, uid: uid}
-	if err := j.start(mustJSON(r.prepareConfig(binds, nil, spec.Limits.TmpBytes))); err != nil {
+	if err := j.start(r.preparation(binds, nil, spec.Limits.TmpBytes)); err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}
 	return j.finish(ctx, spec, runConfigFor(spec, code))
@@ -334,7 +346,8 @@ type jail struct {
 	sync      *os.File         // parent's end of the socketpair
 	closers   []io.Closer
 
-	preparing bool // msgPrepare sent, its msgReady not read yet
+	preparing bool  // msgPrepare sent, its msgReady not read yet
+	tmpBytes  int64 // the size of the scratch tmpfs msgPrepare mounted
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail
@@ -385,7 +398,7 @@ func (j *jail) cleanup() error {
 // set-up meanwhile. The caller's
 // OS thread must stay locked until the jail has been waited for: the
 // init stage's Pdeathsig is tied to it.
-func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
+func (j *jail) start(prep preparation) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return stageErr("socketpair", err)
@@ -407,14 +420,12 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 	defer null.Close()
 
 	// fd 3 (reportFd) holds /dev/null until msgConfig brings the report
-	// channel (or nothing, and it closes at the exec): a number the Go
-	// runtime of the init stage must not take for its own files (it opens
-	// host cgroup files, e.g. cpu.cfs_quota_us, for its GOMAXPROCS; they
-	// stay open through pivot_root and only execPython's close_range
-	// closes them before the program runs). fd 4 = syncFd. Every fd of
+	// channel (or nothing, and it closes at the exec), so that no fd the
+	// init stage receives can take that number. fd 4 = syncFd. Every fd of
 	// this process without close-on-exec would reach the bootstrap, as
-	// root, until that same close_range: Go opens all of its own files
-	// close-on-exec, and so must any code linked into the daemon.
+	// root, until the init stage's close_range just before the exec of
+	// python3: Go opens all of its own files close-on-exec, and so must
+	// any code linked into the daemon.
 	exe, extra := j.runner.Exe, []*os.File{null, childSync}
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
@@ -423,7 +434,7 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 	// user and pid namespaces itself, so this process's page tables are
 	// not copied (Go forks in full for a clone with CLONE_NEWUSER).
 	boot, err := os.StartProcess(exe, []string{initArg0}, &os.ProcAttr{
-		Env:   []string{"GOMAXPROCS=1", "GOGC=off"},
+		Env:   []string{}, // no Go runtime starts there: init_linux.c
 		Files: append([]*os.File{null, null, null}, extra...),
 		// If this thread dies (the daemon crashed), the bootstrap dies;
 		// the jail's pid 1 ties its own parent-death signal to this same
@@ -441,7 +452,8 @@ func (j *jail) start(prep []byte) error { // prep: a prepareConfig as JSON
 	if j.proc, err = bootstrap(j.sync, boot, j.uid); err != nil {
 		return err
 	}
-	if err := writeMsg(j.sync, msgPrepare, prep); err != nil {
+	j.tmpBytes = prep.tmpBytes
+	if err := writeMsg(j.sync, msgPrepare, prep.plan); err != nil {
 		return j.initFailure("send prepare", err)
 	}
 	j.preparing = true
@@ -563,7 +575,7 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 		stdio = append(stdio, int(reportW.Fd()))
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if err := sendMsgFds(j.sync, msgConfig, mustJSON(cfg), stdio); err != nil {
+	if err := sendMsgFds(j.sync, msgConfig, runPlan(cfg, j.tmpBytes), stdio); err != nil {
 		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send config", err))
 	}
 	// The init stage holds its own copies now.
@@ -1013,12 +1025,4 @@ func stdinFile(data []byte) (*os.File, error) {
 		return nil, os.NewSyscallError("seal stdin", err)
 	}
 	return f, nil
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }

@@ -368,13 +368,14 @@ func TestCompiledMatchesPolicy(t *testing.T) {
 	}
 }
 
-// TestPolicyAllowsInitTail: after Install the init stage's locked thread
-// still runs Go code and then sends the listener, closes fds and execs
-// (install_linux.go); each of those calls must be allowed.
+// TestPolicyAllowsInitTail: after the filter is loaded the init stage
+// (nsjail/init_linux.c) sends the listener, closes it and execs, or on a
+// failure sends its error (send) and exits; a Go thread after Install
+// (install_linux.go) also runs the runtime's calls. Each must be allowed.
 func TestPolicyAllowsInitTail(t *testing.T) {
 	prog := defaultProgram(t)
 	for _, name := range []string{
-		"sendmsg", "close", "close_range", "execve", "execveat", "fcntl", "dup3", "write", "read",
+		"sendmsg", "sendto", "close", "close_range", "execve", "execveat", "fcntl", "dup3", "write", "read",
 		"futex", "mmap", "munmap", "madvise", "mprotect", "nanosleep", "sched_yield", "sched_getaffinity",
 		"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "gettid", "getpid", "tgkill",
 		"exit", "exit_group", "epoll_pwait", "epoll_ctl", "getrandom", "clock_gettime",

@@ -6,9 +6,10 @@
 //
 //	daemon/CLI start:  prog, err := seccomp.DefaultPolicy().Compile()   // once; ~1 ms; cgo
 //	                   b, _ := prog.MarshalBinary()                      // carried to every init stage
-//	init stage (child, locked OS thread, last steps):
-//	                   fd, err := seccomp.Install(prog)                   // no_new_privs, seccomp(NEW_LISTENER)
-//	                   sendmsg(fd → parent, SCM_RIGHTS); close(fd); close_range; execve(python3)
+//	init stage (nsjail/init_linux.c, C, one thread; its last steps):
+//	                   close_range; prctl(PR_SET_NO_NEW_PRIVS); fd = seccomp(NEW_LISTENER, prog)
+//	                   sendmsg(fd → parent, SCM_RIGHTS); close(fd); execve(python3)
+//	                   (Install is the same two calls for a Go thread)
 //	parent:            go seccomp.Supervise(ctx, fd, mode, &collector, kill)
 //	                   ... wait for and reap the jail ...
 //	                   result.Seccomp = collector.Report()                // CONTRACT.md `seccomp`

@@ -15,7 +15,8 @@ import (
 // descriptor on which the kernel reports every forbidden call (Supervise
 // reads it). The descriptor is close-on-exec.
 //
-// It runs in the jail's init stage, as the last step before execve:
+// The jail's init stage (nsjail/init_linux.c, C) makes the same two calls
+// itself, as its last steps before execve:
 //
 //	mounts, pivot_root, identity, rlimits, fds, capabilities dropped
 //	  → Install: prctl(PR_SET_NO_NEW_PRIVS, 1)

@@ -1,0 +1,702 @@
+// The jail's init stage: pid 1 of the jail's user and pid namespaces,
+// entered from bootstrap_linux.c's clone and never returning. It is C, not
+// Go, so that a jail pays for no second Go runtime: the runtime's start and
+// package init took 2 to 3 ms of every cold jail, and the exec of python3
+// from a multi-threaded Go process about 0.8 ms more (its other threads must
+// be ended first), also for a prepared one (BENCHMARKS.md, 2026-11-24).
+//
+// It decides nothing. The parent sends it plans (plan.go): lists of steps,
+// each a system call or a small fixed sequence of them with its arguments
+// and the name to report when it fails, and this file carries them out in
+// order, then does the fixed end of every jail (aj_exec). The conversation is protocol.go's:
+//
+//	<- msgPrepare (plan)    carried out; -> msgReady or msgError
+//	<- msgConfig (plan)     with stdin, stdout, stderr, report (SCM_RIGHTS);
+//	                        carried out; -> msgReady or msgError
+//	<- msgGo                with the v1 group's tasks files (SCM_RIGHTS);
+//	                        join, cgroup namespace, capabilities dropped,
+//	                        fds close-on-exec, no_new_privs and seccomp,
+//	                        -> msgSeccomp with the listener (and /workspace),
+//	                        execve(python3)
+//
+// Every failure sends msgError (a StageError as JSON) and exits 1. An end
+// of the socket where a message is awaited exits without a word: nothing
+// is left to report to. This process has one thread, so everything it
+// does (namespaces, capabilities, the filter) holds for the whole process.
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "bootstrap_linux.h"
+
+// ---- messages (protocol.go) ----
+
+static void aj_write_all(const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = send(AJ_SYNC_FD, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(1); // the parent is gone: nobody to tell
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void aj_write_msg(char type, const char *payload, uint32_t len)
+{
+	unsigned char hdr[5] = {(unsigned char)type, len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff, len >> 24};
+	aj_write_all(hdr, sizeof hdr);
+	if (len > 0)
+		aj_write_all(payload, len);
+}
+
+// aj_json_str appends s to out (of cap bytes, *n used) as a JSON string.
+static void aj_json_str(char *out, size_t cap, size_t *n, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (*n + 1 < cap)
+		out[(*n)++] = '"';
+	for (; *s && *n + 7 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			out[(*n)++] = '\\';
+			out[(*n)++] = (char)c;
+		} else if (c < 0x20) {
+			*n += (size_t)snprintf(out + *n, cap - *n, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+		} else {
+			out[(*n)++] = (char)c;
+		}
+	}
+	if (*n + 1 < cap)
+		out[(*n)++] = '"';
+}
+
+// aj_fail reports the failed step (a StageError: its Stage, and errno when
+// err is not 0, else msg) and exits.
+__attribute__((noreturn)) static void aj_fail(const char *stage, int err, const char *msg)
+{
+	char out[1024];
+	size_t n = 0;
+	n += (size_t)snprintf(out, sizeof out, "{\"Stage\":");
+	aj_json_str(out, sizeof out - 64, &n, stage ? stage : "init");
+	n += (size_t)snprintf(out + n, sizeof out - n, ",\"Errno\":%d,\"Msg\":", err);
+	aj_json_str(out, sizeof out - 2, &n, msg ? msg : "");
+	out[n++] = '}';
+	aj_write_msg(AJ_MSG_ERROR, out, (uint32_t)n);
+	_exit(1);
+}
+
+#define AJ_MAX_MSG (256u << 20) // protocol.go's maxMsg
+#define AJ_MAX_FDS 4            // protocol_linux.go's maxMsgFds (the error below names it)
+
+struct aj_msg {
+	char type;
+	char *payload; // malloc'd, len bytes (and a NUL after them)
+	uint32_t len;
+	int fds[AJ_MAX_FDS];
+	int nfds;
+};
+
+static void aj_read_all(char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = read(AJ_SYNC_FD, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(1);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+// aj_recv reads one message with the fds it carries. It returns 0 at the
+// end of the socket before a header, 1 with a message; a message with more
+// fds than AJ_MAX_FDS is refused whole (the kernel closed the rest).
+static int aj_recv(struct aj_msg *m, const char *stage)
+{
+	unsigned char hdr[5];
+	union {
+		char buf[CMSG_SPACE(AJ_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = {.iov_base = hdr, .iov_len = sizeof hdr};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof cm.buf};
+	ssize_t n;
+	do
+		n = recvmsg(AJ_SYNC_FD, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		aj_fail(stage, errno, "recvmsg");
+	memset(m, 0, sizeof *m);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+			if (m->nfds < AJ_MAX_FDS)
+				m->fds[m->nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		for (int i = 0; i < m->nfds; i++)
+			close(m->fds[i]);
+		aj_fail(stage, 0, "a message carried more than 4 fds");
+	}
+	if (n == 0)
+		return 0;
+	if ((size_t)n < sizeof hdr)
+		aj_read_all((char *)hdr + n, sizeof hdr - (size_t)n);
+	m->type = (char)hdr[0];
+	m->len = (uint32_t)hdr[1] | (uint32_t)hdr[2] << 8 | (uint32_t)hdr[3] << 16 | (uint32_t)hdr[4] << 24;
+	if (m->len > AJ_MAX_MSG)
+		aj_fail(stage, 0, "message too large");
+	m->payload = malloc((size_t)m->len + 1);
+	if (m->payload == NULL)
+		aj_fail(stage, ENOMEM, "");
+	aj_read_all(m->payload, m->len);
+	m->payload[m->len] = 0;
+	return 1;
+}
+
+// ---- plans (plan.go) ----
+
+struct aj_reader {
+	const unsigned char *p, *end;
+};
+
+__attribute__((noreturn)) static void aj_bad_plan(void) { aj_fail("decode config", 0, "malformed plan"); }
+
+static uint64_t aj_uint(struct aj_reader *r, int size)
+{
+	if (r->end - r->p < size)
+		aj_bad_plan();
+	uint64_t v = 0;
+	for (int i = 0; i < size; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += size;
+	return v;
+}
+
+// aj_bytes returns the next length-prefixed bytes; they are followed by a
+// NUL in the plan (plan.go writes one), so that every string is a C string.
+static const char *aj_bytes(struct aj_reader *r, uint32_t *len)
+{
+	uint32_t n = (uint32_t)aj_uint(r, 4);
+	if ((uint64_t)(r->end - r->p) < (uint64_t)n + 1 || r->p[n] != 0)
+		aj_bad_plan();
+	const char *s = (const char *)r->p;
+	r->p += n + 1;
+	if (len)
+		*len = n;
+	return s;
+}
+
+// aj_str is aj_bytes without NUL bytes inside; "" is NULL where nullable.
+static const char *aj_str(struct aj_reader *r, int nullable)
+{
+	uint32_t n;
+	const char *s = aj_bytes(r, &n);
+	if (memchr(s, 0, n) != NULL)
+		aj_bad_plan();
+	return (nullable && n == 0) ? NULL : s;
+}
+
+// What the plans leave for the end: the filter and the exec.
+struct aj_state {
+	const struct sock_filter *filter;
+	unsigned short filter_len;
+	int have_exec, report, collect;
+	char **argv, **envp;
+};
+
+static int aj_mkdirs(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t n = strlen(path);
+	if (n == 0 || n >= sizeof buf) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+static int aj_open_beneath(int dir, const char *rel, int flags, mode_t mode)
+{
+	// No "..", no symbolic or magic link, no other mount: a path that
+	// tries to leave dir fails (the paths were checked by Spec.Validate;
+	// this is the second line).
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	int fd;
+	do
+		fd = (int)syscall(SYS_openat2, dir, rel, &how, sizeof how);
+	while (fd < 0 && errno == EINTR);
+	return fd;
+}
+
+// aj_write_beneath writes one file at rel below the directory dir, making
+// the directories on its way one level at a time, each beneath dir.
+// Returns 0, or -1 with errno set. Used by plan_test.go through cgo too.
+int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, unsigned mode)
+{
+	const int flags = O_WRONLY | O_CREAT | O_TRUNC;
+	int fd = aj_open_beneath(dir, rel, flags, mode);
+	if (fd < 0 && errno == ENOENT && strchr(rel, '/') != NULL) {
+		char buf[4096];
+		size_t n = strlen(rel);
+		if (n >= sizeof buf) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(buf, rel, n + 1);
+		for (char *slash = strchr(buf, '/'); slash; slash = strchr(slash + 1, '/')) {
+			// buf up to this slash is the next directory; the part
+			// before its last slash, its parent (dir itself at first).
+			*slash = 0;
+			char *base = strrchr(buf, '/');
+			int pfd;
+			if (base) {
+				*base = 0;
+				pfd = aj_open_beneath(dir, buf, O_PATH | O_DIRECTORY, 0);
+				*base = '/';
+			} else {
+				pfd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+			}
+			if (pfd < 0)
+				return -1;
+			int r = mkdirat(pfd, base ? base + 1 : buf, 0755);
+			int e = errno;
+			close(pfd);
+			if (r < 0 && e != EEXIST) {
+				errno = e;
+				return -1;
+			}
+			*slash = '/';
+		}
+		fd = aj_open_beneath(dir, rel, flags, mode);
+	}
+	if (fd < 0)
+		return -1;
+	while (len > 0) {
+		ssize_t w = write(fd, content, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			errno = e;
+			return -1;
+		}
+		content += w;
+		len -= (size_t)w;
+	}
+	return close(fd);
+}
+
+// aj_locked_flags are the flags of the mount at path that a remount inside
+// a user namespace must repeat (the kernel locks them).
+static unsigned long aj_locked_flags(const struct statvfs *st)
+{
+	static const struct {
+		unsigned long st, ms;
+	} m[] = {{ST_NOEXEC, MS_NOEXEC}, {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME},
+		 {ST_RELATIME, MS_RELATIME}, {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV}};
+	unsigned long f = 0;
+	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+		if (st->f_flag & m[i].st)
+			f |= m[i].ms;
+	return f;
+}
+
+// aj_run carries out one plan; fds are the ones its message brought.
+static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds, int nfds)
+{
+	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len};
+	int skip = 0, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
+	while (r.p < r.end) {
+		int op = (int)aj_uint(&r, 1);
+		int was_cond = cond;
+		cond = op == AJ_OP_IF_EXISTS;
+		if (cond && was_cond)
+			aj_bad_plan(); // a condition on a condition
+		const char *stage = aj_str(&r, 0);
+		int ok = 0, err = 0;
+		const char *a, *b, *c, *d;
+		uint64_t x, y, z;
+		uint32_t n;
+		switch (op) {
+		case AJ_OP_UNSHARE:
+			x = aj_uint(&r, 4);
+			if (skip)
+				break;
+			ok = unshare((int)x) == 0;
+			break;
+		case AJ_OP_MOUNT:
+			a = aj_str(&r, 1), b = aj_str(&r, 0), c = aj_str(&r, 1), x = aj_uint(&r, 8), d = aj_str(&r, 1);
+			if (skip)
+				break;
+			ok = mount(a, b, c, x, d) == 0;
+			break;
+		case AJ_OP_BIND_RO: {
+			a = aj_str(&r, 0), b = aj_str(&r, 0), x = aj_uint(&r, 8), y = aj_uint(&r, 8);
+			if (skip)
+				break;
+			struct statvfs st;
+			if (mount(a, b, NULL, MS_BIND, NULL) < 0)
+				break;
+			if (statvfs(b, &st) < 0 ||
+			    mount(NULL, b, NULL,
+				  ((MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | x | aj_locked_flags(&st)) & ~y),
+				  NULL) < 0)
+				aj_fail(stage, errno, "remount read-only");
+			ok = 1;
+			break;
+		}
+		case AJ_OP_MKDIR:
+			a = aj_str(&r, 0), x = aj_uint(&r, 4), y = aj_uint(&r, 4);
+			if (skip)
+				break;
+			ok = (y ? aj_mkdirs(a, (mode_t)x) : mkdir(a, (mode_t)x)) == 0;
+			break;
+		case AJ_OP_SYMLINK:
+			a = aj_str(&r, 0), b = aj_str(&r, 0);
+			if (skip)
+				break;
+			ok = symlink(a, b) == 0;
+			break;
+		case AJ_OP_WRITE: {
+			a = aj_str(&r, 0), b = aj_str(&r, 0), x = aj_uint(&r, 4), c = aj_bytes(&r, &n);
+			if (skip)
+				break;
+			int dir = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			ok = dir >= 0 && aj_write_beneath(dir, b, c, n, (unsigned)x) == 0;
+			err = errno;
+			if (dir >= 0)
+				close(dir);
+			errno = err;
+			break;
+		}
+		case AJ_OP_CHMOD:
+			a = aj_str(&r, 0), x = aj_uint(&r, 4);
+			if (skip)
+				break;
+			ok = chmod(a, (mode_t)x) == 0;
+			break;
+		case AJ_OP_IF_EXISTS: {
+			a = aj_str(&r, 0);
+			struct stat st;
+			// The next step is skipped when a is missing.
+			skip = lstat(a, &st) < 0 ? 2 : 0;
+			ok = 1;
+			break;
+		}
+		case AJ_OP_UMOUNT:
+			a = aj_str(&r, 0), x = aj_uint(&r, 4);
+			if (skip)
+				break;
+			ok = umount2(a, (int)x) == 0;
+			break;
+		case AJ_OP_RMDIR:
+			a = aj_str(&r, 0);
+			if (skip)
+				break;
+			ok = rmdir(a) == 0;
+			break;
+		case AJ_OP_PIVOT_ROOT:
+			// runc's pivot_root(".", ".") idiom needs no put_old directory;
+			// the detach leaves nothing of the host's file system reachable.
+			a = aj_str(&r, 0);
+			if (skip)
+				break;
+			ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
+			     chdir("/") == 0;
+			break;
+		case AJ_OP_HOSTNAME:
+			a = aj_str(&r, 0);
+			if (skip)
+				break;
+			ok = sethostname(a, strlen(a)) == 0;
+			break;
+		case AJ_OP_DOMAINNAME:
+			a = aj_str(&r, 0);
+			if (skip)
+				break;
+			ok = setdomainname(a, strlen(a)) == 0;
+			break;
+		case AJ_OP_LOOPBACK_UP: {
+			if (skip)
+				break;
+			int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			struct ifreq ifr;
+			memset(&ifr, 0, sizeof ifr);
+			strcpy(ifr.ifr_name, "lo");
+			ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+			ok = sock >= 0 && ioctl(sock, SIOCSIFFLAGS, &ifr) == 0;
+			err = errno;
+			if (sock >= 0)
+				close(sock);
+			errno = err;
+			break;
+		}
+		case AJ_OP_CHDIR:
+			a = aj_str(&r, 0);
+			if (skip)
+				break;
+			ok = chdir(a) == 0;
+			break;
+		case AJ_OP_SECCOMP:
+			a = aj_bytes(&r, &n);
+			if (skip)
+				break;
+			if (n == 0 || n % sizeof(struct sock_filter) != 0 || n / sizeof(struct sock_filter) > BPF_MAXINSNS)
+				aj_fail(stage, 0, "no usable filter");
+			// The plan's payload is never freed: the filter stays here.
+			s->filter = (const struct sock_filter *)(const void *)a;
+			s->filter_len = (unsigned short)(n / sizeof(struct sock_filter));
+			ok = 1;
+			break;
+		case AJ_OP_STDIO:
+			x = aj_uint(&r, 4);
+			if (skip)
+				break;
+			if ((int)x != nfds)
+				aj_fail(stage, 0, "wrong number of fds with the config");
+			// 0 to 3 are held from the start (stdio and fd 3 on /dev/null:
+			// run_linux.go start), so a received fd is never one of them.
+			for (int i = 0; i < nfds; i++)
+				if (fds[i] <= AJ_REPORT_FD)
+					aj_fail(stage, 0, "received an fd below the ones this stage holds");
+			ok = 1;
+			for (int i = 0; i < nfds && ok; i++)
+				ok = dup3(fds[i], i, 0) == i && close(fds[i]) == 0;
+			break;
+		case AJ_OP_RLIMIT: {
+			x = aj_uint(&r, 4), y = aj_uint(&r, 8), z = aj_uint(&r, 8);
+			if (skip)
+				break;
+			struct rlimit rl = {.rlim_cur = y, .rlim_max = z};
+			ok = setrlimit((int)x, &rl) == 0;
+			break;
+		}
+		case AJ_OP_EXEC: {
+			int report = (int)aj_uint(&r, 4), collect = (int)aj_uint(&r, 4);
+			char **lists[2];
+			for (int l = 0; l < 2; l++) {
+				uint32_t count = (uint32_t)aj_uint(&r, 4);
+				if (count > (uint32_t)(r.end - r.p) || (l == 0 && count == 0))
+					aj_bad_plan();
+				char **v = calloc((size_t)count + 1, sizeof(char *));
+				if (v == NULL)
+					aj_fail(stage, ENOMEM, "");
+				for (uint32_t i = 0; i < count; i++)
+					v[i] = (char *)aj_str(&r, 0);
+				lists[l] = v;
+			}
+			if (skip)
+				break;
+			s->have_exec = 1, s->report = report, s->collect = collect;
+			s->argv = lists[0], s->envp = lists[1];
+			ok = 1;
+			break;
+		}
+		default:
+			aj_bad_plan();
+		}
+		if (skip) {
+			skip--;
+			continue;
+		}
+		if (!ok)
+			aj_fail(stage, errno, NULL);
+	}
+	if (cond)
+		aj_bad_plan(); // a condition with no step after it
+}
+
+// aj_exec ends the init stage. The order matters and each step is as late
+// as it can be:
+//  1. on cgroup v1, join the jail's group by writing "0" to each
+//     hierarchy's tasks file in join (opened by the parent:
+//     cgroup.Group.JoinFiles; on v2 the parent has moved this process and
+//     join is empty), then unshare(CLONE_NEWCGROUP), so that the program
+//     sees that group as its root. A jail never runs outside its group:
+//     any failure ends the stage;
+//  2. drop every capability (the bounding set first: it needs
+//     CAP_SETPCAP; then ambient, then effective, permitted, inheritable);
+//  3. mark every fd but 0, 1, 2 close-on-exec (the sync socket included:
+//     its closing at the exec is what tells the parent that the exec
+//     succeeded), except the report channel on fd 3 when the run has one;
+//  4. no_new_privs, then the seccomp filter (last: it may forbid the
+//     calls above), whose listener goes to the parent;
+//  5. execve.
+__attribute__((noreturn)) static void aj_exec(struct aj_state *s, int *join, int njoin)
+{
+	// The fds were opened by root (the kernel checks the opener, not the
+	// writer): each is closed before anything of the program runs.
+	for (int i = 0; i < njoin; i++) {
+		ssize_t n;
+		do
+			n = write(join[i], "0", 1);
+		while (n < 0 && errno == EINTR);
+		int e = errno;
+		close(join[i]);
+		if (n != 1)
+			aj_fail("join cgroup", n < 0 ? e : EIO, NULL);
+	}
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		aj_fail("unshare cgroup namespace", errno, NULL);
+
+	// The bounding set needs CAP_SETPCAP: it goes first.
+	for (int c = 0; c <= 63; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+			if (errno == EINVAL) // past the kernel's last capability
+				break;
+			aj_fail("drop capability from the bounding set", errno, NULL);
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		aj_fail("clear ambient capabilities", errno, NULL);
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		aj_fail("capset", errno, NULL);
+
+	int workspace = -1;
+	if (s->collect) {
+		// The parent reads the files out of it after the program ended;
+		// an O_PATH fd gives it nothing but a starting point for openat2.
+		workspace = open("/workspace", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (workspace < 0)
+			aj_fail("open /workspace", errno, NULL);
+	}
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		aj_fail("close_range", errno, NULL);
+	if (s->report && fcntl(AJ_REPORT_FD, F_SETFD, 0) < 0)
+		aj_fail("keep report channel open", errno, NULL);
+
+	// no_new_privs first: the kernel refuses a filter from a task without
+	// CAP_SYS_ADMIN unless it is set, and it must hold for execve anyway.
+	// From the filter on, this process may only make calls the policy
+	// allows (sendmsg, close, execve: seccomp's TestPolicyAllowsInitTail),
+	// and the listener must never reach the jail: whoever holds it could
+	// let forbidden calls run.
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		aj_fail("seccomp: prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
+	struct sock_fprog prog = {.len = s->filter_len, .filter = (struct sock_filter *)s->filter};
+	int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (listener < 0)
+		aj_fail("seccomp: seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)", errno,
+			errno == EBUSY ? "this process is already under a seccomp filter with a listener" : NULL);
+
+	unsigned char msg[5] = {AJ_MSG_SECCOMP, 0, 0, 0, 0};
+	int send_fds[2] = {listener, workspace};
+	int nsend = workspace >= 0 ? 2 : 1;
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	memset(&cm, 0, sizeof cm);
+	struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			    .msg_controllen = CMSG_SPACE((size_t)nsend * sizeof(int))};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)nsend * sizeof(int));
+	memcpy(CMSG_DATA(c), send_fds, (size_t)nsend * sizeof(int));
+	ssize_t n;
+	do
+		n = sendmsg(AJ_SYNC_FD, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	int e = errno;
+	close(listener);
+	if (n != (ssize_t)sizeof msg)
+		aj_fail("send seccomp listener", n < 0 ? e : EIO, NULL);
+	execve(s->argv[0], s->argv, s->envp);
+	e = errno;
+	char stage[256];
+	snprintf(stage, sizeof stage, "exec %s", s->argv[0]);
+	aj_fail(stage, e, NULL);
+}
+
+__attribute__((noreturn)) void aj_init(void)
+{
+	// The jail's own umask, whatever the parent's was at the fork (the
+	// daemon changes its own while it binds its socket): the modes of
+	// /etc, /code and the request's files, and the program's default.
+	umask(022);
+	struct aj_state s;
+	memset(&s, 0, sizeof s);
+	struct aj_msg m;
+	if (!aj_recv(&m, "read config"))
+		_exit(1);
+	if (m.type != AJ_MSG_PREPARE || m.nfds != 0)
+		aj_fail("read config", 0, "unexpected message instead of the preparation");
+	aj_run(&s, m.payload, m.len, NULL, 0);
+	if (s.filter == NULL)
+		aj_fail("decode seccomp filter", 0, "no usable filter");
+	aj_write_msg(AJ_MSG_READY, NULL, 0);
+
+	// A prepared jail may wait here for as long as the daemon runs; the
+	// end of the socket (a daemon that stops, or drops the jail) ends it.
+	if (!aj_recv(&m, "read config"))
+		_exit(0);
+	if (m.type != AJ_MSG_CONFIG) {
+		for (int i = 0; i < m.nfds; i++)
+			close(m.fds[i]);
+		aj_fail("read config", 0, "unexpected message instead of the config");
+	}
+	aj_run(&s, m.payload, m.len, m.fds, m.nfds);
+	if (!s.have_exec)
+		aj_fail("decode config", 0, "no program to exec");
+	aj_write_msg(AJ_MSG_READY, NULL, 0);
+
+	struct aj_msg go;
+	if (!aj_recv(&go, "read go") || go.type != AJ_MSG_GO)
+		_exit(1); // the parent went away or gave up: nothing to report to
+	aj_exec(&s, go.fds, go.nfds);
+}

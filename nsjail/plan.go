@@ -1,0 +1,274 @@
+package nsjail
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A plan is what the init stage (init_linux.c, C: no Go runtime starts in
+// a jail) carries out: steps in order, each a system call or a small fixed
+// sequence of them, with its arguments and the name a failure reports.
+// Every decision about the jail is made here, in Go; the C side only
+// checks that the plan is well formed. Encoding, little endian:
+//
+//	step:   op (1 byte) | stage (string) | arguments
+//	string: length (4 bytes) | bytes | NUL (not counted)
+//	u32, u64: 4 or 8 bytes
+//
+// The op codes must match init_linux.c's enum (plan_test.go checks them
+// against the C header).
+type plan struct{ b []byte }
+
+const (
+	opUnshare    = iota + 1 // flags u32
+	opMount                 // source, target, fstype, flags u64, data ("" is NULL for source, fstype, data)
+	opBindRO                // source, target, extra flags u64, cleared flags u64
+	opMkdir                 // path, mode u32, parents u32
+	opSymlink               // target, path
+	opWrite                 // directory, path below it, mode u32, content
+	opChmod                 // path, mode u32
+	opIfExists              // path: the next step only when it exists
+	opUmount                // path, flags u32
+	opRmdir                 // path
+	opPivotRoot             // new root
+	opHostname              // name
+	opDomainname            // name
+	opLoopbackUp            // -
+	opChdir                 // path
+	opSeccomp               // the filter (seccomp.Program.MarshalBinary)
+	opStdio                 // count u32: the message's fds become 0 … count-1
+	opRlimit                // resource u32, soft u64, hard u64
+	opExec                  // report u32, collect u32, argc u32, argv…, envc u32, env…
+	opLast
+)
+
+func (p *plan) op(code byte, stage string) *plan {
+	p.b = append(p.b, code)
+	return p.str(stage)
+}
+
+func (p *plan) u32(v uint32) *plan { p.b = binary.LittleEndian.AppendUint32(p.b, v); return p }
+func (p *plan) u64(v uint64) *plan { p.b = binary.LittleEndian.AppendUint64(p.b, v); return p }
+
+func (p *plan) bytes(b []byte) *plan {
+	p.u32(uint32(len(b)))
+	p.b = append(append(p.b, b...), 0)
+	return p
+}
+
+// str: the C side refuses a NUL inside (Spec.Validate refuses them first).
+func (p *plan) str(s string) *plan {
+	p.u32(uint32(len(s)))
+	p.b = append(append(p.b, s...), 0)
+	return p
+}
+
+func boolU32(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (p *plan) mount(stage, source, target, fstype string, flags uintptr, data string) {
+	p.op(opMount, stage).str(source).str(target).str(fstype).u64(uint64(flags)).str(data)
+}
+
+// bindReadOnly binds src at dst (not recursively: host submounts below src
+// are not exposed) and remounts the bind read-only, nosuid and nodev
+// (extra adds e.g. MS_NOEXEC), repeating the flags the source mount
+// already has, which a user namespace may not clear (they are locked).
+func (p *plan) bindReadOnly(src, dst string, extra uintptr) {
+	var cleared uint64
+	if strings.HasPrefix(src, "/dev/") {
+		cleared = unix.MS_NODEV
+	}
+	p.op(opBindRO, "bind "+src).str(src).str(dst).u64(uint64(extra)).u64(cleared)
+}
+
+func (p *plan) mkdir(stage, path string, mode uint32, parents bool) {
+	p.op(opMkdir, stage).str(path).u32(mode).u32(boolU32(parents))
+}
+
+// writeTree writes files below dir, creating it and the directories on
+// the way as needed. The paths were checked by Spec.Validate, and dir is
+// inside the jail's own tmpfs; still the C side resolves every path
+// beneath dir's fd (openat2: no "..", no symbolic or magic link, no other
+// mount), so a path that tried to leave dir fails.
+func (p *plan) writeTree(dir string, files []File, mode uint32) {
+	p.mkdir("mkdir "+dir, dir, 0o755, true)
+	for _, f := range files {
+		p.op(opWrite, "write "+f.Path).str(dir).str(f.Path).u32(mode).bytes(f.Content)
+	}
+}
+
+// nsUnshared are the namespaces the init stage makes for itself; the user
+// and pid namespaces come from the bootstrap (bootstrap_linux.c).
+const nsUnshared = unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+
+// preparePlan builds the part of the jail every run shares, while the init
+// stage holds its namespace capabilities: the file system up to
+// pivot_root, the identity, the network, and the seccomp filter. The root
+// stays writable for the run's plan.
+func preparePlan(cfg *prepareConfig) []byte {
+	p := &plan{}
+	// First: a jail never runs without its filter.
+	p.op(opSeccomp, "decode seccomp filter").bytes(cfg.Seccomp)
+	p.op(opUnshare, "unshare namespaces").u32(nsUnshared)
+	root := cfg.RootDir
+	// Nothing done here may propagate to the host's mount namespace.
+	p.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+	p.mount("mount root tmpfs", "tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+		fmt.Sprintf("size=%d,nr_inodes=1024,mode=0755", cfg.RootSize))
+	for _, b := range cfg.Binds {
+		p.mkdir("mkdir "+b, root+b, 0o755, true)
+		p.bindReadOnly(b, root+b, 0)
+	}
+	for _, l := range cfg.Links {
+		p.op(opSymlink, "symlink "+l.Path).str(l.Target).str(root + l.Path)
+	}
+	p.writeTree(root+"/etc", etcFiles, 0o444)
+	p.writeTree(root+"/code", cfg.Code, 0o444)
+	p.dev(root)
+	p.proc(root) // after /dev: masks bind its /dev/null
+	p.scratch(root, cfg.TmpBytes)
+	p.op(opPivotRoot, "pivot_root").str(root)
+	p.op(opHostname, "sethostname").str("sandbox")
+	p.op(opDomainname, "setdomainname").str("(none)")
+	// lo is the only interface of the jail's network namespace: up, so
+	// that programs can use localhost among themselves.
+	p.op(opLoopbackUp, "bring lo up")
+	p.op(opChdir, "chdir /workspace").str("/workspace")
+	return p.b
+}
+
+// runPlan adds one request to a prepared jail (whose scratch tmpfs has
+// preparedTmp bytes): its stdio, its program, its scratch size, files and
+// rlimits, and what to exec. The message carries stdin, stdout, stderr and
+// the report channel when the request has one.
+func runPlan(cfg *runConfig, preparedTmp int64) []byte {
+	p := &plan{}
+	n := uint32(3)
+	if cfg.Report {
+		n = 4
+	}
+	p.op(opStdio, "stdio").u32(n)
+	p.writeTree("/code", cfg.Code, 0o444)
+	// The root holds only mount points, /etc and /code: nothing in it is
+	// ever written again.
+	p.mount("remount / read-only", "", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	if cfg.TmpBytes != preparedTmp {
+		// The scratch tmpfs (behind /workspace, /tmp and /dev/shm) is
+		// empty: resizing its superblock is one call. A non-bind remount
+		// also sets the mount's flags, so they are repeated.
+		p.mount("resize scratch tmpfs", "", "/workspace", "", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+			fmt.Sprintf("size=%d", cfg.TmpBytes))
+	}
+	p.writeTree("/workspace", cfg.Files, 0o644)
+	for _, r := range cfg.Rlimits {
+		p.op(opRlimit, fmt.Sprintf("setrlimit %d", r.Resource)).u32(uint32(r.Resource)).u64(r.Cur).u64(r.Max)
+	}
+	p.op(opExec, "exec").u32(boolU32(cfg.Report)).u32(boolU32(cfg.Collect)).u32(uint32(len(cfg.Argv)))
+	for _, a := range cfg.Argv {
+		p.str(a)
+	}
+	p.u32(uint32(len(cfg.Env)))
+	for _, e := range cfg.Env {
+		p.str(e)
+	}
+	return p.b
+}
+
+// The jail's /etc: its own user and host names, and name lookups from
+// files only, so that no lookup ever tries a DNS server.
+var etcFiles = []File{
+	{Path: "passwd", Content: []byte("root:x:0:0:root:/nonexistent:/usr/sbin/nologin\nsandbox:x:1000:1000:sandbox:/workspace:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")},
+	{Path: "group", Content: []byte("root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n")},
+	{Path: "hosts", Content: []byte("127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost ip6-loopback\n")},
+	{Path: "hostname", Content: []byte("sandbox\n")},
+	{Path: "nsswitch.conf", Content: []byte("passwd: files\ngroup: files\nhosts: files\n")},
+}
+
+// /proc entries that leak host information or reach kernel knobs, after
+// runc's defaults (libcontainer/specconv): masked files get /dev/null,
+// masked directories an empty read-only tmpfs, the rest is read-only.
+var (
+	procMaskedFiles = []string{"kcore", "keys", "latency_stats", "timer_list", "timer_stats", "sched_debug"}
+	procMaskedDirs  = []string{"acpi", "asound", "scsi", "driver"}
+	procReadOnly    = []string{"bus", "fs", "irq", "sys", "sysrq-trigger"}
+)
+
+func (p *plan) proc(root string) {
+	d := root + "/proc"
+	p.mkdir("mkdir /proc", d, 0o555, false)
+	// Read-only: a program has nothing to write there (its writable
+	// entries, like /proc/self/comm, are knobs, not data); opening
+	// /proc/self/fd/N for writing still works because it reaches the file
+	// behind the link, not procfs.
+	p.mount("mount /proc", "proc", d, "proc", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	for _, f := range procMaskedFiles {
+		t := d + "/" + f
+		p.op(opIfExists, "lstat /proc/"+f).str(t)
+		// The jail's /dev/null is already a read-only bind, and a bind
+		// copies its source's flags: one call gives a read-only mask.
+		p.mount("mask /proc/"+f, root+"/dev/null", t, "", unix.MS_BIND, "")
+	}
+	for _, m := range procMaskedDirs {
+		t := d + "/" + m
+		p.op(opIfExists, "lstat /proc/"+m).str(t)
+		p.mount("mask /proc/"+m, "tmpfs", t, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,nr_inodes=1")
+	}
+	for _, f := range procReadOnly {
+		t := d + "/" + f
+		p.op(opIfExists, "lstat /proc/"+f).str(t)
+		p.bindReadOnly(t, t, unix.MS_NOEXEC)
+	}
+}
+
+// devices are bound from the host's /dev: a user namespace cannot mknod.
+var devices = []string{"null", "zero", "full", "random", "urandom"}
+
+func (p *plan) dev(root string) {
+	d := root + "/dev"
+	p.mkdir("mkdir /dev", d, 0o755, false)
+	p.mount("mount /dev", "tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755")
+	for _, n := range devices {
+		p.op(opWrite, "create /dev/"+n).str(d).str(n).u32(0o666).bytes(nil)
+		p.bindReadOnly("/dev/"+n, d+"/"+n, unix.MS_NOEXEC)
+	}
+	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
+		p.op(opSymlink, "symlink /dev/"+l[0]).str(l[1]).str(d + "/" + l[0])
+	}
+	p.mkdir("mkdir /dev/shm", d+"/shm", 0o755, false)
+}
+
+// scratch mounts one tmpfs of tmpBytes and binds three of its directories
+// at /workspace, /tmp and /dev/shm, so that one limit bounds everything
+// the program can store. Its pages are charged to the jail's memory
+// cgroup as the program writes them.
+func (p *plan) scratch(root string, tmpBytes int64) {
+	s := root + "/.scratch"
+	p.mkdir("mkdir scratch", s, 0o700, false)
+	p.mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+		fmt.Sprintf("size=%d,nr_inodes=4096,mode=0755", tmpBytes))
+	for _, b := range []struct {
+		dir, target string
+		mode        uint32
+	}{{"workspace", "/workspace", 0o755}, {"tmp", "/tmp", 0o1777}, {"shm", "/dev/shm", 0o1777}} {
+		src := s + "/" + b.dir
+		p.mkdir("mkdir "+b.target, src, b.mode, false)
+		p.op(opChmod, "chmod "+b.target).str(src).u32(b.mode) // not masked by the umask
+		t := root + b.target
+		if b.target != "/dev/shm" {
+			p.mkdir("mkdir "+b.target, t, 0o755, false)
+		}
+		p.mount("bind "+b.target, src, t, "", unix.MS_BIND, "")
+	}
+	p.op(opUmount, "detach scratch").str(s).u32(unix.MNT_DETACH)
+	p.op(opRmdir, "rmdir scratch").str(s)
+	// /dev is complete: make it read-only (the device binds keep their own flags).
+	p.mount("remount /dev read-only", "", root+"/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
+}

@@ -89,11 +89,18 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		return;
 
 	// Nothing may read or ptrace this process while it holds
-	// capabilities (the init stage repeats it for its own thread). With
+	// capabilities (its clone, the jail's pid 1, inherits it). With
 	// fs.suid_dumpable 0 (the default) the change of credentials below
 	// would clear it too; these calls do not depend on that setting.
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		aj_fail("set not dumpable");
+	// Only 0 to 4 are ours (stdio and fd 3 on /dev/null, the socket to
+	// the parent); fd 5, the sealed binary, was exec'd already. Anything
+	// else reached us only because the parent inherited it without
+	// close-on-exec: it must not stay open here, as root, until the init
+	// stage's close_range at the exec of python3.
+	if (syscall(SYS_close_range, AJ_SYNC_FD + 1, ~0U, 0) < 0)
+		aj_fail("close inherited fds");
 	// The parent's supplementary groups (kernel gids: they would still
 	// open group-readable host files) do not enter the jail. The user
 	// namespace's setgroups "deny" forbids it from then on.

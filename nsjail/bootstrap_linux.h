@@ -18,7 +18,10 @@
 /* The one byte the parent sends once the maps are written. */
 #define AJ_MAPPED 'M'
 
-/* The init stage (init_linux.c): protocol.go's fd and message types. */
+/* The init stage (init_linux.c): protocol.go's fd, message types and
+   limits. */
+#define AJ_MAX_MSG (256u << 20) /* maxMsg */
+#define AJ_MAX_FDS 4            /* maxMsgFds (init_linux.c's error names it) */
 #define AJ_REPORT_FD 3
 #define AJ_MSG_CONFIG 1
 #define AJ_MSG_READY 2

@@ -110,8 +110,6 @@ __attribute__((noreturn)) static void aj_fail(const char *stage, int err, const 
 	_exit(1);
 }
 
-#define AJ_MAX_MSG (256u << 20) // protocol.go's maxMsg
-#define AJ_MAX_FDS 4            // protocol_linux.go's maxMsgFds (the error below names it)
 
 struct aj_msg {
 	char type;
@@ -187,6 +185,41 @@ static int aj_recv(struct aj_msg *m, const char *stage)
 	return 1;
 }
 
+// aj_send_fds sends a message of type with no payload and n fds
+// (SCM_RIGHTS). Returns 0, or -1 with errno set.
+static int aj_send_fds(char type, const int *fds, int n)
+{
+	unsigned char msg[5] = {(unsigned char)type, 0, 0, 0, 0};
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	if (n < 1 || n > 2) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&cm, 0, sizeof cm);
+	struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			    .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)n * sizeof(int));
+	ssize_t sent;
+	do
+		sent = sendmsg(AJ_SYNC_FD, &mh, MSG_NOSIGNAL);
+	while (sent < 0 && errno == EINTR);
+	if (sent < 0)
+		return -1;
+	if (sent != (ssize_t)sizeof msg) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
 // ---- plans (plan.go) ----
 
 struct aj_reader {
@@ -238,6 +271,23 @@ struct aj_state {
 	char **argv, **envp;
 };
 
+// aj_mkdir makes a directory, or finds one (not another file) there.
+static int aj_mkdir(const char *path, mode_t mode)
+{
+	struct stat st;
+	if (mkdir(path, mode) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -1;
+	if (stat(path, &st) < 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode)) {
+		errno = ENOTDIR;
+		return -1;
+	}
+	return 0;
+}
+
 static int aj_mkdirs(const char *path, mode_t mode)
 {
 	char buf[4096];
@@ -251,13 +301,11 @@ static int aj_mkdirs(const char *path, mode_t mode)
 		if (*p != '/')
 			continue;
 		*p = 0;
-		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		if (aj_mkdir(buf, mode) < 0)
 			return -1;
 		*p = '/';
 	}
-	if (mkdir(buf, mode) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
+	return aj_mkdir(buf, mode);
 }
 
 static int aj_open_beneath(int dir, const char *rel, int flags, mode_t mode)
@@ -270,16 +318,16 @@ static int aj_open_beneath(int dir, const char *rel, int flags, mode_t mode)
 		.mode = (flags & O_CREAT) ? mode : 0,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
-	int fd;
-	do
+	int fd, tries = 0;
+	do // EAGAIN: a rename raced the resolution of a path ("..", which Validate refuses)
 		fd = (int)syscall(SYS_openat2, dir, rel, &how, sizeof how);
-	while (fd < 0 && errno == EINTR);
+	while (fd < 0 && (errno == EINTR || (errno == EAGAIN && ++tries < 16)));
 	return fd;
 }
 
 // aj_write_beneath writes one file at rel below the directory dir, making
 // the directories on its way one level at a time, each beneath dir.
-// Returns 0, or -1 with errno set. Used by plan_test.go through cgo too.
+// Returns 0, or -1 with errno set. writeBeneath calls it for a test.
 int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, unsigned mode)
 {
 	const int flags = O_WRONLY | O_CREAT | O_TRUNC;
@@ -352,10 +400,12 @@ static unsigned long aj_locked_flags(const struct statvfs *st)
 }
 
 // aj_run carries out one plan; fds are the ones its message brought.
-static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds, int nfds)
+// With dry set it only reads the plan through: aj_plan does that first, so
+// that a malformed plan is refused before any of its steps runs.
+static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds, int nfds, int dry)
 {
 	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len};
-	int skip = 0, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
+	int skip = dry, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
 	while (r.p < r.end) {
 		int op = (int)aj_uint(&r, 1);
 		int was_cond = cond;
@@ -387,8 +437,9 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			struct statvfs st;
 			if (mount(a, b, NULL, MS_BIND, NULL) < 0)
 				break;
-			if (statvfs(b, &st) < 0 ||
-			    mount(NULL, b, NULL,
+			if (statvfs(b, &st) < 0)
+				aj_fail(stage, errno, "statfs");
+			if (mount(NULL, b, NULL,
 				  ((MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | x | aj_locked_flags(&st)) & ~y),
 				  NULL) < 0)
 				aj_fail(stage, errno, "remount read-only");
@@ -427,10 +478,14 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			break;
 		case AJ_OP_IF_EXISTS: {
 			a = aj_str(&r, 0);
+			if (skip)
+				break;
+			// The next step is skipped when a is missing, and only then.
 			struct stat st;
-			// The next step is skipped when a is missing.
-			skip = lstat(a, &st) < 0 ? 2 : 0;
-			ok = 1;
+			int missing = lstat(a, &st) < 0;
+			ok = !missing || errno == ENOENT;
+			if (ok && missing)
+				skip = 2;
 			break;
 		}
 		case AJ_OP_UMOUNT:
@@ -493,9 +548,14 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 				break;
 			if (n == 0 || n % sizeof(struct sock_filter) != 0 || n / sizeof(struct sock_filter) > BPF_MAXINSNS)
 				aj_fail(stage, 0, "no usable filter");
-			// The plan's payload is never freed: the filter stays here.
-			s->filter = (const struct sock_filter *)(const void *)a;
+			struct sock_filter *f = malloc(n); // aligned, unlike its place in the plan
+			if (f == NULL)
+				aj_fail(stage, ENOMEM, NULL);
+			memcpy(f, a, n);
 			s->filter_len = (unsigned short)(n / sizeof(struct sock_filter));
+			if (f[s->filter_len - 1].code != (BPF_RET | BPF_K))
+				aj_fail(stage, 0, "no usable filter");
+			s->filter = f;
 			ok = 1;
 			break;
 		case AJ_OP_STDIO:
@@ -523,16 +583,19 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		}
 		case AJ_OP_EXEC: {
 			int report = (int)aj_uint(&r, 4), collect = (int)aj_uint(&r, 4);
-			char **lists[2];
+			char **lists[2] = {NULL, NULL};
 			for (int l = 0; l < 2; l++) {
 				uint32_t count = (uint32_t)aj_uint(&r, 4);
 				if (count > (uint32_t)(r.end - r.p) || (l == 0 && count == 0))
 					aj_bad_plan();
-				char **v = calloc((size_t)count + 1, sizeof(char *));
-				if (v == NULL)
-					aj_fail(stage, ENOMEM, "");
-				for (uint32_t i = 0; i < count; i++)
-					v[i] = (char *)aj_str(&r, 0);
+				char **v = NULL;
+				if (!skip && (v = calloc((size_t)count + 1, sizeof(char *))) == NULL)
+					aj_fail(stage, ENOMEM, NULL);
+				for (uint32_t i = 0; i < count; i++) {
+					const char *e = aj_str(&r, 0);
+					if (v)
+						v[i] = (char *)e;
+				}
 				lists[l] = v;
 			}
 			if (skip)
@@ -546,7 +609,8 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			aj_bad_plan();
 		}
 		if (skip) {
-			skip--;
+			if (!dry)
+				skip--;
 			continue;
 		}
 		if (!ok)
@@ -554,6 +618,13 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 	}
 	if (cond)
 		aj_bad_plan(); // a condition with no step after it
+}
+
+// aj_plan carries out the plan m carries, once it has read it through.
+static void aj_plan(struct aj_state *s, struct aj_msg *m, int with_fds)
+{
+	aj_run(s, m->payload, m->len, NULL, 0, 1);
+	aj_run(s, m->payload, m->len, with_fds ? m->fds : NULL, with_fds ? m->nfds : 0, 0);
 }
 
 // aj_exec ends the init stage. The order matters and each step is as late
@@ -594,7 +665,9 @@ __attribute__((noreturn)) static void aj_exec(struct aj_state *s, int *join, int
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
 			if (errno == EINVAL) // past the kernel's last capability
 				break;
-			aj_fail("drop capability from the bounding set", errno, NULL);
+			char stage[64];
+			snprintf(stage, sizeof stage, "drop capability %d from the bounding set", c);
+			aj_fail(stage, errno, NULL);
 		}
 	}
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
@@ -632,30 +705,12 @@ __attribute__((noreturn)) static void aj_exec(struct aj_state *s, int *join, int
 		aj_fail("seccomp: seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)", errno,
 			errno == EBUSY ? "this process is already under a seccomp filter with a listener" : NULL);
 
-	unsigned char msg[5] = {AJ_MSG_SECCOMP, 0, 0, 0, 0};
 	int send_fds[2] = {listener, workspace};
-	int nsend = workspace >= 0 ? 2 : 1;
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} cm;
-	memset(&cm, 0, sizeof cm);
-	struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
-			    .msg_controllen = CMSG_SPACE((size_t)nsend * sizeof(int))};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN((size_t)nsend * sizeof(int));
-	memcpy(CMSG_DATA(c), send_fds, (size_t)nsend * sizeof(int));
-	ssize_t n;
-	do
-		n = sendmsg(AJ_SYNC_FD, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	int sent = aj_send_fds(AJ_MSG_SECCOMP, send_fds, workspace >= 0 ? 2 : 1);
 	int e = errno;
 	close(listener);
-	if (n != (ssize_t)sizeof msg)
-		aj_fail("send seccomp listener", n < 0 ? e : EIO, NULL);
+	if (sent < 0)
+		aj_fail("send seccomp listener", e, NULL);
 	execve(s->argv[0], s->argv, s->envp);
 	e = errno;
 	char stage[256];
@@ -676,10 +731,20 @@ __attribute__((noreturn)) void aj_init(void)
 		_exit(1);
 	if (m.type != AJ_MSG_PREPARE || m.nfds != 0)
 		aj_fail("read config", 0, "unexpected message instead of the preparation");
-	aj_run(&s, m.payload, m.len, NULL, 0);
+	aj_plan(&s, &m, 0);
 	if (s.filter == NULL)
 		aj_fail("decode seccomp filter", 0, "no usable filter");
-	aj_write_msg(AJ_MSG_READY, NULL, 0);
+	// The jail's mount namespace goes to the parent with msgReady: held
+	// there, its ~30 mounts are not torn down by python3's exit (an
+	// expedited RCU grace period and the superblocks' release, 0.5 to
+	// 1.5 ms on the way to the parent's wait), but when the parent closes
+	// it, after the run's answer.
+	int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (mnt < 0)
+		aj_fail("open /proc/self/ns/mnt", errno, NULL);
+	if (aj_send_fds(AJ_MSG_READY, &mnt, 1) < 0)
+		_exit(1); // the parent is gone
+	close(mnt);
 
 	// A prepared jail may wait here for as long as the daemon runs; the
 	// end of the socket (a daemon that stops, or drops the jail) ends it.
@@ -690,7 +755,7 @@ __attribute__((noreturn)) void aj_init(void)
 			close(m.fds[i]);
 		aj_fail("read config", 0, "unexpected message instead of the config");
 	}
-	aj_run(&s, m.payload, m.len, m.fds, m.nfds);
+	aj_plan(&s, &m, 1);
 	if (!s.have_exec)
 		aj_fail("decode config", 0, "no program to exec");
 	aj_write_msg(AJ_MSG_READY, NULL, 0);

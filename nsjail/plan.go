@@ -18,8 +18,8 @@ import (
 //	string: length (4 bytes) | bytes | NUL (not counted)
 //	u32, u64: 4 or 8 bytes
 //
-// The op codes must match init_linux.c's enum (plan_test.go checks them
-// against the C header).
+// The op codes must match bootstrap_linux.h's enum (bootstrap_linux.go
+// checks each of them at compile time).
 type plan struct{ b []byte }
 
 const (

@@ -4,6 +4,7 @@ package nsjail
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
 )
 
 // The init stage's writer of /etc, /code and /workspace (init_linux.c)
@@ -76,6 +79,25 @@ func TestInitNamesTheFailedStep(t *testing.T) {
 // with it, before any step of it runs.
 func TestInitRefusesAMalformedPlan(t *testing.T) {
 	r := freshRunner(t)
+	// A directory the jail's user may write in: a step that ran would
+	// leave its mark there.
+	open := t.TempDir()
+	require.NoError(t, os.Chmod(filepath.Dir(open), 0o755)) // the test's own
+	require.NoError(t, os.Chmod(open, 0o777))
+	for _, cut := range []int{1, 5, 9} { // in the step's code, its stage, its argument
+		p := (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp())
+		p.mkdir("mkdir", open+"/made", 0o755, false)
+		p.op(opChdir, "chdir").str("/")
+		err := prepareWith(t, p.b[:len(p.b)-cut])
+		var se *StageError
+		require.ErrorAs(t, err, &se, cut)
+		assert.Equal(t, "malformed plan", se.Msg, cut)
+		assert.NoDirExists(t, open+"/made", "a step before the malformed one ran (cut %d)", cut)
+	}
+	p := (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp())
+	p.mkdir("mkdir", open+"/made", 0o755, false)
+	require.NoError(t, prepareWith(t, p.b))
+	require.DirExists(t, open+"/made", "the well-formed plan's step runs")
 	good := preparePlan(r.prepareConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
 	require.NoError(t, prepareWith(t, good))
 	notNUL := slices.Clone(good)
@@ -108,4 +130,58 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 			assert.Equal(t, "malformed plan", se.Msg, name)
 		}
 	}
+}
+
+// The init stage sends its mount namespace with its first msgReady; the
+// parent holds it for the run, and releases it when the jail is cleaned
+// up (Runner.Close waits for that).
+func TestParentHoldsTheJailsMountNamespace(t *testing.T) {
+	r := freshRunner(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	uid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	defer r.UIDs.Release(uid)
+	before := systest.FdCount()
+	j := &jail{runner: r, uid: uid}
+	require.NoError(t, j.start(r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes)))
+	require.NoError(t, j.prepared())
+	require.NotNil(t, j.mntns)
+	var held, jails, host syscall.Stat_t
+	require.NoError(t, syscall.Fstat(int(j.mntns.Fd()), &held))
+	require.NoError(t, syscall.Stat(fmt.Sprintf("/proc/%d/ns/mnt", j.proc.Pid), &jails))
+	require.NoError(t, syscall.Stat("/proc/self/ns/mnt", &host))
+	assert.Equal(t, jails.Ino, held.Ino, "the fd is the jail's mount namespace")
+	assert.NotEqual(t, host.Ino, held.Ino)
+	require.NoError(t, j.cleanup())
+	assert.Nil(t, j.mntns)
+	r.Close()
+	assert.Equal(t, before, systest.FdCount(), "every fd of the jail closed, the mount namespace's too")
+}
+
+// A waiting init stage holds fds 0 to 4 only: stdio and fd 3 on
+// /dev/null, and the socket to the parent. An fd this process holds
+// without close-on-exec reaches the bootstrap, which closes it first
+// thing (it runs as root until its user namespace exists).
+func TestInitStageHoldsOnlyItsFds(t *testing.T) {
+	r := freshRunner(t)
+	leak, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0) // no O_CLOEXEC
+	require.NoError(t, err)
+	defer syscall.Close(leak)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	uid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	defer r.UIDs.Release(uid)
+	j := &jail{runner: r, uid: uid}
+	defer func() { require.NoError(t, j.cleanup()) }()
+	require.NoError(t, j.start(r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes)))
+	require.NoError(t, j.prepared())
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", j.proc.Pid))
+	require.NoError(t, err)
+	var fds []string
+	for _, e := range ents {
+		fds = append(fds, e.Name())
+	}
+	assert.Equal(t, []string{"0", "1", "2", "3", "4"}, fds, "fd %d of this process must not be among them", leak)
 }

@@ -106,8 +106,9 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 }
 
 // Close ends the prepared jails and waits for them to be gone. It also
-// waits for runs in progress in prepared jails: a daemon calls it after
-// its own shutdown has ended (or killed) them.
+// waits for runs in progress in prepared jails (a daemon calls it after
+// its own shutdown has ended, or killed, them), and for the release of the
+// finished jails' mount namespaces.
 func (r *Runner) Close() {
 	r.poolMu.Lock()
 	p := r.pool
@@ -116,6 +117,7 @@ func (r *Runner) Close() {
 	if p != nil {
 		p.close()
 	}
+	r.teardowns.Wait()
 }
 
 // PreparedStats tells how many jails are prepared and waiting, and the

@@ -14,14 +14,16 @@ import (
 // and the conversation is always this one:
 //
 //	parent                                   init (pid 1 of the new namespaces)
-//	  ---- msgPrepare (prepareConfig) ------>
-//	                                           unshare mount, net, ipc, uts;
-//	                                           mounts, shared /code, pivot_root,
-//	                                           hostname, lo up, decode the filter
-//	  <--- msgReady, or msgError ------------
+//	  ---- msgPrepare (plan: preparePlan) -->
+//	                                           the filter; unshare mount, net,
+//	                                           ipc, uts; mounts, shared /code,
+//	                                           pivot_root, hostname, lo up
+//	  <--- msgReady + the jail's mount
+//	       namespace (SCM_RIGHTS), or
+//	       msgError ------------------------
 //	  (a prepared jail may wait here for a
 //	  request, see Runner.KeepPrepared)
-//	  ---- msgConfig (runConfig) + the
+//	  ---- msgConfig (plan: runPlan) + the
 //	       program's stdin, stdout, stderr
 //	       and report fds (SCM_RIGHTS) ------>
 //	                                           fds onto 0, 1, 2, 3; the program in
@@ -55,9 +57,14 @@ import (
 //
 // Before it, the bootstrap (C that runs before the Go runtime starts, in
 // bootstrap_linux.c) makes the user and pid namespaces and has the parent
-// map the user: its own short exchange on the same socket.
+// map the user: its own short exchange on the same socket. The init stage
+// is C as well (init_linux.c): no Go runtime ever starts in a jail.
 //
-// Payloads are JSON; msgError carries a StageError. The init stage never
+// msgPrepare and msgConfig carry plans (plan.go); msgError carries a
+// StageError as JSON. The parent holds the jail's mount namespace until
+// the run is over: python3's exit then does not unmount the jail's file
+// system on the way to the parent's wait; jail.cleanup releases it on
+// another thread, off the way to the run's answer. The init stage never
 // waits for the parent without a message in flight, and it exits on any
 // error (or when the parent's end closes), so a failing set-up cannot hang
 // either side. Since on v1 msgGo is queued before msgReady is read, only an
@@ -82,7 +89,16 @@ const (
 // maxMsg bounds a message: the program, files and configuration.
 const maxMsg = 256 << 20
 
+// errTooLarge: a message whose length its 4 bytes (and the init stage's
+// maxMsg) cannot hold is never sent. Cut, its payload's own bytes would be
+// read as the next message or plan step: Spec.Validate's caps keep every
+// request far below it.
+var errTooLarge = fmt.Errorf("message larger than %d bytes", maxMsg)
+
 func writeMsg(w io.Writer, typ byte, payload []byte) error {
+	if len(payload) > maxMsg {
+		return errTooLarge
+	}
 	var hdr [5]byte
 	hdr[0] = typ
 	binary.LittleEndian.PutUint32(hdr[1:], uint32(len(payload)))
@@ -95,22 +111,6 @@ func writeMsg(w io.Writer, typ byte, payload []byte) error {
 	}
 	_, err := w.Write(payload)
 	return err
-}
-
-func readMsg(r io.Reader) (typ byte, payload []byte, err error) {
-	var hdr [5]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return 0, nil, err
-	}
-	n := binary.LittleEndian.Uint32(hdr[1:])
-	if n > maxMsg {
-		return 0, nil, fmt.Errorf("message of %d bytes is too large", n)
-	}
-	payload = make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil {
-		return 0, nil, err
-	}
-	return hdr[0], payload, nil
 }
 
 // prepareConfig is what every jail of a Runner shares: it can be sent

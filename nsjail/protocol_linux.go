@@ -79,6 +79,9 @@ func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
 
 // sendMsgFds writes one message whose header carries fds (SCM_RIGHTS).
 func sendMsgFds(f *os.File, typ byte, payload []byte, fds []int) error {
+	if len(payload) > maxMsg {
+		return errTooLarge
+	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err

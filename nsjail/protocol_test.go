@@ -55,3 +55,20 @@ func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// A message too long for its length field (and for the init stage) is
+// never sent: cut, its own bytes would be read as what follows it.
+func TestMessageTooLargeIsNotSent(t *testing.T) {
+	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	a, b := os.NewFile(uintptr(sp[0]), "a"), os.NewFile(uintptr(sp[1]), "b")
+	defer a.Close()
+	defer b.Close()
+	big := make([]byte, maxMsg+1)
+	require.ErrorIs(t, writeMsg(a, msgConfig, big), errTooLarge)
+	require.ErrorIs(t, sendMsgFds(a, msgConfig, big, nil), errTooLarge)
+	require.NoError(t, unix.SetNonblock(sp[1], true))
+	n, err := b.Read(make([]byte, 1))
+	assert.Equal(t, 0, n, "nothing was written")
+	assert.Error(t, err)
+}

@@ -49,6 +49,8 @@ type Runner struct {
 
 	poolMu sync.Mutex
 	pool   *preparedPool // KeepPrepared; nil: every run starts its jail
+
+	teardowns sync.WaitGroup // jails' mount namespaces being released (jail.cleanup)
 }
 
 // DefaultRootDir is where jail roots are mounted (privately) by default.
@@ -346,8 +348,9 @@ type jail struct {
 	sync      *os.File         // parent's end of the socketpair
 	closers   []io.Closer
 
-	preparing bool  // msgPrepare sent, its msgReady not read yet
-	tmpBytes  int64 // the size of the scratch tmpfs msgPrepare mounted
+	mntns     *os.File // the jail's mount namespace, sent with msgPrepare's msgReady
+	preparing bool     // msgPrepare sent, its msgReady not read yet
+	tmpBytes  int64    // the size of the scratch tmpfs msgPrepare mounted
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail
@@ -385,12 +388,20 @@ func (j *jail) cleanup() error {
 		_ = j.proc.Kill()
 		_ = j.wait()
 	}
+	var err error
 	if j.cg != nil {
-		err := j.cg.Delete()
+		err = j.cg.Delete()
 		j.cg = nil
-		return err
 	}
-	return nil
+	if j.mntns != nil {
+		// The last reference: the kernel unmounts the jail's file system
+		// now, which waits for an expedited RCU grace period. Off the
+		// caller's way to its answer; Runner.Close waits for it.
+		f := j.mntns
+		j.mntns = nil
+		j.runner.teardowns.Go(func() { f.Close() })
+	}
+	return err
 }
 
 // start starts the init stage and has it prepare the jail; prepared
@@ -467,7 +478,12 @@ func (j *jail) prepared() error {
 		return nil
 	}
 	j.preparing = false
-	return j.expect(msgReady)
+	fds, err := j.expectFds(msgReady, 1)
+	if err != nil {
+		return err
+	}
+	j.mntns = os.NewFile(uintptr(fds[0]), "mntns")
+	return nil
 }
 
 // cgroupAhead makes a prepared jail's cgroup before its request, with
@@ -856,17 +872,26 @@ func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{})
 // A msgError becomes the stage error it carries; an init stage that ended
 // without an answer is an *initEndedError.
 func (j *jail) expect(want byte) error {
-	typ, payload, err := readMsg(j.sync)
+	_, err := j.expectFds(want, 0)
+	return err
+}
+
+// expectFds is expect for a message that carries n fds, which it returns.
+func (j *jail) expectFds(want byte, n int) ([]int, error) {
+	typ, payload, fds, err := readMsgFds(j.sync)
 	if err != nil {
-		return &initEndedError{err: j.initFailure("wait for init stage", err), timedOut: errors.Is(err, os.ErrDeadlineExceeded)}
+		closeFds(fds)
+		return nil, &initEndedError{err: j.initFailure("wait for init stage", err), timedOut: errors.Is(err, os.ErrDeadlineExceeded)}
 	}
 	if typ == msgError {
-		return decodeStageError(payload)
+		closeFds(fds)
+		return nil, decodeStageError(payload)
 	}
-	if typ != want {
-		return &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected message %d", typ)}
+	if typ != want || len(fds) != n {
+		closeFds(fds)
+		return nil, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected message %d with %d fds", typ, len(fds))}
 	}
-	return nil
+	return fds, nil
 }
 
 // initEndedError is an init stage that ended (or broke the socket)

@@ -155,6 +155,10 @@ var reservedEnv = map[string]bool{"HOME": true, "PATH": true, "TMPDIR": true}
 // charged to the caller until the jail ends).
 const MaxFilesBytes = 64 << 20
 
+// MaxCodeBytes caps the program and its code files together: with the
+// files, a request always fits in one message to the init stage (maxMsg).
+const MaxCodeBytes = 64 << 20
+
 // Validate checks the spec without touching the host (Runner.Run checks the
 // python path on the host).
 func (s *Spec) Validate() error {
@@ -168,11 +172,16 @@ func (s *Spec) Validate() error {
 		return fieldErr("program name", "%q must be a plain file name", s.ProgramName)
 	}
 	codeNames := map[string]bool{s.programName(): true}
+	code := int64(len(s.Program))
 	for _, f := range s.CodeFiles {
 		if !validFileName(f.Path) || codeNames[f.Path] {
 			return fieldErr("code files", "%q must be a plain file name, given once, other than the program's", f.Path)
 		}
 		codeNames[f.Path] = true
+		code += int64(len(f.Content))
+	}
+	if code > MaxCodeBytes {
+		return fieldErr("program", "the program and its code files are %d bytes together, above the limit (%d bytes)", code, int64(MaxCodeBytes))
 	}
 	if err := ValidateCollect(s.Collect); err != nil {
 		return err

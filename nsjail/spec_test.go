@@ -57,6 +57,10 @@ func TestSpecValidate(t *testing.T) {
 		"mount":         func(s *Spec) { s.ReadOnlyMounts = []string{"rel"} },
 		"program name":  func(s *Spec) { s.ProgramName = "../x.py" },
 		"files too big": func(s *Spec) { s.Limits.TmpBytes = 4096; s.Files = []File{{Path: "a", Content: make([]byte, 8192)}} },
+		"code too big": func(s *Spec) {
+			s.Program = make([]byte, MaxCodeBytes/2)
+			s.CodeFiles = []File{{Path: "m.py", Content: make([]byte, MaxCodeBytes/2+1)}}
+		},
 	} {
 		s := ok
 		mod(&s)

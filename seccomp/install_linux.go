@@ -18,11 +18,11 @@ import (
 // The jail's init stage (nsjail/init_linux.c, C) makes the same two calls
 // itself, as its last steps before execve:
 //
-//	mounts, pivot_root, identity, rlimits, fds, capabilities dropped
+//	mounts, pivot_root, identity, rlimits, capabilities dropped, close_range
 //	  → Install: prctl(PR_SET_NO_NEW_PRIVS, 1)
 //	             seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, prog)
 //	  → sendmsg(listener → parent, SCM_RIGHTS); close(listener)
-//	  → close_range; execve(python3)
+//	  → execve(python3)
 //
 // as late as possible, because from Install on every system call of this
 // thread is filtered: only calls the policy allows may follow (sendmsg,

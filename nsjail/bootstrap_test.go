@@ -98,26 +98,20 @@ func TestExeWithoutBootstrapFailsFast(t *testing.T) {
 // message may carry) says so instead of ending without a word.
 func TestInitReportsAnUnreadableConfig(t *testing.T) {
 	r := freshRunner(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	uid, err := r.UIDs.Acquire()
-	require.NoError(t, err)
-	defer r.UIDs.Release(uid)
-	j := &jail{runner: r, uid: uid}
-	defer func() { _ = j.cleanup() }()
-	require.NoError(t, j.start(r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes)))
-	require.NoError(t, j.prepared())
-	null, err := os.Open(os.DevNull)
-	require.NoError(t, err)
-	defer null.Close()
-	fds := make([]int, maxMsgFds+1)
-	for i := range fds {
-		fds[i] = int(null.Fd())
-	}
-	// No payload: the init stage may end (it does) before one is written.
-	require.NoError(t, sendMsgFds(j.sync, msgConfig, nil, fds))
-	err = j.expect(msgReady)
-	var se *StageError
-	require.ErrorAs(t, err, &se)
-	assert.ErrorContains(t, err, fmt.Sprintf("more than %d fds", maxMsgFds))
+	withJail(t, r, r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+		require.NoError(t, j.prepared())
+		null, err := os.Open(os.DevNull)
+		require.NoError(t, err)
+		defer null.Close()
+		fds := make([]int, maxMsgFds+1)
+		for i := range fds {
+			fds[i] = int(null.Fd())
+		}
+		// No payload: the init stage may end (it does) before one is written.
+		require.NoError(t, sendMsgFds(j.sync, msgConfig, nil, fds))
+		err = j.expect(msgReady)
+		var se *StageError
+		require.ErrorAs(t, err, &se)
+		assert.ErrorContains(t, err, fmt.Sprintf("more than %d fds", maxMsgFds))
+	})
 }

@@ -45,12 +45,11 @@ func TestWriteBeneathStaysBeneath(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// prepareWith starts an init stage and gives it plan as its msgPrepare:
-// the answer (nil for msgReady) and the exit status of the stage when it
-// ended.
-func prepareWith(t *testing.T, plan []byte) error {
+// withJail starts an init stage with prep, on this goroutine's locked
+// thread, runs f with it, and cleans the jail up (its mount namespace
+// released at once: Runner.Close waits for that).
+func withJail(t *testing.T, r *Runner, prep preparation, f func(*jail)) *jail {
 	t.Helper()
-	r := freshRunner(t)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	uid, err := r.UIDs.Acquire()
@@ -58,8 +57,17 @@ func prepareWith(t *testing.T, plan []byte) error {
 	defer r.UIDs.Release(uid)
 	j := &jail{runner: r, uid: uid}
 	defer func() { require.NoError(t, j.cleanup()) }()
-	require.NoError(t, j.start(preparation{plan: plan, tmpBytes: DefaultLimits().TmpBytes}))
-	return j.prepared()
+	require.NoError(t, j.start(prep))
+	f(j)
+	return j
+}
+
+// prepareWith starts an init stage and gives it plan as its msgPrepare:
+// the answer (nil for msgReady).
+func prepareWith(t *testing.T, plan []byte) (err error) {
+	t.Helper()
+	withJail(t, freshRunner(t), preparation{plan: plan, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) { err = j.prepared() })
+	return err
 }
 
 // A step that fails is named, with its errno, and nothing after it runs.
@@ -137,23 +145,17 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 // up (Runner.Close waits for that).
 func TestParentHoldsTheJailsMountNamespace(t *testing.T) {
 	r := freshRunner(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	uid, err := r.UIDs.Acquire()
-	require.NoError(t, err)
-	defer r.UIDs.Release(uid)
 	before := systest.FdCount()
-	j := &jail{runner: r, uid: uid}
-	require.NoError(t, j.start(r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes)))
-	require.NoError(t, j.prepared())
-	require.NotNil(t, j.mntns)
-	var held, jails, host syscall.Stat_t
-	require.NoError(t, syscall.Fstat(int(j.mntns.Fd()), &held))
-	require.NoError(t, syscall.Stat(fmt.Sprintf("/proc/%d/ns/mnt", j.proc.Pid), &jails))
-	require.NoError(t, syscall.Stat("/proc/self/ns/mnt", &host))
-	assert.Equal(t, jails.Ino, held.Ino, "the fd is the jail's mount namespace")
-	assert.NotEqual(t, host.Ino, held.Ino)
-	require.NoError(t, j.cleanup())
+	j := withJail(t, r, r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+		require.NoError(t, j.prepared())
+		require.NotNil(t, j.mntns)
+		var held, jails, host syscall.Stat_t
+		require.NoError(t, syscall.Fstat(int(j.mntns.Fd()), &held))
+		require.NoError(t, syscall.Stat(fmt.Sprintf("/proc/%d/ns/mnt", j.proc.Pid), &jails))
+		require.NoError(t, syscall.Stat("/proc/self/ns/mnt", &host))
+		assert.Equal(t, jails.Ino, held.Ino, "the fd is the jail's mount namespace")
+		assert.NotEqual(t, host.Ino, held.Ino)
+	})
 	assert.Nil(t, j.mntns)
 	r.Close()
 	assert.Equal(t, before, systest.FdCount(), "every fd of the jail closed, the mount namespace's too")
@@ -168,20 +170,14 @@ func TestInitStageHoldsOnlyItsFds(t *testing.T) {
 	leak, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0) // no O_CLOEXEC
 	require.NoError(t, err)
 	defer syscall.Close(leak)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	uid, err := r.UIDs.Acquire()
-	require.NoError(t, err)
-	defer r.UIDs.Release(uid)
-	j := &jail{runner: r, uid: uid}
-	defer func() { require.NoError(t, j.cleanup()) }()
-	require.NoError(t, j.start(r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes)))
-	require.NoError(t, j.prepared())
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", j.proc.Pid))
-	require.NoError(t, err)
-	var fds []string
-	for _, e := range ents {
-		fds = append(fds, e.Name())
-	}
-	assert.Equal(t, []string{"0", "1", "2", "3", "4"}, fds, "fd %d of this process must not be among them", leak)
+	withJail(t, r, r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+		require.NoError(t, j.prepared())
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", j.proc.Pid))
+		require.NoError(t, err)
+		var fds []string
+		for _, e := range ents {
+			fds = append(fds, e.Name())
+		}
+		assert.Equal(t, []string{"0", "1", "2", "3", "4"}, fds, "fd %d of this process must not be among them", leak)
+	})
 }

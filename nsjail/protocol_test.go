@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,4 +72,24 @@ func TestMessageTooLargeIsNotSent(t *testing.T) {
 	n, err := b.Read(make([]byte, 1))
 	assert.Equal(t, 0, n, "nothing was written")
 	assert.Error(t, err)
+}
+
+// Work may be added to a pending while it is waited for (a run ending as
+// its Runner closes): Wait returns only once all of it has run.
+func TestPendingWaitsForWorkAddedMeanwhile(t *testing.T) {
+	var p pending
+	var ran atomic.Int32
+	release := make(chan struct{})
+	p.Go(func() { <-release; ran.Add(1) })
+	waited := make(chan struct{})
+	go func() { p.Wait(); close(waited) }()
+	for range 100 {
+		p.Go(func() { ran.Add(1) })
+	}
+	close(release)
+	<-waited
+	assert.Equal(t, int32(101), ran.Load())
+	p.Go(func() { ran.Add(1) }) // and again after a Wait
+	p.Wait()
+	assert.Equal(t, int32(102), ran.Load())
 }

@@ -50,7 +50,49 @@ type Runner struct {
 	poolMu sync.Mutex
 	pool   *preparedPool // KeepPrepared; nil: every run starts its jail
 
-	teardowns sync.WaitGroup // jails' mount namespaces being released (jail.cleanup)
+	teardowns pending // jails' mount namespaces being released (jail.cleanup)
+}
+
+// pending counts work running on its own goroutines that Close waits for.
+// Unlike a sync.WaitGroup, work may be added while Wait waits (a run that
+// ends while the Runner closes).
+type pending struct {
+	mu   sync.Mutex
+	done sync.Cond
+	n    int
+}
+
+// Go runs f on a goroutine of its own.
+func (p *pending) Go(f func()) {
+	p.mu.Lock()
+	p.n++
+	p.mu.Unlock()
+	go func() {
+		defer func() {
+			p.mu.Lock()
+			if p.n--; p.n == 0 {
+				p.cond().Broadcast()
+			}
+			p.mu.Unlock()
+		}()
+		f()
+	}()
+}
+
+// Wait returns once no work is running.
+func (p *pending) Wait() {
+	p.mu.Lock()
+	for p.n > 0 {
+		p.cond().Wait()
+	}
+	p.mu.Unlock()
+}
+
+func (p *pending) cond() *sync.Cond { // p.mu held
+	if p.done.L == nil {
+		p.done.L = &p.mu
+	}
+	return &p.done
 }
 
 // DefaultRootDir is where jail roots are mounted (privately) by default.

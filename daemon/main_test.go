@@ -24,5 +24,9 @@ func TestMain(m *testing.M) {
 		fmt.Println(resp.StatusCode)
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if runner != nil {
+		runner.Close() // its prepared jails, and their groups made ahead
+	}
+	os.Exit(code)
 }

@@ -10,7 +10,8 @@
 // and the name to report when it fails, and this file carries them out in
 // order, then does the fixed end of every jail (aj_exec). The conversation is protocol.go's:
 //
-//	<- msgPrepare (plan)    carried out; -> msgReady or msgError
+//	<- msgPrepare (plan)    carried out; -> msgReady with the jail's mount
+//	                        namespace (SCM_RIGHTS), or msgError
 //	<- msgConfig (plan)     with stdin, stdout, stderr, report (SCM_RIGHTS);
 //	                        carried out; -> msgReady or msgError
 //	<- msgGo                with the v1 group's tasks files (SCM_RIGHTS);
@@ -542,28 +543,31 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 				break;
 			ok = chdir(a) == 0;
 			break;
-		case AJ_OP_SECCOMP:
+		case AJ_OP_SECCOMP: {
 			a = aj_bytes(&r, &n);
+			struct sock_filter last; // the program must end with a return
+			if (n == 0 || n % sizeof last != 0 || n / sizeof last > BPF_MAXINSNS)
+				aj_fail(stage, 0, "no usable filter");
+			memcpy(&last, a + n - sizeof last, sizeof last);
+			if (last.code != (BPF_RET | BPF_K))
+				aj_fail(stage, 0, "no usable filter");
 			if (skip)
 				break;
-			if (n == 0 || n % sizeof(struct sock_filter) != 0 || n / sizeof(struct sock_filter) > BPF_MAXINSNS)
-				aj_fail(stage, 0, "no usable filter");
 			struct sock_filter *f = malloc(n); // aligned, unlike its place in the plan
 			if (f == NULL)
 				aj_fail(stage, ENOMEM, NULL);
 			memcpy(f, a, n);
-			s->filter_len = (unsigned short)(n / sizeof(struct sock_filter));
-			if (f[s->filter_len - 1].code != (BPF_RET | BPF_K))
-				aj_fail(stage, 0, "no usable filter");
 			s->filter = f;
+			s->filter_len = (unsigned short)(n / sizeof last);
 			ok = 1;
 			break;
+		}
 		case AJ_OP_STDIO:
 			x = aj_uint(&r, 4);
-			if (skip)
-				break;
 			if ((int)x != nfds)
 				aj_fail(stage, 0, "wrong number of fds with the config");
+			if (skip)
+				break;
 			// 0 to 3 are held from the start (stdio and fd 3 on /dev/null:
 			// run_linux.go start), so a received fd is never one of them.
 			for (int i = 0; i < nfds; i++)
@@ -620,11 +624,12 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		aj_bad_plan(); // a condition with no step after it
 }
 
-// aj_plan carries out the plan m carries, once it has read it through.
-static void aj_plan(struct aj_state *s, struct aj_msg *m, int with_fds)
+// aj_plan carries out the plan m carries, once it has read it through
+// (and checked what depends on the plan alone).
+static void aj_plan(struct aj_state *s, struct aj_msg *m)
 {
-	aj_run(s, m->payload, m->len, NULL, 0, 1);
-	aj_run(s, m->payload, m->len, with_fds ? m->fds : NULL, with_fds ? m->nfds : 0, 0);
+	aj_run(s, m->payload, m->len, m->fds, m->nfds, 1);
+	aj_run(s, m->payload, m->len, m->fds, m->nfds, 0);
 }
 
 // aj_exec ends the init stage. The order matters and each step is as late
@@ -731,7 +736,7 @@ __attribute__((noreturn)) void aj_init(void)
 		_exit(1);
 	if (m.type != AJ_MSG_PREPARE || m.nfds != 0)
 		aj_fail("read config", 0, "unexpected message instead of the preparation");
-	aj_plan(&s, &m, 0);
+	aj_plan(&s, &m);
 	if (s.filter == NULL)
 		aj_fail("decode seccomp filter", 0, "no usable filter");
 	// The jail's mount namespace goes to the parent with msgReady: held
@@ -743,7 +748,7 @@ __attribute__((noreturn)) void aj_init(void)
 	if (mnt < 0)
 		aj_fail("open /proc/self/ns/mnt", errno, NULL);
 	if (aj_send_fds(AJ_MSG_READY, &mnt, 1) < 0)
-		_exit(1); // the parent is gone
+		aj_fail("send mount namespace", errno, NULL); // quietly, if the parent is gone
 	close(mnt);
 
 	// A prepared jail may wait here for as long as the daemon runs; the
@@ -755,7 +760,7 @@ __attribute__((noreturn)) void aj_init(void)
 			close(m.fds[i]);
 		aj_fail("read config", 0, "unexpected message instead of the config");
 	}
-	aj_plan(&s, &m, 1);
+	aj_plan(&s, &m);
 	if (!s.have_exec)
 		aj_fail("decode config", 0, "no program to exec");
 	aj_write_msg(AJ_MSG_READY, NULL, 0);

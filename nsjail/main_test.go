@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if runner != nil {
+		runner.Close() // its prepared jails, and their groups made ahead
+	}
+	os.Exit(code)
 }
 
 var (

@@ -181,3 +181,29 @@ func TestInitStageHoldsOnlyItsFds(t *testing.T) {
 		assert.Equal(t, []string{"0", "1", "2", "3", "4"}, fds, "fd %d of this process must not be among them", leak)
 	})
 }
+
+// A jail that stored much has its file system released before Run
+// returns: its tmpfs must not outlive the run. A light one's is released
+// after (Runner.Close waits for it).
+func TestHeavyJailReleasesItsFileSystemBeforeRunReturns(t *testing.T) {
+	r := freshRunner(t)
+	defer r.Close()
+	count := func() int {
+		r.teardowns.mu.Lock()
+		defer r.teardowns.mu.Unlock()
+		return r.teardowns.started
+	}
+	for _, tc := range []struct {
+		code  string
+		async int
+	}{
+		{"pass", 1},
+		{"open('/tmp/big', 'wb').write(b'x' * (24 << 20))", 0},
+	} {
+		before := count()
+		res, err := r.Run(t.Context(), &Spec{Program: []byte(tc.code), Limits: DefaultLimits()})
+		require.NoError(t, err)
+		require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+		assert.Equal(t, tc.async, count()-before, "%s: peak %d bytes", tc.code, res.PeakMemoryBytes)
+	}
+}

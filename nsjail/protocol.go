@@ -74,7 +74,7 @@ import (
 const (
 	reportFd = 3
 	syncFd   = 4
-	execFd   = 5 // the sealed binary (Runner.ExeFile), closed at the exec of python3
+	execFd   = 5 // the sealed binary (Runner.ExeFile), closed by the bootstrap once exec'd
 )
 
 const (

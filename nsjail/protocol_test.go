@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,6 +84,7 @@ func TestPendingWaitsForWorkAddedMeanwhile(t *testing.T) {
 	p.Go(func() { <-release; ran.Add(1) })
 	waited := make(chan struct{})
 	go func() { p.Wait(); close(waited) }()
+	time.Sleep(20 * time.Millisecond) // most likely waiting by now
 	for range 100 {
 		p.Go(func() { ran.Add(1) })
 	}

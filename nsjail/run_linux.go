@@ -57,15 +57,17 @@ type Runner struct {
 // Unlike a sync.WaitGroup, work may be added while Wait waits (a run that
 // ends while the Runner closes).
 type pending struct {
-	mu   sync.Mutex
-	done sync.Cond
-	n    int
+	mu      sync.Mutex
+	done    sync.Cond
+	n       int
+	started int // Go calls so far
 }
 
 // Go runs f on a goroutine of its own.
 func (p *pending) Go(f func()) {
 	p.mu.Lock()
 	p.n++
+	p.started++
 	p.mu.Unlock()
 	go func() {
 		defer func() {
@@ -79,7 +81,8 @@ func (p *pending) Go(f func()) {
 	}()
 }
 
-// Wait returns once no work is running.
+// Wait returns once no work is running: a steady stream of Go calls would
+// keep it waiting (Close calls it once the runs have ended).
 func (p *pending) Wait() {
 	p.mu.Lock()
 	for p.n > 0 {
@@ -390,9 +393,13 @@ type jail struct {
 	sync      *os.File         // parent's end of the socketpair
 	closers   []io.Closer
 
-	mntns     *os.File // the jail's mount namespace, sent with msgPrepare's msgReady
-	preparing bool     // msgPrepare sent, its msgReady not read yet
-	tmpBytes  int64    // the size of the scratch tmpfs msgPrepare mounted
+	mntns *os.File // the jail's mount namespace, sent with msgPrepare's msgReady
+	// lightTeardown: the run ended with a peak of at most
+	// lightTeardownBytes (the kernel could tell): cleanup may release mntns
+	// after its return.
+	lightTeardown bool
+	preparing     bool  // msgPrepare sent, its msgReady not read yet
+	tmpBytes      int64 // the size of the scratch tmpfs msgPrepare mounted
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail
@@ -435,16 +442,26 @@ func (j *jail) cleanup() error {
 		err = j.cg.Delete()
 		j.cg = nil
 	}
-	if j.mntns != nil {
+	if f := j.mntns; f != nil {
 		// The last reference: the kernel unmounts the jail's file system
 		// now, which waits for an expedited RCU grace period. Off the
-		// caller's way to its answer; Runner.Close waits for it.
-		f := j.mntns
+		// caller's way to its answer (Runner.Close waits for it), but only
+		// for a jail that stored little: what is left in its tmpfs is
+		// freed with it, and must not outlive the run by much.
 		j.mntns = nil
-		j.runner.teardowns.Go(func() { f.Close() })
+		if j.lightTeardown {
+			j.runner.teardowns.Go(func() { f.Close() })
+		} else {
+			f.Close()
+		}
 	}
 	return err
 }
+
+// lightTeardownBytes: a jail whose memory peaked at most this high has its
+// mount namespace released after the answer (jail.cleanup). An empty
+// program's peaks at about 3 MiB.
+const lightTeardownBytes = 16 << 20
 
 // start starts the init stage and has it prepare the jail; prepared
 // waits for the end of it, so that the caller may do its own part of the
@@ -475,10 +492,9 @@ func (j *jail) start(prep preparation) error {
 	// fd 3 (reportFd) holds /dev/null until msgConfig brings the report
 	// channel (or nothing, and it closes at the exec), so that no fd the
 	// init stage receives can take that number. fd 4 = syncFd. Every fd of
-	// this process without close-on-exec would reach the bootstrap, as
-	// root, until the init stage's close_range just before the exec of
-	// python3: Go opens all of its own files close-on-exec, and so must
-	// any code linked into the daemon.
+	// this process without close-on-exec reaches the bootstrap, which
+	// closes all above 4 first thing: Go opens all of its own files
+	// close-on-exec, and so must any code linked into the daemon.
 	exe, extra := j.runner.Exe, []*os.File{null, childSync}
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
@@ -634,6 +650,9 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
 	if err := sendMsgFds(j.sync, msgConfig, runPlan(cfg, j.tmpBytes), stdio); err != nil {
+		if errors.Is(err, errTooLarge) { // the same in any jail: no retry
+			return nil, j.initFailure("send config", err)
+		}
 		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send config", err))
 	}
 	// The init stage holds its own copies now.
@@ -764,6 +783,7 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	if err != nil {
 		return nil, stageErr("read cgroup", err)
 	}
+	j.lightTeardown = stats.PeakMemoryBytes >= 0 && stats.PeakMemoryBytes <= lightTeardownBytes
 	out.wait(time.Second, outR, errR)
 	if report != nil {
 		report.wait(time.Second, reportR)

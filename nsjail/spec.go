@@ -155,9 +155,25 @@ var reservedEnv = map[string]bool{"HOME": true, "PATH": true, "TMPDIR": true}
 // charged to the caller until the jail ends).
 const MaxFilesBytes = 64 << 20
 
-// MaxCodeBytes caps the program and its code files together: with the
-// files, a request always fits in one message to the init stage (maxMsg).
+// MaxCodeBytes caps the program and its code files together. With the
+// other caps (MaxFiles, MaxCodeFiles, MaxEnvBytes, paths of at most
+// maxPathBytes) a request always fits in one message to the init stage
+// (maxMsg).
 const MaxCodeBytes = 64 << 20
+
+// Counts the jail's file systems hold: the scratch tmpfs has 4096 inodes,
+// the root 1024 (for /etc, /code and mount points).
+const (
+	MaxFiles     = 4096
+	MaxCodeFiles = 512
+)
+
+// MaxEnvBytes caps Spec.Env (names, values, "=" and NUL): the kernel
+// refuses an exec with a string over 128 KiB anyway.
+const MaxEnvBytes = 1 << 20
+
+// maxPathBytes is PATH_MAX less its NUL.
+const maxPathBytes = 4095
 
 // Validate checks the spec without touching the host (Runner.Run checks the
 // python path on the host).
@@ -170,6 +186,12 @@ func (s *Spec) Validate() error {
 	}
 	if s.ProgramName != "" && !validFileName(s.ProgramName) {
 		return fieldErr("program name", "%q must be a plain file name", s.ProgramName)
+	}
+	if len(s.CodeFiles) > MaxCodeFiles {
+		return fieldErr("code files", "%d files, at most %d", len(s.CodeFiles), MaxCodeFiles)
+	}
+	if len(s.Files) > MaxFiles {
+		return fieldErr("files", "%d files, at most %d", len(s.Files), MaxFiles)
 	}
 	codeNames := map[string]bool{s.programName(): true}
 	code := int64(len(s.Program))
@@ -186,7 +208,11 @@ func (s *Spec) Validate() error {
 	if err := ValidateCollect(s.Collect); err != nil {
 		return err
 	}
+	env := 0
 	for k, v := range s.Env {
+		if env += len(k) + len(v) + 2; env > MaxEnvBytes {
+			return fieldErr("env", "%d bytes or more of variables, at most %d", env, MaxEnvBytes)
+		}
 		if !envName.MatchString(k) {
 			return fieldErr("env", "%q is not a valid variable name", k)
 		}
@@ -204,6 +230,9 @@ func (s *Spec) Validate() error {
 		p, err := CleanRelPath(f.Path)
 		if err != nil {
 			return fieldErr(field, "%v", err)
+		}
+		if len(p) > maxPathBytes {
+			return fieldErr(field, "%d bytes long, at most %d", len(p), maxPathBytes)
 		}
 		if seen[p] {
 			return fieldErr(field, "%q is given twice", f.Path)

@@ -1,7 +1,9 @@
 package nsjail
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -57,6 +59,18 @@ func TestSpecValidate(t *testing.T) {
 		"mount":         func(s *Spec) { s.ReadOnlyMounts = []string{"rel"} },
 		"program name":  func(s *Spec) { s.ProgramName = "../x.py" },
 		"files too big": func(s *Spec) { s.Limits.TmpBytes = 4096; s.Files = []File{{Path: "a", Content: make([]byte, 8192)}} },
+		"too many files": func(s *Spec) {
+			for i := range MaxFiles + 1 {
+				s.Files = append(s.Files, File{Path: fmt.Sprint(i)})
+			}
+		},
+		"too many code files": func(s *Spec) {
+			for i := range MaxCodeFiles + 1 {
+				s.CodeFiles = append(s.CodeFiles, File{Path: fmt.Sprint(i, ".py")})
+			}
+		},
+		"env too big":   func(s *Spec) { s.Env = map[string]string{"A": strings.Repeat("x", MaxEnvBytes)} },
+		"path too long": func(s *Spec) { s.Files = []File{{Path: strings.Repeat("a/", 2048) + "b"}} },
 		"code too big": func(s *Spec) {
 			s.Program = make([]byte, MaxCodeBytes/2)
 			s.CodeFiles = []File{{Path: "m.py", Content: make([]byte, MaxCodeBytes/2+1)}}

@@ -53,6 +53,20 @@ struct aj_record {
 };
 _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 
+void aj_send_all(const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = send(AJ_SYNC_FD, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(1); // the parent is gone: nobody to tell
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
 static void aj_send(char kind, int32_t value, const char *stage)
 {
 	struct aj_record r;
@@ -61,17 +75,7 @@ static void aj_send(char kind, int32_t value, const char *stage)
 	r.value = value;
 	if (stage)
 		strncpy(r.stage, stage, sizeof r.stage - 1);
-	const char *p = (const char *)&r;
-	size_t left = sizeof r;
-	while (left > 0) {
-		ssize_t n = send(AJ_SYNC_FD, p, left, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			_exit(1);
-		p += n;
-		left -= (size_t)n;
-	}
+	aj_send_all(&r, sizeof r);
 }
 
 __attribute__((noreturn)) static void aj_fail(const char *stage)

@@ -20,71 +20,40 @@ import (
 )
 
 // bootstrap_linux.c and init_linux.c must agree with protocol.go,
-// init_linux.go and plan.go: a difference does not compile (a negative
-// constant overflows uint).
-const (
-	_ = uint(C.AJ_SYNC_FD - syncFd)
-	_ = uint(syncFd - C.AJ_SYNC_FD)
-	_ = uint(C.AJ_REPORT_FD - reportFd)
-	_ = uint(reportFd - C.AJ_REPORT_FD)
-	_ = uint(C.AJ_JAIL_ID - jailID)
-	_ = uint(jailID - C.AJ_JAIL_ID)
-	_ = uint(C.AJ_MAX_MSG - maxMsg)
-	_ = uint(maxMsg - C.AJ_MAX_MSG)
-	_ = uint(C.AJ_MAX_FDS - maxMsgFds)
-	_ = uint(maxMsgFds - C.AJ_MAX_FDS)
-	_ = uint(C.AJ_MSG_CONFIG - int(msgConfig))
-	_ = uint(int(msgConfig) - C.AJ_MSG_CONFIG)
-	_ = uint(C.AJ_MSG_READY - int(msgReady))
-	_ = uint(int(msgReady) - C.AJ_MSG_READY)
-	_ = uint(C.AJ_MSG_GO - int(msgGo))
-	_ = uint(int(msgGo) - C.AJ_MSG_GO)
-	_ = uint(C.AJ_MSG_ERROR - int(msgError))
-	_ = uint(int(msgError) - C.AJ_MSG_ERROR)
-	_ = uint(C.AJ_MSG_SECCOMP - int(msgSeccomp))
-	_ = uint(int(msgSeccomp) - C.AJ_MSG_SECCOMP)
-	_ = uint(C.AJ_MSG_PREPARE - int(msgPrepare))
-	_ = uint(int(msgPrepare) - C.AJ_MSG_PREPARE)
-	_ = uint(C.AJ_OP_UNSHARE - opUnshare)
-	_ = uint(opUnshare - C.AJ_OP_UNSHARE)
-	_ = uint(C.AJ_OP_MOUNT - opMount)
-	_ = uint(opMount - C.AJ_OP_MOUNT)
-	_ = uint(C.AJ_OP_BIND_RO - opBindRO)
-	_ = uint(opBindRO - C.AJ_OP_BIND_RO)
-	_ = uint(C.AJ_OP_MKDIR - opMkdir)
-	_ = uint(opMkdir - C.AJ_OP_MKDIR)
-	_ = uint(C.AJ_OP_SYMLINK - opSymlink)
-	_ = uint(opSymlink - C.AJ_OP_SYMLINK)
-	_ = uint(C.AJ_OP_WRITE - opWrite)
-	_ = uint(opWrite - C.AJ_OP_WRITE)
-	_ = uint(C.AJ_OP_CHMOD - opChmod)
-	_ = uint(opChmod - C.AJ_OP_CHMOD)
-	_ = uint(C.AJ_OP_IF_EXISTS - opIfExists)
-	_ = uint(opIfExists - C.AJ_OP_IF_EXISTS)
-	_ = uint(C.AJ_OP_UMOUNT - opUmount)
-	_ = uint(opUmount - C.AJ_OP_UMOUNT)
-	_ = uint(C.AJ_OP_RMDIR - opRmdir)
-	_ = uint(opRmdir - C.AJ_OP_RMDIR)
-	_ = uint(C.AJ_OP_PIVOT_ROOT - opPivotRoot)
-	_ = uint(opPivotRoot - C.AJ_OP_PIVOT_ROOT)
-	_ = uint(C.AJ_OP_HOSTNAME - opHostname)
-	_ = uint(opHostname - C.AJ_OP_HOSTNAME)
-	_ = uint(C.AJ_OP_DOMAINNAME - opDomainname)
-	_ = uint(opDomainname - C.AJ_OP_DOMAINNAME)
-	_ = uint(C.AJ_OP_LOOPBACK_UP - opLoopbackUp)
-	_ = uint(opLoopbackUp - C.AJ_OP_LOOPBACK_UP)
-	_ = uint(C.AJ_OP_CHDIR - opChdir)
-	_ = uint(opChdir - C.AJ_OP_CHDIR)
-	_ = uint(C.AJ_OP_SECCOMP - opSeccomp)
-	_ = uint(opSeccomp - C.AJ_OP_SECCOMP)
-	_ = uint(C.AJ_OP_STDIO - opStdio)
-	_ = uint(opStdio - C.AJ_OP_STDIO)
-	_ = uint(C.AJ_OP_RLIMIT - opRlimit)
-	_ = uint(opRlimit - C.AJ_OP_RLIMIT)
-	_ = uint(C.AJ_OP_EXEC - opExec)
-	_ = uint(opExec - C.AJ_OP_EXEC)
-	_ = uint(C.AJ_OP_LAST - opLast)
-	_ = uint(opLast - C.AJ_OP_LAST)
+// this file and plan.go: each index below is 0 when both sides
+// agree, and out of range (it does not compile) otherwise.
+var (
+	_ = [1]int{}[C.AJ_SYNC_FD-syncFd]
+	_ = [1]int{}[C.AJ_REPORT_FD-reportFd]
+	_ = [1]int{}[C.AJ_JAIL_ID-jailID]
+	_ = [1]int{}[C.AJ_MAX_MSG-maxMsg]
+	_ = [1]int{}[C.AJ_MAX_FDS-maxMsgFds]
+	_ = [1]int{}[C.AJ_MSG_CONFIG-int(msgConfig)]
+	_ = [1]int{}[C.AJ_MSG_READY-int(msgReady)]
+	_ = [1]int{}[C.AJ_MSG_GO-int(msgGo)]
+	_ = [1]int{}[C.AJ_MSG_ERROR-int(msgError)]
+	_ = [1]int{}[C.AJ_MSG_SECCOMP-int(msgSeccomp)]
+	_ = [1]int{}[C.AJ_MSG_PREPARE-int(msgPrepare)]
+	_ = [1]int{}[C.AJ_OP_UNSHARE-opUnshare]
+	_ = [1]int{}[C.AJ_OP_MOUNT-opMount]
+	_ = [1]int{}[C.AJ_OP_BIND_RO-opBindRO]
+	_ = [1]int{}[C.AJ_OP_MKDIR-opMkdir]
+	_ = [1]int{}[C.AJ_OP_SYMLINK-opSymlink]
+	_ = [1]int{}[C.AJ_OP_WRITE-opWrite]
+	_ = [1]int{}[C.AJ_OP_CHMOD-opChmod]
+	_ = [1]int{}[C.AJ_OP_IF_EXISTS-opIfExists]
+	_ = [1]int{}[C.AJ_OP_UMOUNT-opUmount]
+	_ = [1]int{}[C.AJ_OP_RMDIR-opRmdir]
+	_ = [1]int{}[C.AJ_OP_PIVOT_ROOT-opPivotRoot]
+	_ = [1]int{}[C.AJ_OP_HOSTNAME-opHostname]
+	_ = [1]int{}[C.AJ_OP_DOMAINNAME-opDomainname]
+	_ = [1]int{}[C.AJ_OP_LOOPBACK_UP-opLoopbackUp]
+	_ = [1]int{}[C.AJ_OP_CHDIR-opChdir]
+	_ = [1]int{}[C.AJ_OP_SECCOMP-opSeccomp]
+	_ = [1]int{}[C.AJ_OP_STDIO-opStdio]
+	_ = [1]int{}[C.AJ_OP_RLIMIT-opRlimit]
+	_ = [1]int{}[C.AJ_OP_EXEC-opExec]
+	_ = [1]int{}[C.AJ_OP_LAST-opLast]
 )
 
 // bootstrapBuilt: this binary has bootstrap_linux.c.

@@ -56,6 +56,9 @@ enum {
 };
 
 #include <stddef.h>
+/* Sends all of buf to the parent (AJ_SYNC_FD), or exits: nobody is left
+   to tell. */
+void aj_send_all(const void *buf, size_t len);
 /* The jail's pid 1 after the bootstrap: never returns. */
 void aj_init(void) __attribute__((noreturn));
 /* Writes one file below the directory fd dir (and for a test, writeBeneath). */

@@ -53,26 +53,12 @@
 
 // ---- messages (protocol.go) ----
 
-static void aj_write_all(const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = send(AJ_SYNC_FD, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			_exit(1); // the parent is gone: nobody to tell
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
 static void aj_write_msg(char type, const char *payload, uint32_t len)
 {
 	unsigned char hdr[5] = {(unsigned char)type, len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff, len >> 24};
-	aj_write_all(hdr, sizeof hdr);
+	aj_send_all(hdr, sizeof hdr);
 	if (len > 0)
-		aj_write_all(payload, len);
+		aj_send_all(payload, len);
 }
 
 // aj_json_str appends s to out (of cap bytes, *n used) as a JSON string.
@@ -110,7 +96,6 @@ __attribute__((noreturn)) static void aj_fail(const char *stage, int err, const 
 	aj_write_msg(AJ_MSG_ERROR, out, (uint32_t)n);
 	_exit(1);
 }
-
 
 struct aj_msg {
 	char type;
@@ -268,7 +253,7 @@ static const char *aj_str(struct aj_reader *r, int nullable)
 struct aj_state {
 	const struct sock_filter *filter;
 	unsigned short filter_len;
-	int have_exec, report, collect;
+	int report, collect;
 	char **argv, **envp;
 };
 
@@ -604,7 +589,7 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			}
 			if (skip)
 				break;
-			s->have_exec = 1, s->report = report, s->collect = collect;
+			s->report = report, s->collect = collect;
 			s->argv = lists[0], s->envp = lists[1];
 			ok = 1;
 			break;
@@ -761,7 +746,7 @@ __attribute__((noreturn)) void aj_init(void)
 		aj_fail("read config", 0, "unexpected message instead of the config");
 	}
 	aj_plan(&s, &m);
-	if (!s.have_exec)
+	if (s.argv == NULL)
 		aj_fail("decode config", 0, "no program to exec");
 	aj_write_msg(AJ_MSG_READY, NULL, 0);
 

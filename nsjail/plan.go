@@ -53,17 +53,16 @@ func (p *plan) op(code byte, stage string) *plan {
 func (p *plan) u32(v uint32) *plan { p.b = binary.LittleEndian.AppendUint32(p.b, v); return p }
 func (p *plan) u64(v uint64) *plan { p.b = binary.LittleEndian.AppendUint64(p.b, v); return p }
 
-func (p *plan) bytes(b []byte) *plan {
-	p.u32(uint32(len(b)))
-	p.b = append(append(p.b, b...), 0)
-	return p
-}
+func (p *plan) bytes(b []byte) *plan { p.b = appendField(p.b, b); return p }
 
 // str: the C side refuses a NUL inside (Spec.Validate refuses them first).
-func (p *plan) str(s string) *plan {
-	p.u32(uint32(len(s)))
-	p.b = append(append(p.b, s...), 0)
-	return p
+func (p *plan) str(s string) *plan { p.b = appendField(p.b, s); return p }
+
+// appendField appends v as the plan's strings and bytes are: its length,
+// itself, and a NUL the length does not count.
+func appendField[T string | []byte](b []byte, v T) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+	return append(append(b, v...), 0)
 }
 
 func boolU32(b bool) uint32 {
@@ -100,6 +99,11 @@ func (p *plan) mkdir(stage, path string, mode uint32, parents bool) {
 // mount), so a path that tried to leave dir fails.
 func (p *plan) writeTree(dir string, files []File, mode uint32) {
 	p.mkdir("mkdir "+dir, dir, 0o755, true)
+	p.writeFiles(dir, files, mode)
+}
+
+// writeFiles is writeTree into a directory that exists.
+func (p *plan) writeFiles(dir string, files []File, mode uint32) {
 	for _, f := range files {
 		p.op(opWrite, "write "+f.Path).str(dir).str(f.Path).u32(mode).bytes(f.Content)
 	}
@@ -156,7 +160,7 @@ func runPlan(cfg *runConfig, preparedTmp int64) []byte {
 		n = 4
 	}
 	p.op(opStdio, "stdio").u32(n)
-	p.writeTree("/code", cfg.Code, 0o444)
+	p.writeFiles("/code", cfg.Code, 0o444) // the preparation made it
 	// The root holds only mount points, /etc and /code: nothing in it is
 	// ever written again.
 	p.mount("remount / read-only", "", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
@@ -167,7 +171,7 @@ func runPlan(cfg *runConfig, preparedTmp int64) []byte {
 		p.mount("resize scratch tmpfs", "", "/workspace", "", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 			fmt.Sprintf("size=%d", cfg.TmpBytes))
 	}
-	p.writeTree("/workspace", cfg.Files, 0o644)
+	p.writeFiles("/workspace", cfg.Files, 0o644) // the scratch tmpfs's
 	for _, r := range cfg.Rlimits {
 		p.op(opRlimit, fmt.Sprintf("setrlimit %d", r.Resource)).u32(uint32(r.Resource)).u64(r.Cur).u64(r.Max)
 	}

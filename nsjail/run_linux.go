@@ -393,7 +393,11 @@ type jail struct {
 	sync      *os.File         // parent's end of the socketpair
 	closers   []io.Closer
 
-	mntns *os.File // the jail's mount namespace, sent with msgPrepare's msgReady
+	// mntns is the jail's mount namespace, sent with msgPrepare's
+	// msgReady. Received close-on-exec (recvMsg), so no child of this
+	// process holds it; nothing of the jail can reach its mounts through
+	// it either: only this process has it.
+	mntns *os.File
 	// lightTeardown: the run ended with a peak of at most
 	// lightTeardownBytes (the kernel could tell): cleanup may release mntns
 	// after its return.

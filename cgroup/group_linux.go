@@ -394,27 +394,24 @@ func (g *Group) OOMKills() (int64, error) {
 
 func (g *Group) readOOM(buf []byte) (memEvents, error) {
 	if g.m.version == V1 {
-		p := filepath.Join(g.memDir, "memory.oom_control")
-		data, err := g.readKept(g.memDir, "memory.oom_control", buf)
-		if err != nil {
-			return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
-		}
-		n, err := parseOOMControl(data)
-		if err != nil {
-			return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
-		}
-		return memEvents{OOMKill: n}, nil
+		n, err := readParsed(g, g.memDir, "memory.oom_control", buf, parseOOMControl)
+		return memEvents{OOMKill: n}, err
 	}
-	p := filepath.Join(g.memDir, "memory.events")
-	data, err := g.readKept(g.memDir, "memory.events", buf)
+	return readParsed(g, g.memDir, "memory.events", buf, parseMemoryEvents)
+}
+
+// readParsed is parse of readKept's data; an error names the file (the
+// path is only built then: Stats and the CPU watchdog read often).
+func readParsed[T any](g *Group, dir, file string, buf []byte, parse func([]byte) (T, error)) (T, error) {
+	data, err := g.readKept(dir, file, buf)
+	var v T
+	if err == nil {
+		v, err = parse(data)
+	}
 	if err != nil {
-		return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
+		return v, fmt.Errorf("reading %s: %w", filepath.Join(dir, file), err)
 	}
-	ev, err := parseMemoryEvents(data)
-	if err != nil {
-		return memEvents{}, fmt.Errorf("reading %s: %w", p, err)
-	}
-	return ev, nil
+	return v, nil
 }
 
 // readKept reads file of dir through an fd opened by the first read and
@@ -435,27 +432,8 @@ func (g *Group) readKept(dir, file string, buf []byte) ([]byte, error) {
 	return readAt(fd, buf)
 }
 
-// readKeptInt is readKept of a single-value file.
-func (g *Group) readKeptInt(dir, file string) (int64, error) {
-	var b [64]byte
-	data, err := g.readKept(dir, file, b[:])
-	if err != nil {
-		return 0, err
-	}
-	return parseInt(data)
-}
-
 func (g *Group) readPidsEvents(buf []byte) (int64, error) {
-	p := filepath.Join(g.pidsDir, "pids.events")
-	data, err := g.readKept(g.pidsDir, "pids.events", buf)
-	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", p, err)
-	}
-	n, err := parsePidsEvents(data)
-	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", p, err)
-	}
-	return n, nil
+	return readParsed(g, g.pidsDir, "pids.events", buf, parsePidsEvents)
 }
 
 // CPUTime is the user+system CPU time of all processes in the group (v1
@@ -478,24 +456,13 @@ func (g *Group) cpuTime() (time.Duration, error) {
 	if g.m.version == V1 {
 		file = "cpuacct.usage"
 	}
-	p := filepath.Join(g.cpuDir, file)
 	var b [smallBuf]byte
-	data, err := g.readKept(g.cpuDir, file, b[:])
-	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", p, err)
-	}
 	if g.m.version == V1 {
-		ns, err := parseInt(data)
-		if err != nil {
-			return 0, fmt.Errorf("reading %s: %w", p, err)
-		}
-		return time.Duration(ns), nil
+		ns, err := readParsed(g, g.cpuDir, file, b[:], parseInt)
+		return time.Duration(ns), err
 	}
-	us, err := parseCPUStatUsage(data)
-	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", p, err)
-	}
-	return time.Duration(us) * time.Microsecond, nil
+	us, err := readParsed(g, g.cpuDir, file, b[:], parseCPUStatUsage)
+	return time.Duration(us) * time.Microsecond, err
 }
 
 // Stats reads the figures of the run from the kernel.
@@ -536,8 +503,7 @@ func (g *Group) read() (st Stats, oom memEvents, pidsEvents int64, err error) {
 	}
 	if g.pidsDir != "" {
 		if g.m.feat.pidsPeak {
-			if st.PidsPeak, err = g.readKeptInt(g.pidsDir, "pids.peak"); err != nil {
-				err = fmt.Errorf("reading %s: %w", filepath.Join(g.pidsDir, "pids.peak"), err)
+			if st.PidsPeak, err = readParsed(g, g.pidsDir, "pids.peak", b[:], parseInt); err != nil {
 				return
 			}
 		}
@@ -568,9 +534,9 @@ func (g *Group) readPeak(st *Stats, buf []byte) error {
 	default:
 		return nil // kernel < 5.19: unknown
 	}
-	n, err := g.readKeptInt(g.memDir, file)
+	n, err := readParsed(g, g.memDir, file, buf, parseInt)
 	if err != nil {
-		return fmt.Errorf("reading %s: %w", filepath.Join(g.memDir, file), err)
+		return err
 	}
 	st.PeakMemoryBytes = n
 	st.PeakMemorySource = g.peakSrc

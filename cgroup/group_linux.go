@@ -64,21 +64,9 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 	case l.quotaUS > 0 && !m.feat.cpu:
 		return nil, fmt.Errorf("creating group %s: cpu limit: %w", name, ErrNoController)
 	}
-	g := &Group{
-		m: m, name: name, dirs: m.groupDirs(name),
-		peakFD: -1, res: r,
-		limit: limitInForce(l.memory, m.pageSize),
-	}
+	g := &Group{m: m, peakFD: -1, res: r, limit: limitInForce(l.memory, m.pageSize)}
+	g.setName(name)
 	g.removed = make([]bool, len(g.dirs))
-	if m.feat.memory {
-		g.memDir = m.ctrlDir("memory", name)
-	}
-	if m.feat.pids {
-		g.pidsDir = m.ctrlDir("pids", name)
-	}
-	if m.feat.cpuacct {
-		g.cpuDir = m.ctrlDir("cpuacct", name)
-	}
 
 	// mkdir (not MkdirAll) everywhere first: an existing group is an
 	// error, never adopted, and never removed by our clean-up. Each
@@ -232,16 +220,23 @@ func (g *Group) Rename(name string) error {
 			return fmt.Errorf("renaming group %s to %s: %s: %w", g.name, name, d, err)
 		}
 	}
-	g.name, g.dirs = name, dirs
-	for _, f := range []struct {
-		dir  *string
-		ctrl string
-	}{{&g.memDir, "memory"}, {&g.pidsDir, "pids"}, {&g.cpuDir, "cpuacct"}} {
-		if *f.dir != "" {
-			*f.dir = g.m.ctrlDir(f.ctrl, name)
-		}
-	}
+	g.setName(name)
 	return nil
+}
+
+// setName points g at the directories of name.
+func (g *Group) setName(name string) {
+	m := g.m
+	g.name, g.dirs = name, m.groupDirs(name)
+	if m.feat.memory {
+		g.memDir = m.ctrlDir("memory", name)
+	}
+	if m.feat.pids {
+		g.pidsDir = m.ctrlDir("pids", name)
+	}
+	if m.feat.cpuacct {
+		g.cpuDir = m.ctrlDir("cpuacct", name)
+	}
 }
 
 // Attach moves process pid into the group in every hierarchy, then resets
@@ -418,18 +413,28 @@ func readParsed[T any](g *Group, dir, file string, buf []byte, parse func([]byte
 // kept until Delete (a pread: no open, no path walk; valid after Rename).
 // File names are unique across the group's controllers. g.mu is held.
 func (g *Group) readKept(dir, file string, buf []byte) ([]byte, error) {
-	fd, ok := g.kept[file]
-	if !ok {
-		var err error
-		if fd, err = openFile(filepath.Join(dir, file), unix.O_RDONLY); err != nil {
-			return nil, err
-		}
-		if g.kept == nil {
-			g.kept = make(map[string]int, 6)
-		}
-		g.kept[file] = fd
+	fd, err := g.keptFD(dir, file)
+	if err != nil {
+		return nil, err
 	}
 	return readAt(fd, buf)
+}
+
+// keptFD is the fd readKept reads file of dir through, opened now if it
+// is not yet; it stays valid until Delete. g.mu is held.
+func (g *Group) keptFD(dir, file string) (int, error) {
+	if fd, ok := g.kept[file]; ok {
+		return fd, nil
+	}
+	fd, err := openFile(filepath.Join(dir, file), unix.O_RDONLY)
+	if err != nil {
+		return -1, err
+	}
+	if g.kept == nil {
+		g.kept = make(map[string]int, 6)
+	}
+	g.kept[file] = fd
+	return fd, nil
 }
 
 func (g *Group) readPidsEvents(buf []byte) (int64, error) {

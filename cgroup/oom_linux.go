@@ -79,16 +79,16 @@ func (g *Group) watchV1() (*oomWatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("eventfd: %w", err)
 	}
-	oc := filepath.Join(g.memDir, "memory.oom_control")
-	ocfd, err := openFile(oc, unix.O_RDONLY)
+	// The kept fd the baseline read it through (the kernel takes its own
+	// reference to the file).
+	ocfd, err := g.keptFD(g.memDir, "memory.oom_control")
 	if err != nil {
 		unix.Close(efd)
-		return nil, fmt.Errorf("opening %s: %w", oc, err)
+		return nil, fmt.Errorf("opening %s: %w", filepath.Join(g.memDir, "memory.oom_control"), err)
 	}
 	// "<event_fd> <fd of memory.oom_control>" (cgroup-v1/memory.rst §9)
 	ctl := strconv.Itoa(efd) + " " + strconv.Itoa(ocfd)
 	err = writeFile(filepath.Join(g.memDir, "cgroup.event_control"), []byte(ctl))
-	unix.Close(ocfd) // the kernel holds its own reference
 	if err != nil {
 		unix.Close(efd)
 		return nil, fmt.Errorf("registering OOM eventfd in %s: %w", g.memDir, err)
@@ -125,6 +125,13 @@ func (g *Group) watchV2() (*oomWatch, error) {
 		unix.Close(ifd)
 		return nil, fmt.Errorf("watching %s: %w", ev, err)
 	}
+	// The goroutine below reads through this fd, without g.mu (Delete
+	// holds it while it stops the goroutine): it stays open until then.
+	evfd, err := g.keptFD(g.memDir, "memory.events")
+	if err != nil {
+		unix.Close(ifd)
+		return nil, fmt.Errorf("opening %s: %w", ev, err)
+	}
 	w := newWatch(ifd, "oom-inotify")
 	var b [smallBuf]byte
 	last := g.baseOOM
@@ -143,8 +150,11 @@ func (g *Group) watchV2() (*oomWatch, error) {
 			if _, err := w.f.Read(buf[:]); err != nil {
 				return
 			}
-			// readOOM only uses immutable fields of the Group: no lock.
-			now, err := g.readOOM(fb[:])
+			data, err := readAt(evfd, fb[:])
+			if err != nil {
+				continue
+			}
+			now, err := parseMemoryEvents(data)
 			if err != nil {
 				continue
 			}

@@ -134,19 +134,8 @@ type peerKey struct{}
 // withPeer records the peer's credentials (SO_PEERCRED: taken by the
 // kernel at connect, not claimed by the client) in the connection's context.
 func withPeer(ctx context.Context, c net.Conn) context.Context {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return ctx
-	}
-	raw, err := uc.SyscallConn()
+	cred, err := PeerCred(c)
 	if err != nil {
-		return ctx
-	}
-	var cred *unix.Ucred
-	_ = raw.Control(func(fd uintptr) {
-		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	})
-	if err != nil || cred == nil {
 		return ctx
 	}
 	return context.WithValue(ctx, peerKey{}, cred)

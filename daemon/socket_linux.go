@@ -157,3 +157,23 @@ func HTTPClient(path string) *http.Client {
 		},
 	}}
 }
+
+// PeerCred is the other end's credentials on a Unix socket connection
+// (SO_PEERCRED: taken by the kernel at connect or listen, not claimed by
+// the peer).
+func PeerCred(c net.Conn) (*unix.Ucred, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil, fmt.Errorf("not a Unix socket connection")
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return nil, err
+	}
+	return cred, cerr
+}

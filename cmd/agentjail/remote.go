@@ -11,8 +11,6 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"agentjail/daemon"
 	"agentjail/nsjail"
 )
@@ -49,12 +47,14 @@ func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.R
 	dial := tr.DialContext
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
-		if err == nil {
-			if err = trustedServer(conn); err != nil {
-				conn.Close()
-			}
+		if err != nil {
+			return nil, err
 		}
-		return conn, err
+		if err := trustedServer(conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
 	}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agentjail/v1/run", bytes.NewReader(body))
 	if err != nil {
@@ -97,21 +97,9 @@ func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.R
 // trustedServer checks who listens on a Unix connection: root, or the
 // caller's own user.
 func trustedServer(conn net.Conn) error {
-	uc, ok := conn.(*net.UnixConn)
-	if !ok {
-		return fmt.Errorf("not a Unix socket connection")
-	}
-	raw, err := uc.SyscallConn()
+	cred, err := daemon.PeerCred(conn)
 	if err != nil {
-		return err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) { cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
-		return err
-	}
-	if cerr != nil {
-		return fmt.Errorf("who listens: %w", cerr)
+		return fmt.Errorf("who listens: %w", err)
 	}
 	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
 		return fmt.Errorf("the server runs as uid %d (pid %d), neither root nor you: nothing sent; point --socket (AGENTJAIL_SOCKET) at the agentjail daemon's socket", cred.Uid, cred.Pid)

@@ -313,9 +313,6 @@ class ConnectErrorTest(unittest.TestCase):
         self.assertIsNone(e.status)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 @unittest.skipUnless(os.geteuid() == 0, "needs root, to run a server as another user")
 class ServerOfAnotherUserTest(unittest.TestCase):
@@ -347,3 +344,7 @@ class ServerOfAnotherUserTest(unittest.TestCase):
         from agentjail.aio import AsyncClient
         with self.assertRaisesRegex(agentjail.DaemonUnavailable, "runs as uid 65534"):
             asyncio.run(AsyncClient(path).run("print(1)"))
+
+
+if __name__ == "__main__":
+    unittest.main()

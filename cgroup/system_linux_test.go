@@ -217,6 +217,7 @@ func TestSystemOpen(t *testing.T) {
 			assert.True(t, strings.HasPrefix(c.base, c.own+"/"), "%s below our own %s", c.base, c.own)
 		}
 		assert.Equal(t, V1, m.Version())
+		assert.False(t, m.AttachWaits(), "v1 jails join by their own thread")
 	case V2:
 		assert.DirExists(t, m.v2base)
 		own := readTrim(t, "/proc/self/cgroup")
@@ -765,6 +766,15 @@ func TestSystemV2MechanicsOnHybridUnified(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, m.v2base, m2.v2base)
 	assert.Equal(t, V2, m.Version())
+	// Only a v2 mount without favordynmods makes a by-pid attach wait
+	// (what `agentjail check` and the daemon's start-up warn about): the
+	// mount's option must reach the manager.
+	assert.True(t, m.AttachWaits(), "this test's mount has no favordynmods")
+	favored := mnt
+	favored.FavorDynmods = true
+	m3, err := openV2(favored, filepath.Join(x, supervisorName), "agentjail-test", false)
+	require.NoError(t, err)
+	assert.False(t, m3.AttachWaits(), "a favordynmods mount does not wait")
 	assert.Empty(t, m.Controllers())
 	assert.True(t, m.feat.kill, "cgroup.kill (5.14+)")
 
@@ -880,12 +890,4 @@ func BenchmarkLifecycle(b *testing.B) {
 	for _, base := range m.groupDirs("") {
 		unix.Rmdir(base)
 	}
-}
-
-// Only a v2 mount without favordynmods makes a by-pid attach wait (what
-// `agentjail check` and the daemon's start-up warn about).
-func TestAttachWaits(t *testing.T) {
-	assert.True(t, (&Manager{version: V2}).AttachWaits())
-	assert.False(t, (&Manager{version: V2, favor: true}).AttachWaits())
-	assert.False(t, (&Manager{version: V1}).AttachWaits(), "v1 jails join by their own thread")
 }

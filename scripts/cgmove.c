@@ -48,6 +48,13 @@ static const char *own(const char *ctrl)
 	return path;
 }
 
+// unmake removes the first n groups of dirs (after a failure).
+static void unmake(char dirs[][4096], int n)
+{
+	while (n-- > 0)
+		rmdir(dirs[n]);
+}
+
 // way: 0 the parent writes the child's pid to cgroup.procs, 1 the child
 // writes 0 to cgroup.procs, 2 the child writes 0 to tasks.
 static void measure(const char *label, char dirs[][4096], int n, int way)
@@ -58,11 +65,13 @@ static void measure(const char *label, char dirs[][4096], int n, int way)
 			char f[4200];
 			if (mkdir(dirs[i], 0755) < 0) {
 				perror(dirs[i]);
+				unmake(dirs, i);
 				exit(1);
 			}
 			snprintf(f, sizeof f, "%.4080s/%s", dirs[i], way == 2 ? "tasks" : "cgroup.procs");
 			if ((fds[i] = open(f, O_WRONLY | O_CLOEXEC)) < 0) {
 				perror(f);
+				unmake(dirs, i + 1);
 				exit(1);
 			}
 		}
@@ -114,12 +123,23 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	const char *ctrls[] = {"memory", "pids", "cpu", "cpuacct"};
+	static char roots[4][4096];
 	int n = 0;
 	for (int i = 0; i < 4; i++) {
 		const char *o = own(ctrls[i]);
-		if (!*o)
+		char mnt[64];
+		snprintf(mnt, sizeof mnt, "/sys/fs/cgroup/%s", ctrls[i]);
+		if (!*o || !realpath(mnt, roots[n]))
 			continue;
-		snprintf(dirs[n++], sizeof dirs[0], "/sys/fs/cgroup/%s%s/cgmove-%d", ctrls[i], strcmp(o, "/") ? o : "", getpid());
+		// Debian mounts cpu and cpuacct as one hierarchy ("cpu,cpuacct",
+		// with symlinks for each name): make its group once.
+		int seen = 0;
+		for (int j = 0; j < n; j++)
+			seen |= strcmp(roots[j], roots[n]) == 0;
+		if (!seen) {
+			snprintf(dirs[n], sizeof dirs[0], "%.3000s%s/cgmove-%d", roots[n], strcmp(o, "/") ? o : "", getpid());
+			n++;
+		}
 	}
 	if (n == 0) {
 		fprintf(stderr, "cgmove: no v1 memory, pids, cpu or cpuacct hierarchy; give a v2 directory\n");

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -86,35 +87,95 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 }
 
 // trustedDir checks that no user but root (or this process's) can replace
-// dir or what is in it: dir and every directory above it (links resolved)
-// are owned by root or this process's user and not writable by group or
-// others, except an ancestor with the sticky bit (such as /tmp), in which
-// others cannot move or remove what they do not own.
+// dir or what is in it: dir and every directory above it are owned by root
+// or this process's user and not writable by group or others, except an
+// ancestor with the sticky bit (such as /tmp), in which others cannot move
+// or remove what they do not own. It follows dir's symbolic links itself,
+// one component at a time, and each link on the way must be owned by root
+// or this process's user too: another user's link in a sticky directory
+// would pass a check of the resolved path, and its owner could re-point it
+// afterwards (a link cannot be changed, only replaced, which the sticky
+// directory refuses to anyone else).
 func trustedDir(dir string) error {
-	d, err := filepath.EvalSymlinks(dir)
+	d, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
-	if d, err = filepath.Abs(d); err != nil {
+	uid := uint32(os.Geteuid())
+	owner := func(p string, st *unix.Stat_t) error {
+		if st.Uid != 0 && st.Uid != uid {
+			return fmt.Errorf("%s is owned by uid %d", p, st.Uid)
+		}
+		return nil
+	}
+	// The resolved directories, from / down: each must be trusted as an
+	// ancestor; the last is dir itself, checked more strictly below.
+	walked, rest, links := "/", strings.Split(d, "/"), 0
+	var st unix.Stat_t
+	checkDir := func(p string) error {
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if err := owner(p, &st); err != nil {
+			return err
+		}
+		if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 {
+			return fmt.Errorf("%s may be written by its group or others (mode %04o)", p, st.Mode&0o7777)
+		}
+		return nil
+	}
+	if err := checkDir(walked); err != nil {
 		return err
 	}
-	uid := uint32(os.Geteuid())
-	for first := true; ; first = false {
-		var st unix.Stat_t
-		if err := unix.Lstat(d, &st); err != nil {
-			return fmt.Errorf("%s: %w", d, err)
+	for len(rest) > 0 {
+		c := rest[0]
+		rest = rest[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			walked = filepath.Dir(walked)
+			continue
 		}
-		if st.Uid != 0 && st.Uid != uid {
-			return fmt.Errorf("%s is owned by uid %d", d, st.Uid)
+		p := filepath.Join(walked, c)
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
 		}
-		if st.Mode&0o022 != 0 && (first || st.Mode&unix.S_ISVTX == 0) {
-			return fmt.Errorf("%s may be written by its group or others (mode %04o)", d, st.Mode&0o7777)
+		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+			if err := checkDir(p); err != nil {
+				return err
+			}
+			walked = p
+			continue
 		}
-		if d == "/" {
-			return nil
+		if err := owner(p, &st); err != nil {
+			return fmt.Errorf("symbolic link %w", err)
 		}
-		d = filepath.Dir(d)
+		if links++; links > 40 {
+			return fmt.Errorf("%s: %w", d, unix.ELOOP)
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		if filepath.IsAbs(target) {
+			walked = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
 	}
+	// dir itself (stat again: a ".." may have been last): not even a
+	// sticky one may be written by others, who could put their own socket
+	// at the path before the daemon's.
+	if err := unix.Lstat(walked, &st); err != nil {
+		return fmt.Errorf("%s: %w", walked, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Errorf("%s is not a directory", walked)
+	}
+	if st.Mode&0o022 != 0 {
+		return fmt.Errorf("%s may be written by its group or others (mode %04o)", walked, st.Mode&0o7777)
+	}
+	return nil
 }
 
 // socketListener remembers which file it was bound to, so that the daemon

@@ -446,6 +446,26 @@ func TestSocketSafety(t *testing.T) {
 	require.NoError(t, os.Lchown(theirs, 65534, 65534))
 	_, err = Listen(filepath.Join(theirs, "s.sock"), 0o600, -1)
 	require.ErrorContains(t, err, "symbolic link "+theirs+" is owned by uid 65534")
+	// Nothing is made where their link points before it is refused.
+	elsewhere := filepath.Join(dir, "elsewhere")
+	theirs2 := filepath.Join(sticky, "theirs2")
+	require.NoError(t, os.Symlink(filepath.Join(elsewhere, "deep"), theirs2))
+	require.NoError(t, os.Lchown(theirs2, 65534, 65534))
+	_, err = Listen(filepath.Join(theirs2, "s.sock"), 0o600, -1)
+	require.ErrorContains(t, err, "symbolic link "+theirs2+" is owned by uid 65534")
+	assert.NoDirExists(t, elsewhere)
+	// A ".." after a link is not what a check of the cleaned text sees:
+	// such paths are refused, as are relative ones.
+	for _, p := range []string{filepath.Join(theirs, "..", "safe") + "/../s.sock", "rel/s.sock"} {
+		_, err = Listen(p, 0o600, -1)
+		require.ErrorContains(t, err, "must be a clean absolute path", p)
+	}
+	// Missing directories below trusted ones are made.
+	made := filepath.Join(safe, "a", "b")
+	l5, err := Listen(filepath.Join(made, "s.sock"), 0o600, -1)
+	require.NoError(t, err)
+	require.NoError(t, RemoveSocket(l5))
+	assert.DirExists(t, made)
 	ours := filepath.Join(sticky, "ours")
 	require.NoError(t, os.Symlink("../sticky/../safe", ours))
 	l4, err := Listen(filepath.Join(ours, "s.sock"), 0o600, -1)

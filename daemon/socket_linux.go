@@ -30,6 +30,11 @@ var ErrSocketInUse = errors.New("socket is in use by a running daemon")
 // between the bind and the rename, or put their own socket at the path.
 // Listen refuses any other (trustedDir).
 func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
+	// The directory checked must be the one the kernel binds in: a ".."
+	// after another user's link would lead elsewhere.
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return nil, fmt.Errorf("socket path %q must be a clean absolute path", path)
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {
 			return nil, fmt.Errorf("%s exists and is not a socket; remove it or choose another socket path", path)
@@ -45,9 +50,6 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 		// Stale: nobody listens. It is replaced by the rename below.
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("create socket directory: %w", err)
 	}
 	if err := trustedDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("socket directory: %w; put the socket in a directory only root may write, such as /run/agentjail (the unit's RuntimeDirectory=)", err)
@@ -95,7 +97,9 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 // or this process's user too: another user's link in a sticky directory
 // would pass a check of the resolved path, and its owner could re-point it
 // afterwards (a link cannot be changed, only replaced, which the sticky
-// directory refuses to anyone else).
+// directory refuses to anyone else). It makes what is missing of dir
+// (mode 0755), each directory in one it has already found trusted, so
+// that nothing is made where another user's link points.
 func trustedDir(dir string) error {
 	d, err := filepath.Abs(dir)
 	if err != nil {
@@ -115,6 +119,9 @@ func trustedDir(dir string) error {
 	checkDir := func(p string) error {
 		if err := unix.Lstat(p, &st); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return fmt.Errorf("%s is not a directory", p)
 		}
 		if err := owner(p, &st); err != nil {
 			return err
@@ -138,7 +145,14 @@ func trustedDir(dir string) error {
 			continue
 		}
 		p := filepath.Join(walked, c)
-		if err := unix.Lstat(p, &st); err != nil {
+		err := unix.Lstat(p, &st)
+		if errors.Is(err, unix.ENOENT) {
+			// walked is trusted: only root or we could have raced us here.
+			if err = unix.Mkdir(p, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+				err = unix.Lstat(p, &st)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
@@ -168,9 +182,6 @@ func trustedDir(dir string) error {
 	// at the path before the daemon's.
 	if err := unix.Lstat(walked, &st); err != nil {
 		return fmt.Errorf("%s: %w", walked, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return fmt.Errorf("%s is not a directory", walked)
 	}
 	if st.Mode&0o022 != 0 {
 		return fmt.Errorf("%s may be written by its group or others (mode %04o)", walked, st.Mode&0o7777)

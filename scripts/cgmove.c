@@ -10,6 +10,7 @@
 // times each. It removes what it made.
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,9 +78,17 @@ static void measure(const char *label, char dirs[][4096], int n, int way)
 		}
 		usleep(100000);
 		int gate[2];
-		if (pipe(gate) < 0)
+		if (pipe(gate) < 0) {
+			perror("pipe");
+			unmake(dirs, n);
 			exit(1);
+		}
 		pid_t pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			unmake(dirs, n);
+			exit(1);
+		}
 		if (pid == 0) {
 			char c;
 			if (read(gate[0], &c, 1) != 1)
@@ -103,7 +112,7 @@ static void measure(const char *label, char dirs[][4096], int n, int way)
 			fprintf(stderr, "%-62s %.3f ms\n", label, now_ms() - t);
 		}
 		if (write(gate[1], "x", 1) != 1)
-			exit(1);
+			kill(pid, SIGKILL); // and on: waited for, its groups removed
 		waitpid(pid, NULL, 0);
 		close(gate[0]);
 		close(gate[1]);

@@ -55,6 +55,9 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--python", "/no/such/python3", "-c", "pass"},
 		{"run", "-c", "pass", "extra.py"},
 		{"check", "extra"},
+		{"serve", "--socket", "rel.sock"},
+		{"serve", "--socket", "/tmp/x/../y.sock"},
+		{"serve", "--socket", "/" + strings.Repeat("s", 107)},
 	} {
 		code, stdout, stderr := run(t, "", args...)
 		assert.Equal(t, exitUsage, code, "%q: %s", args, stderr)

@@ -51,6 +51,10 @@ func cmdServe(args []string, stderr io.Writer) int {
 	}
 	if *socketPath != "" {
 		cfg.Socket.Path = *socketPath
+		if err := cfg.Validate(); err != nil { // the rest was valid: this names the flag's value
+			fmt.Fprintf(stderr, "agentjail serve: --socket: %v\n", err)
+			return exitUsage
+		}
 	}
 	var h slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.SlogLevel()})
 	if cfg.Log.Format == "json" {

@@ -52,7 +52,7 @@ type Config struct {
 // socket-activated (under systemd, agentjail.socket creates the socket and
 // its path, mode and group come from that unit).
 type SocketConfig struct {
-	Path  string `toml:"path"`  // absolute path, at most 107 bytes; default /run/agentjail/agentjail.sock
+	Path  string `toml:"path"`  // absolute path, at most 95 bytes; default /run/agentjail/agentjail.sock
 	Group string `toml:"group"` // group name or numeric gid that owns the socket; "" = the daemon's own gid (default)
 	Mode  string `toml:"mode"`  // octal permission bits as a string, 0 to 0777; default "0660"
 }
@@ -724,6 +724,11 @@ func editDistance(a, b string) int {
 // (and nobody, 65534), which a jail must never share.
 const minJailUID = 65536
 
+// maxSocketPath is the longest socket path Listen takes: a Unix socket
+// path holds 107 bytes, and Listen binds path+".tmp-<pid>" first (pid_max
+// is at most 4194304: 12 bytes more).
+const maxSocketPath = 107 - len(".tmp-4194304")
+
 // Validate checks every value; each error names its key. It returns every
 // problem at once (errors.As gives the first *ConfigError).
 func (c *Config) Validate() error {
@@ -736,8 +741,8 @@ func (c *Config) Validate() error {
 	switch {
 	case !path.IsAbs(s.Path) || path.Clean(s.Path) != s.Path:
 		bad("socket.path", "%q must be a clean absolute path", s.Path)
-	case len(s.Path) > 107:
-		bad("socket.path", "is %d bytes long; a Unix socket path holds at most 107", len(s.Path))
+	case len(s.Path) > maxSocketPath:
+		bad("socket.path", "is %d bytes long; at most %d (a Unix socket path holds 107, and the daemon binds a temporary name up to 12 bytes longer first)", len(s.Path), maxSocketPath)
 	}
 	if g := s.Group; g != "" {
 		if n, err := strconv.ParseUint(g, 10, 64); err == nil {

@@ -219,7 +219,7 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		// values
 		{"[socket]\npath = \"run/x.sock\"", `line 2: socket.path: "run/x.sock" must be a clean absolute path`},
 		{"[socket]\npath = \"/run//x.sock\"", `line 2: socket.path: "/run//x.sock" must be a clean absolute path`},
-		{"[socket]\npath = \"/" + strings.Repeat("x", 107) + "\"", "line 2: socket.path: is 108 bytes long; a Unix socket path holds at most 107"},
+		{"[socket]\npath = \"/" + strings.Repeat("x", 95) + "\"", "line 2: socket.path: is 96 bytes long; at most 95 (a Unix socket path holds 107, and the daemon binds a temporary name up to 12 bytes longer first)"},
 		{"[socket]\ngroup = \"a:b\"", `line 2: socket.group: "a:b" is neither a group name nor a gid`},
 		{"[socket]\ngroup = \"4294967295\"", "line 2: socket.group: gid 4294967295 is out of range"},
 		{"[socket]\nmode = \"0778\"", `line 2: socket.mode: "0778" is not an octal mode between 0 and 0777`},

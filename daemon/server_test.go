@@ -20,7 +20,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"agentjail/internal/systest"
 	"agentjail/nsjail"
 )
 
@@ -380,6 +382,7 @@ func TestShutdownGraceThenKill(t *testing.T) {
 // TestSocketSafety: a live daemon's socket is never stolen, a stale one is
 // replaced, a non-socket is never removed, and mode and group are applied.
 func TestSocketSafety(t *testing.T) {
+	systest.Require(t, systest.Root) // chown to another user
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "a.sock")
 	l1, err := Listen(sock, 0o600, -1)
@@ -460,17 +463,38 @@ func TestSocketSafety(t *testing.T) {
 		_, err = Listen(p, 0o600, -1)
 		require.ErrorContains(t, err, "must be a clean absolute path", p)
 	}
-	// Missing directories below trusted ones are made.
+	// Missing directories below trusted ones are made, 0755 whatever the
+	// umask; none below one that others may write, even for a moment.
 	made := filepath.Join(safe, "a", "b")
+	umask := unix.Umask(0o077)
 	l5, err := Listen(filepath.Join(made, "s.sock"), 0o600, -1)
+	unix.Umask(umask)
 	require.NoError(t, err)
 	require.NoError(t, RemoveSocket(l5))
-	assert.DirExists(t, made)
+	for _, d := range []string{filepath.Join(safe, "a"), made} {
+		fi, err := os.Stat(d)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), d)
+	}
+	open2 := filepath.Join(dir, "open2")
+	require.NoError(t, os.Mkdir(open2, 0o755))
+	require.NoError(t, os.Chmod(open2, 0o777))
+	_, err = Listen(filepath.Join(open2, "missing", "s.sock"), 0o600, -1)
+	require.ErrorContains(t, err, open2+" may be written by its group or others (mode 0777)")
+	assert.NoDirExists(t, filepath.Join(open2, "missing"))
+	// Links are followed as the kernel does: a ".." in a link's target
+	// after another link goes up from where that link led, not from where
+	// the text says. ours -> ../safe/to-ab/../elsewhere2 with
+	// safe/to-ab -> <dir>/a/b is <dir>/a/elsewhere2, not safe/elsewhere2.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "a", "elsewhere2"), 0o755))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "a", "b"), filepath.Join(safe, "to-ab")))
 	ours := filepath.Join(sticky, "ours")
-	require.NoError(t, os.Symlink("../sticky/../safe", ours))
+	require.NoError(t, os.Symlink("../safe/to-ab/../elsewhere2", ours))
 	l4, err := Listen(filepath.Join(ours, "s.sock"), 0o600, -1)
-	require.NoError(t, err, "our own relative link, through ..")
-	assert.FileExists(t, filepath.Join(safe, "s.sock"))
+	require.NoError(t, err, "our own relative link, through another and ..")
+	assert.FileExists(t, filepath.Join(dir, "a", "elsewhere2", "s.sock"))
+	assert.NoDirExists(t, filepath.Join(safe, "elsewhere2"), "the check went where the text says")
 	require.NoError(t, RemoveSocket(l4))
 	toOpen := filepath.Join(dir, "to-open")
 	require.NoError(t, os.Symlink(open, toOpen))

@@ -35,6 +35,13 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return nil, fmt.Errorf("socket path %q must be a clean absolute path", path)
 	}
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes long; at most %d", path, len(path), maxSocketPath)
+	}
+	// Checked before anything is probed or made there.
+	if err := trustedDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("socket directory: %w; put the socket in a directory only root may write, such as /run/agentjail (the unit's RuntimeDirectory=)", err)
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {
 			return nil, fmt.Errorf("%s exists and is not a socket; remove it or choose another socket path", path)
@@ -50,9 +57,6 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 		// Stale: nobody listens. It is replaced by the rename below.
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
-	}
-	if err := trustedDir(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("socket directory: %w; put the socket in a directory only root may write, such as /run/agentjail (the unit's RuntimeDirectory=)", err)
 	}
 	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
 	_ = os.Remove(tmp)
@@ -147,8 +151,14 @@ func trustedDir(dir string) error {
 		p := filepath.Join(walked, c)
 		err := unix.Lstat(p, &st)
 		if errors.Is(err, unix.ENOENT) {
-			// walked is trusted: only root or we could have raced us here.
-			if err = unix.Mkdir(p, 0o755); err == nil || errors.Is(err, unix.EEXIST) {
+			// Another user may have made p first, in a sticky walked: the
+			// checks below judge whatever is there. Ours gets 0755 whatever
+			// the umask (clients in socket.group must reach the socket);
+			// walked is trusted, so p is still ours to chmod.
+			if err = unix.Mkdir(p, 0o755); err == nil {
+				err = unix.Chmod(p, 0o755)
+			}
+			if err == nil || errors.Is(err, unix.EEXIST) {
 				err = unix.Lstat(p, &st)
 			}
 		}

@@ -57,7 +57,7 @@ func TestUsageErrors(t *testing.T) {
 		{"check", "extra"},
 		{"serve", "--socket", "rel.sock"},
 		{"serve", "--socket", "/tmp/x/../y.sock"},
-		{"serve", "--socket", "/" + strings.Repeat("s", 107)},
+		{"serve", "--socket", "/" + strings.Repeat("s", 95)},
 	} {
 		code, stdout, stderr := run(t, "", args...)
 		assert.Equal(t, exitUsage, code, "%q: %s", args, stderr)

@@ -725,9 +725,23 @@ func editDistance(a, b string) int {
 const minJailUID = 65536
 
 // maxSocketPath is the longest socket path Listen takes: a Unix socket
-// path holds 107 bytes, and Listen binds path+".tmp-<pid>" first (pid_max
-// is at most 4194304: 12 bytes more).
+// path holds 107 bytes, and Listen binds path+".tmp-<pid>" first, the pid
+// in 7 digits (pid_max is at most 4194304).
 const maxSocketPath = 107 - len(".tmp-4194304")
+
+// CheckSocketPath says what is wrong with a socket path for Listen (the
+// config's socket.path, serve's --socket): it must be clean, so that the
+// directory Listen checks is the one the kernel binds in (a ".." after a
+// link would lead elsewhere), absolute, and short enough.
+func CheckSocketPath(p string) error {
+	switch {
+	case !path.IsAbs(p) || path.Clean(p) != p:
+		return fmt.Errorf("%q must be a clean absolute path", p)
+	case len(p) > maxSocketPath:
+		return fmt.Errorf("is %d bytes long; at most %d (a Unix socket path holds 107, and the daemon binds a temporary name up to 12 bytes longer first)", len(p), maxSocketPath)
+	}
+	return nil
+}
 
 // Validate checks every value; each error names its key. It returns every
 // problem at once (errors.As gives the first *ConfigError).
@@ -738,11 +752,8 @@ func (c *Config) Validate() error {
 	}
 
 	s := c.Socket
-	switch {
-	case !path.IsAbs(s.Path) || path.Clean(s.Path) != s.Path:
-		bad("socket.path", "%q must be a clean absolute path", s.Path)
-	case len(s.Path) > maxSocketPath:
-		bad("socket.path", "is %d bytes long; at most %d (a Unix socket path holds 107, and the daemon binds a temporary name up to 12 bytes longer first)", len(s.Path), maxSocketPath)
+	if err := CheckSocketPath(s.Path); err != nil {
+		bad("socket.path", "%v", err)
 	}
 	if g := s.Group; g != "" {
 		if n, err := strconv.ParseUint(g, 10, 64); err == nil {

@@ -501,6 +501,16 @@ func TestSocketSafety(t *testing.T) {
 	_, err = Listen(filepath.Join(toOpen, "s.sock"), 0o600, -1)
 	require.ErrorContains(t, err, open+" may be written by its group or others (mode 1777)", "the link's target is the socket's directory")
 
+	// The longest path the config takes binds, its temporary name too.
+	long := filepath.Join(dir, "l")
+	long += strings.Repeat("x", maxSocketPath-len(long))
+	require.Len(t, long, maxSocketPath)
+	l6, err := Listen(long, 0o600, -1)
+	require.NoError(t, err, "a socket path of maxSocketPath bytes")
+	require.NoError(t, RemoveSocket(l6))
+	_, err = Listen(long+"x", 0o600, -1)
+	require.ErrorContains(t, err, "at most 95")
+
 	plain := filepath.Join(dir, "plain")
 	require.NoError(t, os.WriteFile(plain, []byte("keep"), 0o644))
 	_, err = Listen(plain, 0o660, -1)

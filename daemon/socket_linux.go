@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -30,13 +29,8 @@ var ErrSocketInUse = errors.New("socket is in use by a running daemon")
 // between the bind and the rename, or put their own socket at the path.
 // Listen refuses any other (trustedDir).
 func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
-	// The directory checked must be the one the kernel binds in: a ".."
-	// after another user's link would lead elsewhere.
-	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
-		return nil, fmt.Errorf("socket path %q must be a clean absolute path", path)
-	}
-	if len(path) > maxSocketPath {
-		return nil, fmt.Errorf("socket path %s is %d bytes long; at most %d", path, len(path), maxSocketPath)
+	if err := CheckSocketPath(path); err != nil {
+		return nil, fmt.Errorf("socket path: %w", err)
 	}
 	// Checked before anything is probed or made there.
 	if err := trustedDir(filepath.Dir(path)); err != nil {
@@ -58,7 +52,7 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	tmp := path + ".tmp-" + strconv.Itoa(os.Getpid())
+	tmp := fmt.Sprintf("%s.tmp-%07d", path, os.Getpid()) // 12 bytes more (maxSocketPath)
 	_ = os.Remove(tmp)
 	// The mode comes from the umask at bind: a chmod by name afterwards
 	// would follow a symbolic link swapped in for it. (Start-up only: no
@@ -103,12 +97,13 @@ func Listen(path string, mode os.FileMode, gid int) (net.Listener, error) {
 // afterwards (a link cannot be changed, only replaced, which the sticky
 // directory refuses to anyone else). It makes what is missing of dir
 // (mode 0755), each directory in one it has already found trusted, so
-// that nothing is made where another user's link points.
-func trustedDir(dir string) error {
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
+// that nothing is made where another user's link points. dir is clean and
+// absolute (CheckSocketPath).
+//
+// It trusts what lstat says of owner and mode. A file system whose owner
+// reports its own (FUSE) could claim root's; root enters another user's
+// FUSE mount only where /etc/fuse.conf has user_allow_other.
+func trustedDir(d string) error {
 	uid := uint32(os.Geteuid())
 	owner := func(p string, st *unix.Stat_t) error {
 		if st.Uid != 0 && st.Uid != uid {
@@ -242,7 +237,10 @@ func HTTPClient(path string) *http.Client {
 
 // PeerCred is the other end's credentials on a Unix socket connection
 // (SO_PEERCRED: taken by the kernel at connect or listen, not claimed by
-// the peer).
+// the peer). They are those of whoever made the socket listen: under
+// socket activation systemd (root), whatever the service's User=; a
+// process that later gives the fd away, or drops its privileges, keeps
+// them.
 func PeerCred(c net.Conn) (*unix.Ucred, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {

@@ -50,11 +50,11 @@ func cmdServe(args []string, stderr io.Writer) int {
 		return 1
 	}
 	if *socketPath != "" {
-		cfg.Socket.Path = *socketPath
-		if err := cfg.Validate(); err != nil { // the rest was valid: this names the flag's value
+		if err := daemon.CheckSocketPath(*socketPath); err != nil {
 			fmt.Fprintf(stderr, "agentjail serve: --socket: %v\n", err)
 			return exitUsage
 		}
+		cfg.Socket.Path = *socketPath
 	}
 	var h slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.SlogLevel()})
 	if cfg.Log.Format == "json" {

@@ -35,7 +35,7 @@ type Group struct {
 
 	mu       sync.Mutex
 	lockFDs  []int          // flocked directories: mark the group as live (see Stale)
-	kept     map[string]int // files read more than once, by name, held open for pread (readKept)
+	kept     map[string]int // files read more than once, by name, held open for pread (readParsed)
 	peakFD   int            // v2: memory.peak, reset at Attach; the reset is per fd
 	peakSrc  string
 	baseOOM  memEvents // OOM counters at Attach (v1: only OOMKill)
@@ -65,7 +65,7 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 		return nil, fmt.Errorf("creating group %s: cpu limit: %w", name, ErrNoController)
 	}
 	g := &Group{m: m, peakFD: -1, res: r, limit: limitInForce(l.memory, m.pageSize)}
-	g.setName(name)
+	g.setName(name, m.groupDirs(name))
 	g.removed = make([]bool, len(g.dirs))
 
 	// mkdir (not MkdirAll) everywhere first: an existing group is an
@@ -220,14 +220,14 @@ func (g *Group) Rename(name string) error {
 			return fmt.Errorf("renaming group %s to %s: %s: %w", g.name, name, d, err)
 		}
 	}
-	g.setName(name)
+	g.setName(name, dirs)
 	return nil
 }
 
-// setName points g at the directories of name.
-func (g *Group) setName(name string) {
+// setName points g at name, whose directories are dirs (groupDirs).
+func (g *Group) setName(name string, dirs []string) {
 	m := g.m
-	g.name, g.dirs = name, m.groupDirs(name)
+	g.name, g.dirs = name, dirs
 	if m.feat.memory {
 		g.memDir = m.ctrlDir("memory", name)
 	}
@@ -356,7 +356,7 @@ func (g *Group) resetPeak() error {
 }
 
 // readBaseline records the counters Stats reports deltas of. Reading
-// them all (read) also opens every file Stats reads (readKept), so that the
+// them all (read) also opens every file Stats reads (keptFD), so that the
 // run's end costs no opens: for a prepared jail's group this is done
 // before its request.
 func (g *Group) readBaseline() error {
@@ -395,10 +395,23 @@ func (g *Group) readOOM(buf []byte) (memEvents, error) {
 	return readParsed(g, g.memDir, "memory.events", buf, parseMemoryEvents)
 }
 
-// readParsed is parse of readKept's data; an error names the file (the
-// path is only built then: Stats and the CPU watchdog read often).
+// readParsed is parse of file of dir, read through an fd opened by the
+// first read and kept until Delete (keptFD: a pread, no open, no path
+// walk; valid after Rename). g.mu is held.
 func readParsed[T any](g *Group, dir, file string, buf []byte, parse func([]byte) (T, error)) (T, error) {
-	data, err := g.readKept(dir, file, buf)
+	fd, err := g.keptFD(dir, file)
+	if err != nil {
+		var v T
+		return v, fmt.Errorf("reading %s: %w", filepath.Join(dir, file), err)
+	}
+	return parseAt(fd, dir, file, buf, parse)
+}
+
+// parseAt is parse of what fd, file of dir, holds; an error names the
+// file (the path is only built then: Stats and the CPU watchdog read
+// often).
+func parseAt[T any](fd int, dir, file string, buf []byte, parse func([]byte) (T, error)) (T, error) {
+	data, err := readAt(fd, buf)
 	var v T
 	if err == nil {
 		v, err = parse(data)
@@ -409,19 +422,9 @@ func readParsed[T any](g *Group, dir, file string, buf []byte, parse func([]byte
 	return v, nil
 }
 
-// readKept reads file of dir through an fd opened by the first read and
-// kept until Delete (a pread: no open, no path walk; valid after Rename).
-// File names are unique across the group's controllers. g.mu is held.
-func (g *Group) readKept(dir, file string, buf []byte) ([]byte, error) {
-	fd, err := g.keptFD(dir, file)
-	if err != nil {
-		return nil, err
-	}
-	return readAt(fd, buf)
-}
-
-// keptFD is the fd readKept reads file of dir through, opened now if it
-// is not yet; it stays valid until Delete. g.mu is held.
+// keptFD is the fd readParsed reads file of dir through, opened now if it
+// is not yet; it stays valid until Delete. File names are unique across
+// the group's controllers. g.mu is held.
 func (g *Group) keptFD(dir, file string) (int, error) {
 	if fd, ok := g.kept[file]; ok {
 		return fd, nil
@@ -457,16 +460,12 @@ func (g *Group) cpuTime() (time.Duration, error) {
 	if g.cpuDir == "" {
 		return 0, fmt.Errorf("reading cpu time of group %s: cpuacct: %w", g.name, ErrNoController)
 	}
-	file := "cpu.stat"
-	if g.m.version == V1 {
-		file = "cpuacct.usage"
-	}
 	var b [smallBuf]byte
 	if g.m.version == V1 {
-		ns, err := readParsed(g, g.cpuDir, file, b[:], parseInt)
+		ns, err := readParsed(g, g.cpuDir, "cpuacct.usage", b[:], parseInt)
 		return time.Duration(ns), err
 	}
-	us, err := readParsed(g, g.cpuDir, file, b[:], parseCPUStatUsage)
+	us, err := readParsed(g, g.cpuDir, "cpu.stat", b[:], parseCPUStatUsage)
 	return time.Duration(us) * time.Microsecond, err
 }
 
@@ -524,15 +523,12 @@ func (g *Group) readPeak(st *Stats, buf []byte) error {
 	switch {
 	case g.m.version == V1:
 		file = "memory.max_usage_in_bytes"
-	case g.peakFD >= 0:
-		data, err := readAt(g.peakFD, buf)
-		if err == nil {
-			st.PeakMemoryBytes, err = parseInt(data)
-		}
+	case g.peakFD >= 0: // the fd the reset was written to
+		n, err := parseAt(g.peakFD, g.memDir, "memory.peak", buf, parseInt)
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", filepath.Join(g.memDir, "memory.peak"), err)
+			return err
 		}
-		st.PeakMemorySource = g.peakSrc
+		st.PeakMemoryBytes, st.PeakMemorySource = n, g.peakSrc
 		return nil
 	case g.m.feat.peak:
 		file = "memory.peak"

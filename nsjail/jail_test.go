@@ -323,6 +323,27 @@ func TestStdinAndFiles(t *testing.T) {
 	assert.Equal(t, "HELLO STDIN\na,b\n1,2\n", string(res.Stdout))
 }
 
+// Every spec Validate passes fits the scratch file system: MaxFiles files
+// flat, or half as many with a directory each (MaxFiles inodes in all).
+func TestMaxFilesFit(t *testing.T) {
+	for name, path := range map[string]func(int) string{
+		"flat":         func(i int) string { return fmt.Sprint("f", i) },
+		"one dir each": func(i int) string { return fmt.Sprint("d", i, "/f") },
+	} {
+		n := MaxFiles
+		if name != "flat" {
+			n = MaxFiles / 2
+		}
+		res := jailRun(t, `import os; print(sum(len(fs) for _, _, fs in os.walk(".")))`, func(s *Spec) {
+			for i := range n {
+				s.Files = append(s.Files, File{Path: path(i)})
+			}
+		})
+		require.Equal(t, StatusOK, res.Status, "%s: %s", name, res.Stderr)
+		assert.Equal(t, fmt.Sprint(n, "\n"), string(res.Stdout), name)
+	}
+}
+
 func TestMemoryLimitStopsAllocation(t *testing.T) {
 	res := jailRun(t, `x = bytearray(200 << 20)
 for i in range(0, len(x), 4096): x[i] = 1

@@ -257,7 +257,7 @@ func (p *plan) scratch(root string, tmpBytes int64) {
 	s := root + "/.scratch"
 	p.mkdir("mkdir scratch", s, 0o700, false)
 	p.mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
-		fmt.Sprintf("size=%d,nr_inodes=4096,mode=0755", tmpBytes))
+		fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", tmpBytes, scratchInodes))
 	for _, b := range []struct {
 		dir, target string
 		mode        uint32

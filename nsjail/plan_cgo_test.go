@@ -195,13 +195,16 @@ func TestHeavyJailReleasesItsFileSystemBeforeRunReturns(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		code  string
+		files []File
 		async int
 	}{
-		{"pass", 1},
-		{"open('/tmp/big', 'wb').write(b'x' * (24 << 20))", 0},
+		{"pass", nil, 1},
+		{"open('/tmp/big', 'wb').write(b'x' * (24 << 20))", nil, 0},
+		// Files are written before the jail's cgroup counts anything.
+		{"pass", []File{{Path: "big", Content: make([]byte, 24<<20)}}, 0},
 	} {
 		before := count()
-		res, err := r.Run(t.Context(), &Spec{Program: []byte(tc.code), Limits: DefaultLimits()})
+		res, err := r.Run(t.Context(), &Spec{Program: []byte(tc.code), Files: tc.files, Limits: DefaultLimits()})
 		require.NoError(t, err)
 		require.Equal(t, StatusOK, res.Status, string(res.Stderr))
 		assert.Equal(t, tc.async, count()-before, "%s: peak %d bytes", tc.code, res.PeakMemoryBytes)

@@ -1,7 +1,9 @@
 package nsjail
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,6 +58,40 @@ func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
 			assert.Equal(t, before, systest.FdCount(), "%s: no received fd left open (%d sent)", name, n)
 		}
 	}
+}
+
+// Spec.Validate's caps keep every request in one message (MaxCodeBytes'
+// promise): the largest spec it passes, by every cap at once, makes a
+// run plan under maxMsg.
+func TestLargestValidRequestFitsOneMessage(t *testing.T) {
+	s := Spec{Limits: DefaultLimits(), Python: "/usr/bin/python3", Report: true, Collect: []string{"*"}}
+	s.Limits.TmpBytes = MaxFilesBytes
+	// Code: the program and MaxCodeFiles-1 code files of 255-byte names.
+	per := MaxCodeBytes / MaxCodeFiles
+	s.Program = make([]byte, MaxCodeBytes-per*(MaxCodeFiles-1))
+	for i := range MaxCodeFiles - 1 {
+		name := fmt.Sprintf("%0*d", maxNameBytes, i)
+		s.CodeFiles = append(s.CodeFiles, File{Path: name, Content: make([]byte, per)})
+	}
+	// Files: paths of maxPathBytes bytes, all below one chain of
+	// directories (so that as many files as possible fit with them).
+	dir := strings.Repeat(strings.Repeat("d", maxNameBytes)+"/", maxPathBytes/(maxNameBytes+1))
+	dirs := strings.Count(dir, "/")
+	nfiles := MaxFiles - dirs
+	perFile := MaxFilesBytes / nfiles
+	for i := range nfiles {
+		p := dir + fmt.Sprintf("%0*d", maxPathBytes-len(dir), i)
+		s.Files = append(s.Files, File{Path: p, Content: make([]byte, perFile)})
+	}
+	// Env: MaxEnvBytes in variables of 128 KiB.
+	s.Env = map[string]string{}
+	for i := 0; len(s.Env)*(128<<10+16) < MaxEnvBytes-(128<<10+16); i++ {
+		s.Env[fmt.Sprint("V", i)] = strings.Repeat("v", 128<<10)
+	}
+	require.NoError(t, s.Validate(), "the largest valid spec")
+	n := len(runPlan(runConfigFor(&s, codeFiles(&s)), DefaultLimits().TmpBytes))
+	t.Logf("run plan: %d bytes (%.0f%% of maxMsg)", n, 100*float64(n)/maxMsg)
+	assert.LessOrEqual(t, n, maxMsg)
 }
 
 // A message too long for its length field (and for the init stage) is

@@ -398,9 +398,8 @@ type jail struct {
 	// process holds it; nothing of the jail can reach its mounts through
 	// it either: only this process has it.
 	mntns *os.File
-	// lightTeardown: the run ended with a peak of at most
-	// lightTeardownBytes (the kernel could tell): cleanup may release mntns
-	// after its return.
+	// lightTeardown: the jail stored little (lightTeardown): cleanup may
+	// release mntns after its return.
 	lightTeardown bool
 	preparing     bool  // msgPrepare sent, its msgReady not read yet
 	tmpBytes      int64 // the size of the scratch tmpfs msgPrepare mounted
@@ -441,11 +440,8 @@ func (j *jail) cleanup() error {
 		_ = j.proc.Kill()
 		_ = j.wait()
 	}
-	var err error
-	if j.cg != nil {
-		err = j.cg.Delete()
-		j.cg = nil
-	}
+	// The file system goes before the cgroup: a heavy jail's tmpfs pages
+	// are uncharged from a live group, not left to a dying one.
 	if f := j.mntns; f != nil {
 		// The last reference: the kernel unmounts the jail's file system
 		// now, which waits for an expedited RCU grace period. Off the
@@ -459,13 +455,27 @@ func (j *jail) cleanup() error {
 			f.Close()
 		}
 	}
+	var err error
+	if j.cg != nil {
+		err = j.cg.Delete()
+		j.cg = nil
+	}
 	return err
 }
 
-// lightTeardownBytes: a jail whose memory peaked at most this high has its
-// mount namespace released after the answer (jail.cleanup). An empty
-// program's peaks at about 3 MiB.
+// lightTeardownBytes: a jail that stored at most this much has its mount
+// namespace released after the answer (jail.cleanup). An empty program's
+// memory peaks at about 3 MiB.
 const lightTeardownBytes = 16 << 20
+
+// lightTeardown tells whether a jail whose cgroup's memory peaked at peak
+// bytes (-1: unknown) stored at most lightTeardownBytes. The request's
+// files and code were written before the init stage joined the group
+// and charged to the caller (MaxFilesBytes), so the peak does not count
+// them: they are added.
+func lightTeardown(peak int64, s *Spec) bool {
+	return peak >= 0 && peak+s.writtenBytes() <= lightTeardownBytes
+}
 
 // start starts the init stage and has it prepare the jail; prepared
 // waits for the end of it, so that the caller may do its own part of the
@@ -787,7 +797,7 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	if err != nil {
 		return nil, stageErr("read cgroup", err)
 	}
-	j.lightTeardown = stats.PeakMemoryBytes >= 0 && stats.PeakMemoryBytes <= lightTeardownBytes
+	j.lightTeardown = lightTeardown(stats.PeakMemoryBytes, j.spec)
 	out.wait(time.Second, outR, errR)
 	if report != nil {
 		report.wait(time.Second, reportR)

@@ -161,10 +161,18 @@ const MaxFilesBytes = 64 << 20
 // (maxMsg).
 const MaxCodeBytes = 64 << 20
 
-// Counts the jail's file systems hold: the scratch tmpfs has 4096 inodes,
-// the root 1024 (for /etc, /code and mount points).
+// scratchInodes is the inode count of the scratch tmpfs (/workspace, /tmp
+// and /dev/shm): what the program may create there, less what the jail's
+// set-up made.
+const scratchInodes = 4096
+
+// MaxFiles caps Spec.Files and the directories their paths make, together:
+// the scratch tmpfs's inodes, less its root, the three directories and a
+// reserve, so that every spec Validate passes can be written. MaxCodeFiles
+// caps Spec.CodeFiles; the root file system (for /etc, /code and mount
+// points) has 1024 inodes.
 const (
-	MaxFiles     = 4096
+	MaxFiles     = scratchInodes - 16
 	MaxCodeFiles = 512
 )
 
@@ -172,8 +180,24 @@ const (
 // refuses an exec with a string over 128 KiB anyway.
 const MaxEnvBytes = 1 << 20
 
-// maxPathBytes is PATH_MAX less its NUL.
-const maxPathBytes = 4095
+// maxPathBytes is PATH_MAX less its NUL; maxNameBytes is NAME_MAX, the
+// longest name of one file.
+const (
+	maxPathBytes = 4095
+	maxNameBytes = 255
+)
+
+// writtenBytes is what the jail's set-up writes for the request: the
+// program, its code files and Files.
+func (s *Spec) writtenBytes() int64 {
+	n := int64(len(s.Program))
+	for _, fs := range [][]File{s.CodeFiles, s.Files} {
+		for _, f := range fs {
+			n += int64(len(f.Content))
+		}
+	}
+	return n
+}
 
 // Validate checks the spec without touching the host (Runner.Run checks the
 // python path on the host).
@@ -225,6 +249,7 @@ func (s *Spec) Validate() error {
 	}
 	var total int64
 	seen := map[string]bool{}
+	dirs := map[string]bool{} // the directories the files' paths make
 	for i, f := range s.Files {
 		field := fmt.Sprintf("files[%d].path", i)
 		p, err := CleanRelPath(f.Path)
@@ -234,10 +259,21 @@ func (s *Spec) Validate() error {
 		if len(p) > maxPathBytes {
 			return fieldErr(field, "%d bytes long, at most %d", len(p), maxPathBytes)
 		}
+		for _, el := range strings.Split(p, "/") {
+			if len(el) > maxNameBytes {
+				return fieldErr(field, "a name of %d bytes, at most %d", len(el), maxNameBytes)
+			}
+		}
 		if seen[p] {
 			return fieldErr(field, "%q is given twice", f.Path)
 		}
 		seen[p] = true
+		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+		if n := len(seen) + len(dirs); n > MaxFiles {
+			return fieldErr("files", "%d files and the %d directories of their paths so far, more than the %d that fit together", len(seen), len(dirs), MaxFiles)
+		}
 		total += int64(len(f.Content))
 	}
 	if total > MaxFilesBytes || total > s.Limits.TmpBytes {
@@ -260,7 +296,7 @@ func (s *Spec) programName() string {
 }
 
 func validFileName(n string) bool {
-	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00") && len(n) <= 255
+	return n != "" && n != "." && n != ".." && !strings.ContainsAny(n, "/\x00") && len(n) <= maxNameBytes
 }
 
 // CleanRelPath checks a path relative to /workspace given by a client and

@@ -64,12 +64,18 @@ func TestSpecValidate(t *testing.T) {
 				s.Files = append(s.Files, File{Path: fmt.Sprint(i)})
 			}
 		},
+		"too many files and directories": func(s *Spec) {
+			for i := range MaxFiles/2 + 1 {
+				s.Files = append(s.Files, File{Path: fmt.Sprint("d", i, "/f")})
+			}
+		},
 		"too many code files": func(s *Spec) {
 			for i := range MaxCodeFiles + 1 {
 				s.CodeFiles = append(s.CodeFiles, File{Path: fmt.Sprint(i, ".py")})
 			}
 		},
 		"env too big":   func(s *Spec) { s.Env = map[string]string{"A": strings.Repeat("x", MaxEnvBytes)} },
+		"name too long": func(s *Spec) { s.Files = []File{{Path: "d/" + strings.Repeat("n", 256)}} },
 		"path too long": func(s *Spec) { s.Files = []File{{Path: strings.Repeat("a/", 2048) + "b"}} },
 		"code too big": func(s *Spec) {
 			s.Program = make([]byte, MaxCodeBytes/2)

@@ -34,6 +34,7 @@
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -392,6 +393,9 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 {
 	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len};
 	int skip = dry, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
+	int filters = s->filter != NULL, execs = s->argv != NULL; // at most one each, ever
+	int wdir = -1;             // AJ_OP_WRITE's directory, wdir_path
+	const char *wdir_path = NULL;
 	while (r.p < r.end) {
 		int op = (int)aj_uint(&r, 1);
 		int was_cond = cond;
@@ -448,12 +452,15 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			a = aj_str(&r, 0), b = aj_str(&r, 0), x = aj_uint(&r, 4), c = aj_bytes(&r, &n);
 			if (skip)
 				break;
-			int dir = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			ok = dir >= 0 && aj_write_beneath(dir, b, c, n, (unsigned)x) == 0;
-			err = errno;
-			if (dir >= 0)
-				close(dir);
-			errno = err;
+			// The directory is opened once for a run of files in it (a
+			// request's many files: one open, not one each).
+			if (wdir_path == NULL || strcmp(a, wdir_path) != 0) {
+				if (wdir >= 0)
+					close(wdir);
+				wdir = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+				wdir_path = wdir >= 0 ? a : NULL;
+			}
+			ok = wdir >= 0 && aj_write_beneath(wdir, b, c, n, (unsigned)x) == 0;
 			break;
 		}
 		case AJ_OP_CHMOD:
@@ -529,6 +536,8 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			ok = chdir(a) == 0;
 			break;
 		case AJ_OP_SECCOMP: {
+			if (filters++ > 0)
+				aj_bad_plan(); // a second filter would replace the first
 			a = aj_bytes(&r, &n);
 			struct sock_filter last; // the program must end with a return
 			if (n == 0 || n % sizeof last != 0 || n / sizeof last > BPF_MAXINSNS)
@@ -571,6 +580,8 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			break;
 		}
 		case AJ_OP_EXEC: {
+			if (execs++ > 0)
+				aj_bad_plan();
 			int report = (int)aj_uint(&r, 4), collect = (int)aj_uint(&r, 4);
 			char **lists[2] = {NULL, NULL};
 			for (int l = 0; l < 2; l++) {
@@ -607,6 +618,8 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 	}
 	if (cond)
 		aj_bad_plan(); // a condition with no step after it
+	if (wdir >= 0)
+		close(wdir);
 }
 
 // aj_plan carries out the plan m carries, once it has read it through
@@ -714,6 +727,16 @@ __attribute__((noreturn)) void aj_init(void)
 	// daemon changes its own while it binds its socket): the modes of
 	// /etc, /code and the request's files, and the program's default.
 	umask(022);
+	// Nor the parent's signals: the mask (the daemon's locked thread's at
+	// the fork) and what it ignores (SIG_IGN survives an exec; Go keeps
+	// SIGHUP and SIGINT ignored when it started so, as under nohup).
+	// python3 starts as from a shell. Before the wait of a prepared jail.
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL); // EINVAL for the few the C library keeps: nothing to reset
 	struct aj_state s;
 	memset(&s, 0, sizeof s);
 	struct aj_msg m;
@@ -724,6 +747,9 @@ __attribute__((noreturn)) void aj_init(void)
 	aj_plan(&s, &m);
 	if (s.filter == NULL)
 		aj_fail("decode seccomp filter", 0, "no usable filter");
+	if (s.argv != NULL) // it would point into the payload freed here
+		aj_fail("read config", 0, "the preparation names the program");
+	free(m.payload); // a prepared jail waits long: nothing of it is kept
 	// The jail's mount namespace goes to the parent with msgReady: held
 	// there, its ~30 mounts are not torn down by python3's exit (an
 	// expedited RCU grace period and the superblocks' release, 0.7 to

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"agentjail/cgroup"
 	"agentjail/internal/systest"
@@ -321,6 +324,39 @@ func TestStdinAndFiles(t *testing.T) {
 	})
 	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
 	assert.Equal(t, "HELLO STDIN\na,b\n1,2\n", string(res.Stdout))
+}
+
+// python3 starts with no signal of the daemon's blocked or ignored: a
+// jail started from a thread that blocks SIGUSR1, in a process that
+// ignores SIGHUP (as under nohup), runs a program that has neither.
+func TestJailStartsWithDefaultSignals(t *testing.T) {
+	signal.Ignore(syscall.SIGHUP)
+	defer signal.Reset(syscall.SIGHUP)
+	r := freshRunner(t) // no prepared jails: this run's jail is started from this thread
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var usr1, old unix.Sigset_t
+	usr1.Val[0] = 1 << (syscall.SIGUSR1 - 1)
+	require.NoError(t, unix.PthreadSigmask(unix.SIG_BLOCK, &usr1, &old))
+	defer unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
+	res := runIn(t, r, &Spec{Program: []byte(`for l in open("/proc/self/status"):
+    if l.startswith(("SigBlk", "SigIgn")): print(l.split()[0], int(l.split()[1], 16))
+`)})
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	var blk, ign uint64
+	_, err := fmt.Sscanf(string(res.Stdout), "SigBlk: %d\nSigIgn: %d\n", &blk, &ign)
+	require.NoError(t, err, string(res.Stdout))
+	assert.Zero(t, blk, "blocked signals")
+	assert.Zero(t, ign&(1<<(syscall.SIGHUP-1)), "SIGHUP ignored (SigIgn %#x)", ign)
+}
+
+// A variable of maxEnvVarBytes, the most Validate takes, reaches the
+// program: the kernel's own limit at exec is not below it.
+func TestLargestEnvVariableIsExeced(t *testing.T) {
+	v := strings.Repeat("v", maxEnvVarBytes-2)
+	res := jailRun(t, `import os; print(len(os.environ["A"]))`, func(s *Spec) { s.Env = map[string]string{"A": v} })
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Equal(t, fmt.Sprint(len(v), "\n"), string(res.Stdout))
 }
 
 // Every spec Validate passes fits the scratch file system: MaxFiles files

@@ -125,6 +125,11 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 		"a NUL inside a string":      (&plan{}).op(opSeccomp, "a\x00b").bytes(r.seccomp()).b,
 		"no filter":                  (&plan{}).op(opChdir, "chdir").str("/").b,
 		"a filter of half a program": (&plan{}).op(opSeccomp, "decode seccomp filter").bytes(r.seccomp()[:12]).b,
+		// A second filter would replace the first (and leak it).
+		"a second filter": (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp()).op(opSeccomp, "filter").bytes(r.seccomp()).b,
+		// The program comes with the request, never ahead of it.
+		"a program in the preparation": (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp()).
+			op(opExec, "exec").u32(0).u32(0).u32(1).str("/usr/bin/python3").u32(0).b,
 	} {
 		err := prepareWith(t, p)
 		var se *StageError
@@ -133,6 +138,9 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 		case "no filter", "a filter of half a program":
 			assert.Equal(t, "decode seccomp filter", se.Stage, name)
 			assert.Equal(t, "no usable filter", se.Msg, name)
+		case "a program in the preparation":
+			assert.Equal(t, "read config", se.Stage, name)
+			assert.Equal(t, "the preparation names the program", se.Msg, name)
 		default:
 			assert.Equal(t, "decode config", se.Stage, name)
 			assert.Equal(t, "malformed plan", se.Msg, name)

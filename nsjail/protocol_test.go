@@ -83,10 +83,11 @@ func TestLargestValidRequestFitsOneMessage(t *testing.T) {
 		p := dir + fmt.Sprintf("%0*d", maxPathBytes-len(dir), i)
 		s.Files = append(s.Files, File{Path: p, Content: make([]byte, perFile)})
 	}
-	// Env: MaxEnvBytes in variables of 128 KiB.
+	// Env: up to MaxEnvBytes in variables of maxEnvVarBytes.
 	s.Env = map[string]string{}
-	for i := 0; len(s.Env)*(128<<10+16) < MaxEnvBytes-(128<<10+16); i++ {
-		s.Env[fmt.Sprint("V", i)] = strings.Repeat("v", 128<<10)
+	for i := 0; (len(s.Env)+1)*(maxEnvVarBytes+1) <= MaxEnvBytes; i++ {
+		name := fmt.Sprint("V", i)
+		s.Env[name] = strings.Repeat("v", maxEnvVarBytes-len(name)-1)
 	}
 	require.NoError(t, s.Validate(), "the largest valid spec")
 	n := len(runPlan(runConfigFor(&s, codeFiles(&s)), DefaultLimits().TmpBytes))

@@ -176,9 +176,13 @@ const (
 	MaxCodeFiles = 512
 )
 
-// MaxEnvBytes caps Spec.Env (names, values, "=" and NUL): the kernel
-// refuses an exec with a string over 128 KiB anyway.
-const MaxEnvBytes = 1 << 20
+// MaxEnvBytes caps Spec.Env (names, values, "=" and NUL); maxEnvVarBytes
+// caps one variable's "name=value", as the kernel does at exec
+// (MAX_ARG_STRLEN, 128 KiB with its NUL).
+const (
+	MaxEnvBytes    = 1 << 20
+	maxEnvVarBytes = 128<<10 - 1
+)
 
 // maxPathBytes is PATH_MAX less its NUL; maxNameBytes is NAME_MAX, the
 // longest name of one file.
@@ -236,6 +240,9 @@ func (s *Spec) Validate() error {
 	for k, v := range s.Env {
 		if env += len(k) + len(v) + 2; env > MaxEnvBytes {
 			return fieldErr("env", "%d bytes or more of variables, at most %d", env, MaxEnvBytes)
+		}
+		if len(k)+1+len(v) > maxEnvVarBytes {
+			return fieldErr("env", "%s is %d bytes with its value, at most %d", k, len(k)+1+len(v), maxEnvVarBytes)
 		}
 		if !envName.MatchString(k) {
 			return fieldErr("env", "%q is not a valid variable name", k)

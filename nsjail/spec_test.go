@@ -74,9 +74,15 @@ func TestSpecValidate(t *testing.T) {
 				s.CodeFiles = append(s.CodeFiles, File{Path: fmt.Sprint(i, ".py")})
 			}
 		},
-		"env too big":   func(s *Spec) { s.Env = map[string]string{"A": strings.Repeat("x", MaxEnvBytes)} },
-		"name too long": func(s *Spec) { s.Files = []File{{Path: "d/" + strings.Repeat("n", 256)}} },
-		"path too long": func(s *Spec) { s.Files = []File{{Path: strings.Repeat("a/", 2048) + "b"}} },
+		"env too big": func(s *Spec) {
+			s.Env = map[string]string{}
+			for i := range MaxEnvBytes / maxEnvVarBytes * 2 {
+				s.Env[fmt.Sprint("A", i)] = strings.Repeat("x", maxEnvVarBytes-8)
+			}
+		},
+		"env variable too big": func(s *Spec) { s.Env = map[string]string{"A": strings.Repeat("x", maxEnvVarBytes-1)} },
+		"name too long":        func(s *Spec) { s.Files = []File{{Path: "d/" + strings.Repeat("n", 256)}} },
+		"path too long":        func(s *Spec) { s.Files = []File{{Path: strings.Repeat("a/", 2048) + "b"}} },
 		"code too big": func(s *Spec) {
 			s.Program = make([]byte, MaxCodeBytes/2)
 			s.CodeFiles = []File{{Path: "m.py", Content: make([]byte, MaxCodeBytes/2+1)}}

@@ -646,6 +646,10 @@ static void aj_plan(struct aj_state *s, struct aj_msg *m)
 //  4. no_new_privs, then the seccomp filter (last: it may forbid the
 //     calls above), whose listener goes to the parent;
 //  5. execve.
+// Neither here nor in any plan may a step change the stage's uid, gids or
+// groups, or gain a capability: the kernel's commit of such credentials
+// resets the parent-death signal and the not-dumpable flag the bootstrap
+// set, and the jail would outlive its parent's thread, or be ptrace-able.
 __attribute__((noreturn)) static void aj_exec(struct aj_state *s, int *join, int njoin)
 {
 	// The fds were opened by root (the kernel checks the opener, not the

@@ -113,8 +113,8 @@ func writeMsg(w io.Writer, typ byte, payload []byte) error {
 	return err
 }
 
-// prepareConfig is what every jail of a Runner shares: it can be sent
-// before any request is known.
+// prepareConfig is what every jail of a Runner shares, known before any
+// request: preparePlan turns it into msgPrepare's plan.
 type prepareConfig struct {
 	RootDir  string     // host directory the new root tmpfs is mounted on (in the jail's private mount namespace only)
 	RootSize int64      // bytes of the root tmpfs: /etc, /code (read-only once the program is in)
@@ -125,7 +125,8 @@ type prepareConfig struct {
 	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
 }
 
-// runConfig is one request's part, sent with the program's stdio fds.
+// runConfig is one request's part: runPlan turns it into msgConfig's
+// plan, which goes with the program's stdio fds.
 type runConfig struct {
 	TmpBytes int64    // scratch tmpfs size; remounted when it differs from prepareConfig's
 	Code     []File   // the rest of /code: the program and its own code files

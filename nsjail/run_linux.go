@@ -233,7 +233,7 @@ func (r *Runner) preparation(binds []string, shared []File, tmpBytes int64) prep
 // binds, links, /etc, the shared code, the filter.
 func (r *Runner) prepareConfig(binds []string, shared []File, tmpBytes int64) *prepareConfig {
 	// The root is read-only once the program is in: its size only has to
-	// hold what apply writes, and a run config is at most maxMsg.
+	// hold what the run plan writes, and a run plan is at most maxMsg.
 	rootSize := int64(1<<20) + maxMsg
 	for _, f := range shared {
 		rootSize += int64(len(f.Content)) + 4096
@@ -396,7 +396,11 @@ type jail struct {
 	// mntns is the jail's mount namespace, sent with msgPrepare's
 	// msgReady. Received close-on-exec (recvMsg), so no child of this
 	// process holds it; nothing of the jail can reach its mounts through
-	// it either: only this process has it.
+	// it either: only this process has it. The jail's uid goes back to
+	// the pool when Run returns, possibly before a light jail's mntns is
+	// closed, with its tmpfs files still owned by that uid: safe because
+	// no process of the jail is left and nothing may setns into mntns or
+	// pass it on.
 	mntns *os.File
 	// lightTeardown: the jail stored little (lightTeardown): cleanup may
 	// release mntns after its return.
@@ -554,6 +558,8 @@ func (j *jail) prepared() error {
 	if err != nil {
 		return err
 	}
+	// Taken for the jail's mount namespace unchecked: only the init stage
+	// can send it, before any of the request's code has run.
 	j.mntns = os.NewFile(uintptr(fds[0]), "mntns")
 	return nil
 }
@@ -595,7 +601,7 @@ var errNotDelivered = errors.New("the prepared jail ended before it got the requ
 func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	l := j.spec.Limits
 	// The cgroup is created while the init stage works: during its
-	// preparation for a cold jail, during its apply for a prepared one
+	// preparation for a cold jail, during its run plan for a prepared one
 	// whose group was not made ahead (cgroupAhead) with these limits. A
 	// group made ahead takes the request's ID as its name.
 	createCgroup := func() error {
@@ -684,8 +690,8 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	// the jail's cgroup, through the files sent with msgGo (JoinFiles: a
 	// move by pid from here waits an RCU grace period after a quiet
 	// spell), and msgGo goes at once: the init stage reads it when its
-	// apply is done, and nothing waits for a round trip. On v2 this
-	// process moves the init stage once its apply is done, then sends
+	// run plan is done, and nothing waits for a round trip. On v2 this
+	// process moves the init stage once its run plan is done, then sends
 	// msgGo.
 	join := j.join
 	j.join = nil

@@ -581,7 +581,9 @@ func (g *Group) Kill() error {
 // Delete kills what is left in the group, waits (at most 2 s) for it to be
 // empty, removes its directory in every hierarchy and closes what it
 // holds; the OOMEvents channel is closed. It is idempotent, and can be
-// retried after an error (which names the path).
+// retried after an error (which names the path). An error still closes
+// every descriptor and drops the group's live mark, so a caller that gives
+// up leaks nothing and Manager.Stale reports what is left.
 //
 // The common case, an already empty group, costs one rmdir per directory:
 // rmdir itself is the emptiness test (EBUSY while tasks remain).
@@ -602,6 +604,10 @@ func (g *Group) Delete() error {
 		unix.Close(g.peakFD)
 		g.peakFD = -1
 	}
+	defer func() {
+		unlockDirs(g.lockFDs)
+		g.lockFDs = nil
+	}()
 	deadline := time.Now().Add(deleteTimeout)
 	for i, d := range g.dirs {
 		if g.removed[i] {
@@ -612,8 +618,6 @@ func (g *Group) Delete() error {
 		}
 		g.removed[i] = true
 	}
-	unlockDirs(g.lockFDs)
-	g.lockFDs = nil
 	g.deleted = true
 	return nil
 }

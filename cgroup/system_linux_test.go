@@ -643,7 +643,7 @@ func TestSystemDeleteWithLiveProcesses(t *testing.T) {
 // no fd, and the start-up sweep (Stale) finds what is left.
 func TestSystemDeleteFailureLeaksNoFd(t *testing.T) {
 	m := requireSystem(t, needManager)
-	before := openFDs(t)
+	before := systest.FdCount()
 	g, err := m.Create("undeletable", Resources{MemoryBytes: 64 << 20, Pids: 8})
 	require.NoError(t, err)
 	_, err = g.CPUTime()
@@ -653,12 +653,12 @@ func TestSystemDeleteFailureLeaksNoFd(t *testing.T) {
 	sub := filepath.Join(g.dirs[0], "child")
 	require.NoError(t, os.Mkdir(sub, 0o755))
 	t.Cleanup(func() { unix.Rmdir(sub); m.Remove("undeletable") })
-	require.Greater(t, openFDs(t), before, "the group holds descriptors")
+	require.Greater(t, systest.FdCount(), before, "the group holds descriptors")
 
 	err = g.Delete()
 	require.Error(t, err)
 	t.Logf("expected error: %v", err)
-	assert.Equal(t, before, openFDs(t), "descriptors left open by a failed Delete")
+	assert.Equal(t, before, systest.FdCount(), "descriptors left open by a failed Delete")
 	names, err := m.Stale()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"undeletable"}, names, "the group is no longer marked live")
@@ -667,14 +667,6 @@ func TestSystemDeleteFailureLeaksNoFd(t *testing.T) {
 	require.NoError(t, unix.Rmdir(sub))
 	require.NoError(t, g.Delete())
 	assertGone(t, g.dirs)
-}
-
-// openFDs counts this process's open descriptors.
-func openFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	return len(ents) - 1 // the directory read itself
 }
 
 func TestSystemStaleRemove(t *testing.T) {

@@ -4,6 +4,7 @@ package nsjail
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,6 +148,29 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 			assert.Equal(t, "malformed plan", se.Msg, name)
 		}
 	}
+}
+
+// A message longer than the init stage's AJ_MAX_MSG (the parent's maxMsg,
+// which never sends one: TestMessageTooLargeIsNotSent) is refused from its
+// header, before the init stage allocates or reads a byte of it.
+func TestInitRefusesAMessageTooLarge(t *testing.T) {
+	r := freshRunner(t)
+	good := preparePlan(r.prepareConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
+	withJail(t, r, preparation{plan: good, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) {
+		require.NoError(t, j.prepared())
+		hdr := []byte{msgConfig, 0, 0, 0, 0}
+		binary.LittleEndian.PutUint32(hdr[1:], maxMsg+1)
+		_, err := j.sync.Write(hdr)
+		require.NoError(t, err)
+		// An init stage that took the header for good would wait for
+		// the payload.
+		require.NoError(t, j.sync.SetReadDeadline(time.Now().Add(5*time.Second)))
+		err = j.expect(msgReady)
+		var se *StageError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "message too large", se.Msg)
+		t.Logf("refused: %v", err)
+	})
 }
 
 // The init stage sends its mount namespace with its first msgReady; the

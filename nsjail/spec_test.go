@@ -46,51 +46,62 @@ func TestCleanRelPath(t *testing.T) {
 	}
 }
 
+// Each refusal names the field and says what to fix: the daemon returns
+// the FieldError's text to the client as it is.
 func TestSpecValidate(t *testing.T) {
 	ok := Spec{Program: []byte("pass"), Limits: DefaultLimits()}
 	require.NoError(t, ok.Validate())
-	for name, mod := range map[string]func(*Spec){
-		"dotdot file":   func(s *Spec) { s.Files = []File{{Path: "../x"}} },
-		"abs file":      func(s *Spec) { s.Files = []File{{Path: "/etc/x"}} },
-		"dup file":      func(s *Spec) { s.Files = []File{{Path: "a"}, {Path: "./a"}} },
-		"env name":      func(s *Spec) { s.Env = map[string]string{"A=B": "1"} },
-		"env reserved":  func(s *Spec) { s.Env = map[string]string{"HOME": "/"} },
-		"env nul":       func(s *Spec) { s.Env = map[string]string{"A": "x\x00"} },
-		"mount":         func(s *Spec) { s.ReadOnlyMounts = []string{"rel"} },
-		"program name":  func(s *Spec) { s.ProgramName = "../x.py" },
-		"files too big": func(s *Spec) { s.Limits.TmpBytes = 4096; s.Files = []File{{Path: "a", Content: make([]byte, 8192)}} },
-		"too many files": func(s *Spec) {
+	for name, c := range map[string]struct {
+		mod  func(*Spec)
+		want string // in the error's text
+	}{
+		"dotdot file":  {func(s *Spec) { s.Files = []File{{Path: "../x"}} }, `files[0].path: path "../x" must not contain ..`},
+		"abs file":     {func(s *Spec) { s.Files = []File{{Path: "/etc/x"}} }, `files[0].path: path "/etc/x" must be relative to /workspace`},
+		"dup file":     {func(s *Spec) { s.Files = []File{{Path: "a"}, {Path: "./a"}} }, `files[1].path: "./a" is given twice`},
+		"env name":     {func(s *Spec) { s.Env = map[string]string{"A=B": "1"} }, `env: "A=B" is not a valid variable name`},
+		"env reserved": {func(s *Spec) { s.Env = map[string]string{"HOME": "/"} }, "env: HOME is set by the jail and cannot be overridden"},
+		"env nul":      {func(s *Spec) { s.Env = map[string]string{"A": "x\x00"} }, "env: value of A contains a NUL byte"},
+		"mount":        {func(s *Spec) { s.ReadOnlyMounts = []string{"rel"} }, `read_only_mounts[0]: "rel" must be a clean absolute path other than /`},
+		"program name": {func(s *Spec) { s.ProgramName = "../x.py" }, `program name: "../x.py" must be a plain file name`},
+		"files too big": {func(s *Spec) { s.Limits.TmpBytes = 4096; s.Files = []File{{Path: "a", Content: make([]byte, 8192)}} },
+			"files: total size 8192 bytes is above the limit"},
+		"too many files": {func(s *Spec) {
 			for i := range MaxFiles + 1 {
 				s.Files = append(s.Files, File{Path: fmt.Sprint(i)})
 			}
-		},
-		"too many files and directories": func(s *Spec) {
+		}, fmt.Sprintf("files: %d files, at most %d", MaxFiles+1, MaxFiles)},
+		"too many files and directories": {func(s *Spec) {
 			for i := range MaxFiles/2 + 1 {
 				s.Files = append(s.Files, File{Path: fmt.Sprint("d", i, "/f")})
 			}
-		},
-		"too many code files": func(s *Spec) {
+		}, fmt.Sprintf("files: %d files and the %d directories of their paths so far, more than the %d that fit together", MaxFiles/2+1, MaxFiles/2+1, MaxFiles)},
+		"too many code files": {func(s *Spec) {
 			for i := range MaxCodeFiles + 1 {
 				s.CodeFiles = append(s.CodeFiles, File{Path: fmt.Sprint(i, ".py")})
 			}
-		},
-		"env too big": func(s *Spec) {
+		}, fmt.Sprintf("code files: %d files, at most %d", MaxCodeFiles+1, MaxCodeFiles)},
+		"env too big": {func(s *Spec) {
 			s.Env = map[string]string{}
 			for i := range MaxEnvBytes / maxEnvVarBytes * 2 {
 				s.Env[fmt.Sprint("A", i)] = strings.Repeat("x", maxEnvVarBytes-8)
 			}
-		},
-		"env variable too big": func(s *Spec) { s.Env = map[string]string{"A": strings.Repeat("x", maxEnvVarBytes-1)} },
-		"name too long":        func(s *Spec) { s.Files = []File{{Path: "d/" + strings.Repeat("n", 256)}} },
-		"path too long":        func(s *Spec) { s.Files = []File{{Path: strings.Repeat("a/", 2048) + "b"}} },
-		"code too big": func(s *Spec) {
+		}, fmt.Sprintf("bytes or more of variables, at most %d", MaxEnvBytes)}, // the count before it depends on the map's order
+		"env variable too big": {func(s *Spec) { s.Env = map[string]string{"A": strings.Repeat("x", maxEnvVarBytes-1)} },
+			fmt.Sprintf("env: A is %d bytes with its value, at most %d", maxEnvVarBytes+1, maxEnvVarBytes)},
+		"name too long": {func(s *Spec) { s.Files = []File{{Path: "d/" + strings.Repeat("n", 256)}} }, "files[0].path: a name of 256 bytes, at most 255"},
+		"path too long": {func(s *Spec) { s.Files = []File{{Path: strings.Repeat("a/", 2048) + "b"}} }, "files[0].path: 4097 bytes long, at most 4095"},
+		"code too big": {func(s *Spec) {
 			s.Program = make([]byte, MaxCodeBytes/2)
 			s.CodeFiles = []File{{Path: "m.py", Content: make([]byte, MaxCodeBytes/2+1)}}
-		},
+		}, fmt.Sprintf("program: the program and its code files are %d bytes together, above the limit (%d bytes)", MaxCodeBytes+1, MaxCodeBytes)},
 	} {
 		s := ok
-		mod(&s)
-		assert.Error(t, s.Validate(), name)
+		c.mod(&s)
+		err := s.Validate()
+		var fe *FieldError
+		if assert.ErrorAs(t, err, &fe, name) {
+			assert.Contains(t, err.Error(), c.want, name)
+		}
 	}
 }
 

@@ -154,9 +154,28 @@ func TestPreparedJailKilledWhileWaiting(t *testing.T) {
 // Close ends every prepared jail: no init stage, uid or mount is left.
 func TestPreparedCloseLeavesNothing(t *testing.T) {
 	r := freshRunner(t)
+	// The shared runner's own prepared jails (not in cold mode) must be
+	// there already, and its earlier runs' mount namespaces released, or
+	// their fds would count as this pool's.
+	base := testRunner(t)
+	if base.pool != nil {
+		waitPrepared(t, base, base.pool.want)
+	}
+	base.teardowns.Wait()
 	mounts := systest.MountCount()
+	fds := systest.FdCount()
 	r.KeepPrepared(3, PreparedTemplate{})
 	waitPrepared(t, r, 3)
+	// What README says a waiting jail holds of the daemon's fds: its
+	// socket, pidfd and mount namespace, and on v1 a lock and a tasks file
+	// per hierarchy and the files its figures are read from.
+	perJail := (systest.FdCount() - fds) / 3
+	t.Logf("fds per waiting jail: %d (cgroup %v)", perJail, r.Cgroups.Version())
+	if r.Cgroups.Version() == cgroup.V1 {
+		assert.LessOrEqual(t, perJail, 16)
+	} else {
+		assert.Equal(t, 3, perJail)
+	}
 	pids := initStagesOf(t, r)
 	require.Len(t, pids, 3)
 	uids := readyUIDs(r)
@@ -172,6 +191,7 @@ func TestPreparedCloseLeavesNothing(t *testing.T) {
 		assert.False(t, uidUsed(r, uid), "uid %d still taken after Close", uid)
 	}
 	assert.Equal(t, mounts, systest.MountCount())
+	assert.Equal(t, fds, systest.FdCount(), "fds left open after Close")
 	ready, _ := r.PreparedStats()
 	assert.Zero(t, ready)
 }

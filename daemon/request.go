@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,26 +51,35 @@ type RequestLimits struct {
 	// limits.default.cpus is every jail's share of the host.
 }
 
-// DecodeRequest reads one request strictly: an unknown field, a wrong type
-// or trailing data is an error that names what to fix.
+// DecodeRequest reads one request strictly: an unknown field, a name
+// given twice or in another case, a wrong type or trailing data is an
+// error that names what to fix.
 func DecodeRequest(r io.Reader) (*Request, error) {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	var req Request
-	if err := dec.Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, err // the caller answers 413
+	data, err := io.ReadAll(r)
+	if err != nil {
+		if readError(err) {
+			return nil, err
 		}
+		return nil, &nsjail.FieldError{Field: "body", Msg: "reading it: " + err.Error()}
+	}
+	var req Request
+	if !json.Valid(data) {
+		return nil, jsonError(json.Unmarshal(data, &req))
+	}
+	if err := checkKeys(data, reflect.TypeFor[Request]()); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(data, &req); err != nil {
 		return nil, jsonError(err)
 	}
-	if dec.More() {
-		return nil, &nsjail.FieldError{Field: "body", Msg: "one JSON object only"}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, &nsjail.FieldError{Field: "body", Msg: "one JSON object only"}
-	}
 	return &req, nil
+}
+
+// readError tells an error of the body's reading, which the caller
+// answers itself: too large (413), or not there in time.
+func readError(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe) || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // jsonError turns encoding/json's errors into field errors.
@@ -82,20 +93,23 @@ func jsonError(err error) error {
 			field = "body"
 		}
 		return &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("must be %s, got JSON %s", jsonKind(te.Type.Kind().String()), te.Value)}
+	case errors.As(err, &se) && strings.Contains(se.Error(), "after top-level value"):
+		return &nsjail.FieldError{Field: "body", Msg: "one JSON object only"}
+	case errors.As(err, &se) && strings.Contains(se.Error(), "unexpected end of JSON input"):
+		return &nsjail.FieldError{Field: "body", Msg: "empty or incomplete JSON object"}
 	case errors.As(err, &se):
 		return &nsjail.FieldError{Field: "body", Msg: fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, err)}
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return &nsjail.FieldError{Field: "body", Msg: "empty or incomplete JSON object"}
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		return &nsjail.FieldError{Field: strings.Trim(name, `"`), Msg: "unknown field (see CONTRACT.md §3 for the request's fields)"}
 	}
 	return &nsjail.FieldError{Field: "body", Msg: err.Error()}
 }
 
 func jsonKind(k string) string {
 	switch k {
-	case "int64", "int", "uint32", "float64":
+	case "int64":
+		return "a whole number (at most 9223372036854775807)"
+	case "int", "uint32":
+		return "a whole number"
+	case "float64":
 		return "a number"
 	case "ptr":
 		return "of another type"

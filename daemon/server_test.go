@@ -192,7 +192,14 @@ func TestAPIErrors(t *testing.T) {
 		{`not json`, "invalid_request", "body: invalid JSON", 400},
 		{`{"stdin":"x"}`, "invalid_request", "code: is required", 400},
 		{`{"code":"pass","limts":{}}`, "invalid_request", "limts: unknown field", 400},
-		{`{"code":"pass","limits":{"memory_bytes":"big"}}`, "invalid_request", "limits.memory_bytes: must be a number", 400},
+		{`{"code":"pass","limits":{"memory_bytes":"big"}}`, "invalid_request", "limits.memory_bytes: must be a whole number", 400},
+		{`{"code":"pass","limits":{"memory_bytes":1.5}}`, "invalid_request", "limits.memory_bytes: must be a whole number", 400},
+		{`{"code":"pass","limits":{"memroy_bytes":1}}`, "invalid_request", `limits.memroy_bytes: unknown field; did you mean "memory_bytes"?`, 400},
+		// encoding/json would take these silently: the last "code", and
+		// "Code" for "code". A proxy in front may read them otherwise.
+		{`{"code":"pass","code":"import os"}`, "invalid_request", "code: is given twice", 400},
+		{`{"code":"pass","Code":"import os"}`, "invalid_request", `Code: unknown field; did you mean "code"?`, 400},
+		{`{"code":"pass","tests":{"function":"f","cases":[{"args":[{"a":1,"a":2}]}]}}`, "invalid_request", "tests.cases[0].args[0].a: is given twice", 400},
 		{`{"code":"pass","limits":{"memory_bytes":1024}}`, "invalid_request", "limits.memory_bytes: must be at least 16 MiB", 400},
 		{`{"code":"pass","limits":{"memory_bytes":4294967296}}`, "invalid_request", "limits.memory_bytes: 4294967296 is above this daemon's maximum of 1073741824", 400},
 		{`{"code":"pass","limits":{"wall_time_ms":-5}}`, "invalid_request", "limits.wall_time_ms: must be positive", 400},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,6 +36,13 @@ type Options struct {
 	// PreparedReady, when set, tells how many prepared jails wait now
 	// (nsjail.Runner.PreparedStats), for the metrics.
 	PreparedReady func() int
+	// BodyTimeout bounds the reading of a request's body, which holds one
+	// of the few decoding slots; AnswerTimeout bounds the writing of a
+	// result to a client that does not read it, which holds the result's
+	// memory and keeps Shutdown waiting. Neither can be http.Server's
+	// ReadTimeout or WriteTimeout, which would count the run. 0: 30 s and
+	// 1 min.
+	BodyTimeout, AnswerTimeout time.Duration
 }
 
 // Server is the HTTP API of CONTRACT.md §2 on a Unix socket, shaped like
@@ -54,7 +62,12 @@ type Server struct {
 	// grace period of Shutdown is over.
 	killCtx context.Context
 	killAll context.CancelFunc
-	jobs    sync.WaitGroup // handlers between admission and their answer
+	// jobs counts handlers between admission and their answer. jobsMu
+	// makes a handler's look at draining and its jobs.Add one step
+	// against Shutdown's setting of draining: no Add may come from zero
+	// once Shutdown waits (sync.WaitGroup panics on that).
+	jobsMu sync.Mutex
+	jobs   sync.WaitGroup
 }
 
 // NewServer returns a server that runs jails with jailer.
@@ -67,6 +80,12 @@ func NewServer(o Options, jailer Jailer) *Server {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
+	if o.AnswerTimeout <= 0 {
+		o.AnswerTimeout = time.Minute
 	}
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
@@ -101,7 +120,10 @@ func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
 // with kill_reason "shutdown", answers their requests and returns once
 // every jail is gone (its cgroup removed).
 func (s *Server) Shutdown(ctx context.Context) error {
-	if s.draining.Swap(true) {
+	s.jobsMu.Lock()
+	already := s.draining.Swap(true)
+	s.jobsMu.Unlock()
+	if already {
 		return errors.New("already shutting down")
 	}
 	s.adm.close()
@@ -206,17 +228,26 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Bodies are decoded a few at a time: each may be max_request_bytes.
+	// A body that does not come in time gives its slot back.
 	select {
 	case s.decoding <- struct{}{}:
 	case <-r.Context().Done():
-		return
+		panic(http.ErrAbortHandler) // gone: nobody to answer
 	}
+	// net/http clears the deadline when, the body read, it reads on to
+	// see the client leave.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)}
 	req, err := DecodeRequest(body)
 	<-s.decoding
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		s.tooLarge(w, r)
+		return
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		w.Header().Set("Connection", "close")
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the request body did not arrive within %v (%d bytes of it came): send the whole body at once, with a Content-Length that matches it", s.opts.BodyTimeout, body.n))
 		return
 	}
 	if err != nil {
@@ -229,7 +260,14 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	s.jobsMu.Lock()
+	if s.draining.Load() {
+		s.jobsMu.Unlock()
+		s.shuttingDown(w, r)
+		return
+	}
 	s.jobs.Add(1)
+	s.jobsMu.Unlock()
 	defer s.jobs.Done()
 	queuedAt := time.Now()
 	switch err := s.adm.acquire(r.Context(), body.n); {
@@ -241,7 +279,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil: // the client went away while queued: nobody to answer
 		s.m.rejected.WithLabelValues("cancelled").Inc()
-		return
+		panic(http.ErrAbortHandler) // no empty 200 to a half-closed client
 	}
 	started := time.Now()
 	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
@@ -262,6 +300,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		var fe *nsjail.FieldError
 		if errors.As(err, &fe) {
 			s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
+			return
+		}
+		// Ended before its jail started: not a set-up failure.
+		if r.Context().Err() != nil {
+			s.m.rejected.WithLabelValues("cancelled").Inc()
+			s.log.Info("the client went away before its jail started", "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		if context.Cause(ctx) == nsjail.KillShutdown {
+			s.shuttingDown(w, r)
 			return
 		}
 		s.log.Error("jail set-up failed", "err", err)
@@ -293,9 +341,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.log.Info("run", attrs...)
-	if r.Context().Err() != nil {
-		return // the client is gone; the result is logged and counted
-	}
+	// Written even when the client looks gone: net/http cannot tell a
+	// client that closed from one that only shut down its writing side
+	// (nc -N), which still reads. To a closed one the write fails at once.
 	s.writeResult(w, r, res)
 }
 
@@ -309,6 +357,11 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *Result
 		return
 	}
 	n := e.len()
+	// A client that does not read its answer frees the handler (and so
+	// Shutdown) within AnswerTimeout. The deadline covers net/http's
+	// flush of the answer's end after the handler returns, and net/http
+	// clears it before the connection's next request.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.AnswerTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 	w.WriteHeader(http.StatusOK)

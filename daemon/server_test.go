@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -234,8 +235,17 @@ func TestAPIErrors(t *testing.T) {
 // A body declared larger than the limit is refused before a byte of it is
 // read: the answer comes while the client has sent only its headers.
 func TestTooLargeRefusedUnread(t *testing.T) {
-	_, sock, _ := startServer(t, testOptions(), &fakeJailer{})
+	_, sock, c := startServer(t, testOptions(), &fakeJailer{})
 	assert.Equal(t, http.StatusRequestEntityTooLarge, postUnsent(t, sock, 2000000))
+	// Of no declared length (chunked), and too large only past a valid
+	// object: 413 as well, not "one JSON object only".
+	body := io.MultiReader(strings.NewReader(`{"code":"pass"}`), strings.NewReader(strings.Repeat(" ", 2<<20)))
+	resp, err := c.Post("http://agentjail/v1/run", "application/json", body)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", b)
+	assert.Equal(t, "too_large", decodeErr(t, b).Error.Code)
 }
 
 // postUnsent sends a run request's headers, declaring a body of n bytes,
@@ -602,4 +612,185 @@ func TestQueuedBytesBound(t *testing.T) {
 	wg.Wait()
 	require.Eventually(t, func() bool { return s.Running() == 0 && s.Queued() == 0 }, 5*time.Second, 5*time.Millisecond)
 	assert.Zero(t, s.adm.waitingBytes())
+}
+
+// A body that does not come gives its decoding slot back after
+// BodyTimeout, with an answer that says so: two such clients used to stop
+// every later run (the slots are max(2, max_concurrent)).
+func TestSlowBodyGivesItsSlotBack(t *testing.T) {
+	o := testOptions()
+	o.MaxConcurrent = 1
+	o.BodyTimeout = 300 * time.Millisecond
+	_, sock, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
+		if strings.Contains(userCode(s), "long") {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(3 * o.BodyTimeout):
+			}
+		}
+		return okResult(s), nil
+	}})
+	// The body's deadline is gone once it has come: a run may last longer.
+	resp, b := post(t, c, `{"code":"# long"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+
+	var slow []net.Conn
+	for range 2 {
+		conn, err := net.Dial("unix", sock)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"co")
+		require.NoError(t, err)
+		slow = append(slow, conn)
+	}
+	time.Sleep(50 * time.Millisecond) // both hold a slot
+	c.Timeout = 5 * time.Second
+	resp, b = post(t, c, `{"code":"pass"}`)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	for _, conn := range slow {
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+		assert.Contains(t, decodeErr(t, b).Error.Message, "the request body did not arrive within 300ms (4 bytes of it came)")
+	}
+}
+
+// A client that never reads its answer holds neither its handler nor
+// Shutdown beyond AnswerTimeout; on a kept-alive connection the deadline
+// of one answer does not cut the next one.
+func TestUnreadAnswerIsDropped(t *testing.T) {
+	o := testOptions()
+	o.AnswerTimeout = 300 * time.Millisecond
+	ranBig := make(chan struct{})
+	s, sock, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, sp *nsjail.Spec) (*nsjail.Result, error) {
+		res := okResult(sp)
+		if strings.Contains(userCode(sp), "big") {
+			res.Stdout = bytes.Repeat([]byte("x"), 16<<20) // far more than the socket buffers
+			close(ranBig)
+		}
+		return res, nil
+	}})
+	// Kept alive: a second answer more than AnswerTimeout after the first.
+	resp, b := post(t, c, `{"code":"pass"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	time.Sleep(2 * o.AnswerTimeout)
+	resp, b = post(t, c, `{"code":"pass"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer conn.Close()
+	body := `{"code":"# big"}`
+	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+	require.NoError(t, err)
+	<-ranBig
+	time.Sleep(50 * time.Millisecond) // writing the answer, blocked
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Shutdown(ctx) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Shutdown waits for a client that does not read")
+	}
+}
+
+// A run that ends before its jail started, because its client left or the
+// daemon is shutting down, is no set-up failure: it is counted as
+// cancelled, or answered 503, never 500 "setup_failed".
+func TestEndedBeforeTheJailStarted(t *testing.T) {
+	started := make(chan struct{}, 2)
+	s, _, c := startServer(t, testOptions(), &fakeJailer{run: func(ctx context.Context, sp *nsjail.Spec) (*nsjail.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err() // as nsjail.Runner.Run before its jail starts
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	req, err := http.NewRequestWithContext(ctx, "POST", "http://agentjail/v1/run", strings.NewReader(`{"code":"pass"}`))
+	require.NoError(t, err)
+	_, err = c.Do(req)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Eventually(t, func() bool { return s.Running() == 0 }, 5*time.Second, 5*time.Millisecond)
+	metrics := func() string {
+		resp, err := c.Get("http://agentjail/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(metrics(), `agentjail_requests_rejected_total{code="cancelled"} 1`)
+	}, 5*time.Second, 5*time.Millisecond)
+	assert.False(t, strings.Contains(metrics(), `{code="setup_failed"}`), "counted as a set-up failure")
+
+	answer := make(chan *http.Response, 1)
+	go func() {
+		resp, b := post(t, c, `{"code":"pass"}`)
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		answer <- resp
+	}()
+	<-started
+	shut, stop := context.WithCancel(context.Background())
+	stop() // no grace: the running jail is killed at once
+	require.NoError(t, s.Shutdown(shut))
+	resp := <-answer
+	b, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", b)
+	assert.Equal(t, "shutting_down", decodeErr(t, b).Error.Code)
+}
+
+// A client that shuts down its writing side after its request looks gone
+// to net/http, and its jail is cancelled; it still reads, and gets the
+// result that says so, or, when it was still queued, a closed connection:
+// never an empty 200.
+func TestHalfClosedClient(t *testing.T) {
+	o := testOptions()
+	o.MaxConcurrent, o.QueueLength = 1, 2
+	started := make(chan struct{}, 4)
+	s, sock, c := startServer(t, o, blockUntilCancelled(started))
+	send := func() *net.UnixConn {
+		conn, err := net.Dial("unix", sock)
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		body := `{"code":"pass"}`
+		_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		require.NoError(t, err)
+		return conn.(*net.UnixConn)
+	}
+	// The slot is taken by a client that stays.
+	busy, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(busy, "POST", "http://agentjail/v1/run", strings.NewReader(`{"code":"pass"}`))
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-started
+	queued := send()
+	require.Eventually(t, func() bool { return s.Queued() == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.NoError(t, queued.CloseWrite())
+	require.NoError(t, queued.SetReadDeadline(time.Now().Add(5*time.Second)))
+	b, err := io.ReadAll(queued)
+	require.NoError(t, err)
+	assert.Empty(t, string(b), "a queued client that half-closed is answered nothing")
+	cancel()
+	require.Eventually(t, func() bool { return s.Running() == 0 && s.Queued() == 0 }, 5*time.Second, 5*time.Millisecond)
+
+	running := send()
+	<-started
+	require.NoError(t, running.CloseWrite())
+	require.NoError(t, running.SetReadDeadline(time.Now().Add(5*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(running), nil)
+	require.NoError(t, err)
+	b, _ = io.ReadAll(resp.Body)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var r Result
+	require.NoError(t, json.Unmarshal(b, &r), "%q", b)
+	assert.Equal(t, "cancelled", r.KillReason)
 }

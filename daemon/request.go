@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -54,8 +55,17 @@ type RequestLimits struct {
 // DecodeRequest reads one request strictly: an unknown field, a name
 // given twice or in another case, a wrong type or trailing data is an
 // error that names what to fix.
-func DecodeRequest(r io.Reader) (*Request, error) {
-	data, err := io.ReadAll(r)
+func DecodeRequest(r io.Reader) (*Request, error) { return decodeRequest(r, -1) }
+
+// decodeRequest is DecodeRequest for a body that declares its size
+// (-1: unknown), read into a buffer of that size at once.
+func decodeRequest(r io.Reader, size int64) (*Request, error) {
+	var buf bytes.Buffer
+	if size >= 0 {
+		buf.Grow(int(size) + bytes.MinRead) // ReadFrom's room for its last read
+	}
+	_, err := buf.ReadFrom(r)
+	data := buf.Bytes()
 	if err != nil {
 		if readError(err) {
 			return nil, err

@@ -36,8 +36,8 @@ type Options struct {
 	// PreparedReady, when set, tells how many prepared jails wait now
 	// (nsjail.Runner.PreparedStats), for the metrics.
 	PreparedReady func() int
-	// BodyTimeout bounds the reading of a request's body, which holds one
-	// of the few decoding slots; AnswerTimeout bounds the writing of a
+	// BodyTimeout bounds the reading of a request's body, which holds its
+	// size of the bytes that may be decoded at once; AnswerTimeout bounds the writing of a
 	// result to a client that does not read it, which holds the result's
 	// memory and keeps Shutdown waiting. Neither can be http.Server's
 	// ReadTimeout or WriteTimeout, which would count the run. 0: 30 s and
@@ -55,7 +55,7 @@ type Server struct {
 	m      *metrics
 	hs     *http.Server
 
-	decoding chan struct{} // a token per request body being decoded
+	decoding *byteSem // bodies being read and decoded: max_queued_bytes together
 	draining atomic.Bool
 	refusals atomic.Int64
 	// killAll ends every running jail with nsjail.KillShutdown when the
@@ -89,7 +89,11 @@ func NewServer(o Options, jailer Jailer) *Server {
 	}
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
-	s.decoding = make(chan struct{}, max(2, o.MaxConcurrent))
+	budget := o.MaxQueuedBytes
+	if budget <= 0 { // no bound on the queue's bytes: as many bodies of the largest size as there are CPUs
+		budget = int64(max(2, o.MaxConcurrent)) * o.MaxRequestBytes
+	}
+	s.decoding = newByteSem(max(budget, o.MaxRequestBytes))
 	s.m = newMetrics(s.adm, o.PreparedReady)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
@@ -227,19 +231,23 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.queueFull(w, r, err)
 		return
 	}
-	// Bodies are decoded a few at a time: each may be max_request_bytes.
-	// A body that does not come in time gives its slot back.
-	select {
-	case s.decoding <- struct{}{}:
-	case <-r.Context().Done():
+	// Decoding takes about twice a body's size: the bodies being decoded
+	// hold at most max_queued_bytes together (one of no declared size
+	// counts as the largest). A body that does not come in time gives its
+	// share back.
+	size := r.ContentLength
+	if size < 0 {
+		size = s.opts.MaxRequestBytes
+	}
+	if s.decoding.acquire(r.Context(), size) != nil {
 		panic(http.ErrAbortHandler) // gone: nobody to answer
 	}
 	// net/http clears the deadline when, the body read, it reads on to
 	// see the client leave.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
 	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)}
-	req, err := DecodeRequest(body)
-	<-s.decoding
+	req, err := decodeRequest(body, r.ContentLength)
+	s.decoding.release(size)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		s.tooLarge(w, r)

@@ -614,12 +614,14 @@ func TestQueuedBytesBound(t *testing.T) {
 	assert.Zero(t, s.adm.waitingBytes())
 }
 
-// A body that does not come gives its decoding slot back after
-// BodyTimeout, with an answer that says so: two such clients used to stop
-// every later run (the slots are max(2, max_concurrent)).
+// A body that does not come gives its share of the decoding bound back
+// after BodyTimeout, with an answer that says so: two such clients (here
+// declaring the largest size, so the bound is full) used to stop every
+// later run.
 func TestSlowBodyGivesItsSlotBack(t *testing.T) {
 	o := testOptions()
 	o.MaxConcurrent = 1
+	o.MaxQueuedBytes = 2 * o.MaxRequestBytes
 	o.BodyTimeout = 300 * time.Millisecond
 	_, sock, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
 		if strings.Contains(userCode(s), "long") {
@@ -640,7 +642,7 @@ func TestSlowBodyGivesItsSlotBack(t *testing.T) {
 		conn, err := net.Dial("unix", sock)
 		require.NoError(t, err)
 		defer conn.Close()
-		_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"co")
+		_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"co", o.MaxRequestBytes)
 		require.NoError(t, err)
 		slow = append(slow, conn)
 	}

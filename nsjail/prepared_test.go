@@ -154,16 +154,8 @@ func TestPreparedJailKilledWhileWaiting(t *testing.T) {
 // Close ends every prepared jail: no init stage, uid or mount is left.
 func TestPreparedCloseLeavesNothing(t *testing.T) {
 	r := freshRunner(t)
-	// The shared runner's own prepared jails (not in cold mode) must be
-	// there already, and its earlier runs' mount namespaces released, or
-	// their fds would count as this pool's.
-	base := testRunner(t)
-	if base.pool != nil {
-		waitPrepared(t, base, base.pool.want)
-	}
-	base.teardowns.Wait()
 	mounts := systest.MountCount()
-	fds := systest.FdCount()
+	fds := quietFdCount(t)
 	r.KeepPrepared(3, PreparedTemplate{})
 	waitPrepared(t, r, 3)
 	// What README says a waiting jail holds of the daemon's fds: its
@@ -412,6 +404,19 @@ func poolOf(r *Runner) *preparedPool {
 
 // freshRunner is a Runner of its own (no prepared jails yet) that shares
 // the test Runner's cgroups, uid range, binary and root directory.
+// quietFdCount is this process's fd count once the shared runner's own
+// prepared jails (not in cold mode) are all there and its earlier runs'
+// mount namespaces released: otherwise their fds would come and go
+// during a test that counts its own.
+func quietFdCount(t *testing.T) int {
+	base := testRunner(t)
+	if base.pool != nil {
+		waitPrepared(t, base, base.pool.want)
+	}
+	base.teardowns.Wait()
+	return systest.FdCount()
+}
+
 func freshRunner(t *testing.T) *Runner {
 	base := testRunner(t)
 	return &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
@@ -430,6 +435,7 @@ func TestPreparedRunPanicEndsTheJail(t *testing.T) {
 	// Not preparedRunner: its clean-up would Close, which is what hangs
 	// when this test fails.
 	r := freshRunner(t)
+	fds := quietFdCount(t)
 	r.KeepPrepared(1, PreparedTemplate{})
 	waitPrepared(t, r, 1)
 	pids, uids := initStagesOf(t, r), readyUIDs(r)
@@ -456,6 +462,7 @@ func TestPreparedRunPanicEndsTheJail(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close hangs: the panicked jail's goroutine never ended")
 	}
+	assert.Equal(t, fds, systest.FdCount(), "fds left open by the panicked run")
 }
 
 // Failed starts back off from minRetry, doubling to maxRetry, and are

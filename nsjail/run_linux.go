@@ -737,9 +737,6 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if afterExecHook != nil {
-		afterExecHook()
-	}
 	start := time.Now()
 	violations := &seccomp.Collector{}
 	supervised := make(chan struct{})
@@ -754,6 +751,10 @@ func (j *jail) run(ctx context.Context, cfg *runConfig) (*Result, error) {
 			}
 		})
 	}()
+	// After the supervisor took the listener: it closes it on a panic.
+	if afterExecHook != nil {
+		afterExecHook()
+	}
 
 	// From here on every path waits for the jail to end.
 	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}

@@ -70,6 +70,9 @@ func decodeRequest(r io.Reader, size int64) (*Request, error) {
 		if readError(err) {
 			return nil, err
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) && size >= 0 {
+			return nil, &nsjail.FieldError{Field: "body", Msg: fmt.Sprintf("it ended after %d of the %d bytes its Content-Length declares", len(data), size)}
+		}
 		return nil, &nsjail.FieldError{Field: "body", Msg: "reading it: " + err.Error()}
 	}
 	var req Request
@@ -116,7 +119,7 @@ func jsonError(err error) error {
 func jsonKind(k string) string {
 	switch k {
 	case "int64":
-		return "a whole number (at most 9223372036854775807)"
+		return "a whole number of 64 bits"
 	case "int", "uint32":
 		return "a whole number"
 	case "float64":

@@ -200,7 +200,7 @@ func TestAPIErrors(t *testing.T) {
 		// "Code" for "code". A proxy in front may read them otherwise.
 		{`{"code":"pass","code":"import os"}`, "invalid_request", "code: is given twice", 400},
 		{`{"code":"pass","Code":"import os"}`, "invalid_request", `Code: unknown field; did you mean "code"?`, 400},
-		{`{"code":"pass","tests":{"function":"f","cases":[{"args":[{"a":1,"a":2}]}]}}`, "invalid_request", "tests.cases[0].args[0].a: is given twice", 400},
+		{`{"code":"pass","tests":{"function":"f","cases":[{"kwargs":{"a":1,"a":2}}]}}`, "invalid_request", "tests.cases[0].kwargs.a: is given twice", 400},
 		{`{"code":"pass","limits":{"memory_bytes":1024}}`, "invalid_request", "limits.memory_bytes: must be at least 16 MiB", 400},
 		{`{"code":"pass","limits":{"memory_bytes":4294967296}}`, "invalid_request", "limits.memory_bytes: 4294967296 is above this daemon's maximum of 1073741824", 400},
 		{`{"code":"pass","limits":{"wall_time_ms":-5}}`, "invalid_request", "limits.wall_time_ms: must be positive", 400},
@@ -650,6 +650,20 @@ func TestSlowBodyGivesItsSlotBack(t *testing.T) {
 	c.Timeout = 5 * time.Second
 	resp, b = post(t, c, `{"code":"pass"}`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	// One that ends early says so.
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"code\"")
+	require.NoError(t, err)
+	require.NoError(t, conn.(*net.UnixConn).CloseWrite())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	short, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	b, _ = io.ReadAll(short.Body)
+	assert.Equal(t, http.StatusBadRequest, short.StatusCode)
+	assert.Equal(t, "body: it ended after 7 of the 100 bytes its Content-Length declares", decodeErr(t, b).Error.Message)
+
 	for _, conn := range slow {
 		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

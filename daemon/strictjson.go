@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"agentjail/nsjail"
 )
@@ -17,71 +20,202 @@ import (
 // the daemon may read the first), and a field name that matches a
 // struct field only without regard to case ("Code" for "code"). It also
 // names an unknown field with its whole path ("limits.memroy_bytes"),
-// and the field meant when the name is close to one. Values are skipped
-// without being copied: only names are decoded.
+// and the field meant when the name is close to one. Only the objects
+// and arrays that t gives a shape to are walked: a json.RawMessage (a
+// test's arguments, expected value) goes to the harness as it came, and
+// a value of the wrong shape is left to json.Unmarshal's type error. So
+// the walk's depth is the type's, and its cost one pass over the data:
+// values are skipped without being copied, names decoded, and a path
+// made into a string only for an error.
 func checkKeys(data []byte, t reflect.Type) error {
 	w := keyWalker{data: data}
-	return w.value(t, "")
+	return w.value(t)
 }
 
 type keyWalker struct {
 	data []byte
 	i    int
+	path []pathSeg // where the walk is, for errors
 }
 
-var rawMessageType = reflect.TypeFor[json.RawMessage]()
+// pathSeg is an object's field name, or an array's index.
+type pathSeg struct {
+	name  string
+	idx   int
+	index bool
+}
+
+var (
+	rawMessageType = reflect.TypeFor[json.RawMessage]()
+	fieldCache     sync.Map // reflect.Type → map[string]reflect.Type
+)
 
 func (w *keyWalker) space() {
-	for w.i < len(w.data) {
-		switch w.data[w.i] {
-		case ' ', '\t', '\n', '\r':
-			w.i++
-		default:
-			return
-		}
+	for w.i < len(w.data) && isSpace(w.data[w.i]) {
+		w.i++
 	}
 }
 
-// value walks the value at w.i; t is the type it decodes into (nil: any).
-func (w *keyWalker) value(t reflect.Type, path string) error {
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// value walks the value at w.i, of Go type t.
+func (w *keyWalker) value(t reflect.Type) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == rawMessageType {
-		t = nil
-	}
 	w.space()
-	switch w.data[w.i] {
-	case '{':
-		return w.object(t, path)
-	case '[':
-		var elem reflect.Type
-		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
-			elem = t.Elem()
+	switch {
+	case t == nil || t == rawMessageType:
+	case w.data[w.i] == '{' && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
+		return w.object(t)
+	case w.data[w.i] == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+		return w.array(t.Elem())
+	}
+	w.skipValue()
+	return nil
+}
+
+func (w *keyWalker) array(elem reflect.Type) error {
+	w.i++
+	w.path = append(w.path, pathSeg{index: true})
+	defer func() { w.path = w.path[:len(w.path)-1] }()
+	for n := 0; ; n++ {
+		w.space()
+		if w.data[w.i] == ']' {
+			w.i++
+			return nil
 		}
-		w.i++
-		for n := 0; ; n++ {
-			w.space()
-			if w.data[w.i] == ']' {
-				w.i++
-				return nil
-			}
-			if err := w.value(elem, fmt.Sprintf("%s[%d]", path, n)); err != nil {
-				return err
-			}
-			w.space()
-			if w.data[w.i] == ',' {
-				w.i++
-			}
+		w.path[len(w.path)-1].idx = n
+		if err := w.value(elem); err != nil {
+			return err
 		}
-	case '"':
-		w.skipString()
-	default: // a number, true, false or null
-		for w.i < len(w.data) && !strings.ContainsRune(",]} \t\n\r", rune(w.data[w.i])) {
+		w.space()
+		if w.data[w.i] == ',' {
 			w.i++
 		}
 	}
-	return nil
+}
+
+func (w *keyWalker) object(t reflect.Type) error {
+	var fields map[string]reflect.Type // of a struct; nil for a map
+	var elem reflect.Type
+	var seen map[string]bool // a map's keys so far
+	var seenFields []string  // a struct's: a few at most
+	if t.Kind() == reflect.Struct {
+		fields = jsonFields(t)
+	} else {
+		elem = t.Elem()
+		seen = map[string]bool{}
+	}
+	w.i++
+	w.path = append(w.path, pathSeg{})
+	defer func() { w.path = w.path[:len(w.path)-1] }()
+	for {
+		w.space()
+		if w.data[w.i] == '}' {
+			w.i++
+			return nil
+		}
+		name := w.name()
+		w.path[len(w.path)-1] = pathSeg{name: name}
+		twice := slices.Contains(seenFields, name)
+		if seen != nil {
+			twice = seen[name]
+			seen[name] = true
+		}
+		if twice {
+			return &nsjail.FieldError{Field: w.at(), Msg: "is given twice; give each name once"}
+		}
+		vt := elem
+		if fields != nil {
+			ft, ok := fields[name]
+			if !ok {
+				return &nsjail.FieldError{Field: w.at(), Msg: unknownField(name, fields)}
+			}
+			vt = ft
+			seenFields = append(seenFields, name)
+		}
+		w.space()
+		w.i++ // the colon
+		if err := w.value(vt); err != nil {
+			return err
+		}
+		w.space()
+		if w.data[w.i] == ',' {
+			w.i++
+		}
+	}
+}
+
+// name decodes the object name at w.i, as encoding/json does (escapes
+// resolved, invalid UTF-8 replaced), and steps past it.
+func (w *keyWalker) name() string {
+	start := w.i
+	w.skipString()
+	raw := w.data[start+1 : w.i-1]
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw)
+	}
+	var name string
+	_ = json.Unmarshal(w.data[start:w.i], &name) // valid: checked by json.Valid
+	return name
+}
+
+// at is the walk's path, for an error; each name cut to 64 bytes.
+func (w *keyWalker) at() string {
+	var b strings.Builder
+	for i, s := range w.path {
+		switch {
+		case s.index:
+			fmt.Fprintf(&b, "[%d]", s.idx)
+		case i > 0:
+			b.WriteByte('.')
+			fallthrough
+		default:
+			b.WriteString(shortName(s.name))
+		}
+	}
+	return b.String()
+}
+
+// shortName cuts a name for a message: a client's name may be megabytes.
+func shortName(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	cut := 61
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// skipValue steps past the value at w.i, nested or not, without
+// recursion or copies.
+func (w *keyWalker) skipValue() {
+	w.space()
+	depth := 0
+	for {
+		switch w.data[w.i] {
+		case '"':
+			w.skipString()
+		case '{', '[':
+			depth++
+			w.i++
+		case '}', ']':
+			depth--
+			w.i++
+		case ',', ':', ' ', '\t', '\n', '\r':
+			w.i++
+		default: // a number, true, false or null
+			for w.i < len(w.data) && !strings.ContainsRune(",]} \t\n\r", rune(w.data[w.i])) {
+				w.i++
+			}
+		}
+		if depth == 0 {
+			return
+		}
+	}
 }
 
 func (w *keyWalker) skipString() {
@@ -95,62 +229,13 @@ func (w *keyWalker) skipString() {
 	w.i++
 }
 
-func (w *keyWalker) object(t reflect.Type, path string) error {
-	var fields map[string]reflect.Type // of a struct; nil for a map or any
-	var elem reflect.Type
-	if t != nil {
-		switch t.Kind() {
-		case reflect.Struct:
-			fields = jsonFields(t)
-		case reflect.Map:
-			elem = t.Elem()
-		}
-	}
-	seen := map[string]bool{}
-	w.i++
-	for {
-		w.space()
-		if w.data[w.i] == '}' {
-			w.i++
-			return nil
-		}
-		start := w.i
-		w.skipString()
-		var name string
-		if err := json.Unmarshal(w.data[start:w.i], &name); err != nil {
-			return err
-		}
-		at := name
-		if path != "" {
-			at = path + "." + name
-		}
-		if seen[name] {
-			return &nsjail.FieldError{Field: at, Msg: "is given twice; give each name once"}
-		}
-		seen[name] = true
-		vt := elem
-		if fields != nil {
-			ft, ok := fields[name]
-			if !ok {
-				return &nsjail.FieldError{Field: at, Msg: unknownField(name, fields)}
-			}
-			vt = ft
-		}
-		w.space()
-		w.i++ // the colon
-		if err := w.value(vt, at); err != nil {
-			return err
-		}
-		w.space()
-		if w.data[w.i] == ',' {
-			w.i++
-		}
-	}
-}
-
-// jsonFields maps a struct's JSON names to their types.
+// jsonFields maps a struct's JSON names to their types, made once per type.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
 	m := map[string]reflect.Type{}
+	defer fieldCache.Store(t, m)
 	for f := range t.Fields() {
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" || !f.IsExported() {
@@ -167,7 +252,15 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 // unknownField says that name is none of fields, and which it may have
 // meant: one that differs only in case, or by at most two edits.
 func unknownField(name string, fields map[string]reflect.Type) string {
-	if best := nearest(strings.ToLower(name), slices.Sorted(maps.Keys(fields))); best != "" {
+	names := slices.Sorted(maps.Keys(fields))
+	longest := 0
+	for _, f := range names {
+		longest = max(longest, len(f))
+	}
+	if len(name) > longest+2 { // two edits away from none; and a long name would cost len² to compare
+		return "unknown field (see CONTRACT.md §3 for the request's fields)"
+	}
+	if best := nearest(strings.ToLower(name), names); best != "" {
 		return fmt.Sprintf("unknown field; did you mean %q? (names are case-sensitive; see CONTRACT.md §3)", best)
 	}
 	return "unknown field (see CONTRACT.md §3 for the request's fields)"

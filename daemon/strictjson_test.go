@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -26,12 +27,18 @@ func TestDecodeRequestNames(t *testing.T) {
 		`{"code":"x","env":{"A":"1","A":"2"}}`:                                       "env.A: is given twice",
 		`{"code":"x","files":[{"path":"a","content":""},{"path":"b","Content":""}]}`: `files[1].Content: unknown field; did you mean "content"?`,
 		`{"code":"x","tests":{"function":"f","cases":[{"kwargs":{"k":1,"k":2}}]}}`:   "tests.cases[0].kwargs.k: is given twice",
-		`{"code":"x","zzz":1}`:                                                       "zzz: unknown field (see CONTRACT.md",
-		`{"code":"x"} {"code":"y"}`:                                                  "body: one JSON object only",
-		`{"code":"x"`:                                                                "body: empty or incomplete JSON object",
-		``:                                                                           "body: empty or incomplete JSON object",
-		`{"code":"x",}`:                                                              "body: invalid JSON at byte 13",
-		strings.Repeat("[", 20000) + strings.Repeat("]", 20000):                      "body: invalid JSON",
+		// A test's values go to the harness as they came (Python's json
+		// keeps the last of two names, as encoding/json would).
+		`{"code":"x","tests":{"function":"f","cases":[{"args":[{"a":1,"a":2}],"kwargs":{"k":{"b":1,"b":2}},"expected":{"c":[{"d":1,"d":1}]}}]}}`: "",
+		`{"code":"x","files":[{"path":"a","content":""},{"Path":"b","content":""}]}`:                                                             `files[1].Path: unknown field; did you mean "path"?`,
+		`{"code":"x","env":{"":"1","":"2"}}`:                           "env.: is given twice",
+		`{"code":"x","limits":{"` + strings.Repeat("m", 100) + `":1}}`: "limits." + strings.Repeat("m", 61) + "...: unknown field (see CONTRACT.md",
+		`{"code":"x","zzz":1}`:                                         "zzz: unknown field (see CONTRACT.md",
+		`{"code":"x"} {"code":"y"}`:                                    "body: one JSON object only",
+		`{"code":"x"`:                                                  "body: empty or incomplete JSON object",
+		``:                                                             "body: empty or incomplete JSON object",
+		`{"code":"x",}`:                                                "body: invalid JSON at byte 13",
+		strings.Repeat("[", 20000) + strings.Repeat("]", 20000): "body: invalid JSON",
 	} {
 		req, err := DecodeRequest(strings.NewReader(body))
 		if want == "" {
@@ -59,4 +66,34 @@ func FuzzCheckKeys(f *testing.F) {
 			require.ErrorAs(t, err, &fe)
 		}
 	})
+}
+
+// The walk costs one pass over the body whatever its shape: deep nesting
+// where the request's types give no shape (a test's values, a value of
+// the wrong type) is skipped, not walked, and paths become strings only
+// for an error. Before, each level built its path: 450 KB of nested
+// objects took 2 GB. And a long unknown name is not compared with every
+// field (len² each).
+func TestDecodeRequestCostIsLinear(t *testing.T) {
+	name := strings.Repeat("k", 40)
+	deep := strings.Repeat(`{"`+name+`":`, 9000) + "1" + strings.Repeat("}", 9000)
+	for what, body := range map[string]string{
+		"nested objects in args":     `{"code":"x","tests":{"function":"f","cases":[{"args":[` + deep + `]}]}}`,
+		"nested arrays in limits":    `{"code":"x","limits":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}`,
+		"a long flat array":          `{"code":"x","tests":{"function":"f","cases":[{"args":[` + strings.Repeat("0,", 1<<20) + `0]}]}}`,
+		"a long unknown name":        `{"code":"x","` + strings.Repeat("a", 8<<20) + `":1}`,
+		"many files (walked, typed)": `{"code":"x","files":[` + strings.Repeat(`{"path":"a","content":""},`, 1<<16) + `{"path":"b","content":""}]}`,
+	} {
+		data := []byte(body)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_ = checkKeys(data, reflect.TypeFor[Request]())
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d bytes, %d allocated", what, len(body), alloc)
+		assert.Less(t, alloc, uint64(len(body))+1<<20, what)
+	}
+	_, err := DecodeRequest(strings.NewReader(`{"code":"x","` + strings.Repeat("a", 8<<20) + `":1}`))
+	assert.Less(t, len(err.Error()), 200, "the message carries a cut name")
 }

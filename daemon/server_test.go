@@ -195,6 +195,7 @@ func TestAPIErrors(t *testing.T) {
 		{`{"code":"pass","limts":{}}`, "invalid_request", "limts: unknown field", 400},
 		{`{"code":"pass","limits":{"memory_bytes":"big"}}`, "invalid_request", "limits.memory_bytes: must be a whole number", 400},
 		{`{"code":"pass","limits":{"memory_bytes":1.5}}`, "invalid_request", "limits.memory_bytes: must be a whole number", 400},
+		{`{"code":"pass","files":[{"path":"a","content":""},{"path":"b","content":5}]}`, "invalid_request", "files[1].content: must be a string, got JSON number 5", 400},
 		{`{"code":"pass","limits":{"memroy_bytes":1}}`, "invalid_request", `limits.memroy_bytes: unknown field; did you mean "memory_bytes"?`, 400},
 		// encoding/json would take these silently: the last "code", and
 		// "Code" for "code". A proxy in front may read them otherwise.

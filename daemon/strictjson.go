@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -64,15 +65,60 @@ func (w *keyWalker) value(t reflect.Type) error {
 		t = t.Elem()
 	}
 	w.space()
+	c := w.data[w.i]
 	switch {
-	case t == nil || t == rawMessageType:
-	case w.data[w.i] == '{' && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
+	case t == nil || t == rawMessageType || c == 'n': // null: the zero value, as encoding/json
+	case c == '{' && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map):
 		return w.object(t)
-	case w.data[w.i] == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
+	case c == '[' && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array):
 		return w.array(t.Elem())
+	default:
+		start := w.i
+		w.skipValue()
+		if !fits(t.Kind(), w.data[start:w.i]) {
+			// What json.Unmarshal would refuse, said with the value's
+			// whole path (its own error has no array index).
+			return &nsjail.FieldError{Field: w.at(), Msg: fmt.Sprintf("must be %s, got JSON %s", jsonKind(t.Kind().String()), jsonValueKind(w.data[start:w.i]))}
+		}
+		return nil
 	}
 	w.skipValue()
 	return nil
+}
+
+// fits tells whether the JSON scalar v decodes into a value of kind k
+// (the kinds of the request's types; any other is left to json.Unmarshal).
+func fits(k reflect.Kind, v []byte) bool {
+	switch k {
+	case reflect.String:
+		return v[0] == '"'
+	case reflect.Bool:
+		return v[0] == 't' || v[0] == 'f'
+	case reflect.Int64, reflect.Int:
+		_, err := strconv.ParseInt(string(v), 10, 64)
+		return err == nil
+	case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array:
+		return false // a scalar where an object or array goes
+	}
+	return true
+}
+
+// jsonValueKind names a JSON value for a message, with a short number.
+func jsonValueKind(v []byte) string {
+	switch v[0] {
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	}
+	if len(v) <= 24 {
+		return "number " + string(v)
+	}
+	return "number"
 }
 
 func (w *keyWalker) array(elem reflect.Type) error {
@@ -163,6 +209,9 @@ func (w *keyWalker) name() string {
 
 // at is the walk's path, for an error; each name cut to 64 bytes.
 func (w *keyWalker) at() string {
+	if len(w.path) == 0 {
+		return "body"
+	}
 	var b strings.Builder
 	for i, s := range w.path {
 		switch {

@@ -35,7 +35,9 @@ type PreparedTemplate struct {
 	// made during its run.
 	Limits Limits
 	// OnError, when set, hears why a jail could not be prepared: once per
-	// streak of failures (requests meanwhile start their own jails).
+	// streak of failures (requests meanwhile start their own jails). It
+	// runs on the pool's own goroutine: it must return soon (log, count),
+	// or Close waits for it, and must not panic.
 	OnError func(error)
 }
 

@@ -21,13 +21,14 @@ import (
 // the daemon may read the first), and a field name that matches a
 // struct field only without regard to case ("Code" for "code"). It also
 // names an unknown field with its whole path ("limits.memroy_bytes"),
-// and the field meant when the name is close to one. Only the objects
-// and arrays that t gives a shape to are walked: a json.RawMessage (a
-// test's arguments, expected value) goes to the harness as it came, and
-// a value of the wrong shape is left to json.Unmarshal's type error. So
-// the walk's depth is the type's, and its cost one pass over the data:
-// values are skipped without being copied, names decoded, and a path
-// made into a string only for an error.
+// and the field meant when the name is close to one, and a value of the
+// wrong type with its whole path ("files[1].content"), which
+// json.Unmarshal's errors lack. Only the objects and arrays that t gives
+// a shape to are walked: a json.RawMessage (a test's arguments, expected
+// value) goes to the harness as it came. So the walk's depth is the
+// type's, and its cost one pass over the data: values are skipped
+// without being copied, names decoded, and a path made into a string
+// only for an error.
 func checkKeys(data []byte, t reflect.Type) error {
 	w := keyWalker{data: data}
 	return w.value(t)
@@ -75,7 +76,7 @@ func (w *keyWalker) value(t reflect.Type) error {
 	default:
 		start := w.i
 		w.skipValue()
-		if !fits(t.Kind(), w.data[start:w.i]) {
+		if !fits(t, w.data[start:w.i]) {
 			// What json.Unmarshal would refuse, said with the value's
 			// whole path (its own error has no array index).
 			return &nsjail.FieldError{Field: w.at(), Msg: fmt.Sprintf("must be %s, got JSON %s", jsonKind(t.Kind().String()), jsonValueKind(w.data[start:w.i]))}
@@ -86,10 +87,11 @@ func (w *keyWalker) value(t reflect.Type) error {
 	return nil
 }
 
-// fits tells whether the JSON scalar v decodes into a value of kind k
-// (the kinds of the request's types; any other is left to json.Unmarshal).
-func fits(k reflect.Kind, v []byte) bool {
-	switch k {
+// fits tells whether the JSON scalar v decodes into a value of type t
+// (for the kinds of the request's types; any other is left to
+// json.Unmarshal).
+func fits(t reflect.Type, v []byte) bool {
+	switch t.Kind() {
 	case reflect.String:
 		return v[0] == '"'
 	case reflect.Bool:
@@ -97,7 +99,9 @@ func fits(k reflect.Kind, v []byte) bool {
 	case reflect.Int64, reflect.Int:
 		_, err := strconv.ParseInt(string(v), 10, 64)
 		return err == nil
-	case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array:
+	case reflect.Slice: // a []byte takes base64 in a string
+		return v[0] == '"' && t.Elem().Kind() == reflect.Uint8
+	case reflect.Struct, reflect.Map, reflect.Array:
 		return false // a scalar where an object or array goes
 	}
 	return true

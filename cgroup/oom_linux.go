@@ -133,35 +133,28 @@ func (g *Group) watchV2() (*oomWatch, error) {
 		return nil, fmt.Errorf("opening %s: %w", ev, err)
 	}
 	w := newWatch(ifd, "oom-inotify")
-	var b [smallBuf]byte
 	last := g.baseOOM
-	if now, err := g.readOOM(b[:]); err == nil {
+	var fb [smallBuf]byte
+	check := func() { // an OOM kill since the last look (or the baseline) notifies
+		now, err := parseAt(evfd, g.memDir, "memory.events", fb[:], parseMemoryEvents)
+		if err != nil {
+			return
+		}
 		if oomKillsSince(last, now) > 0 {
 			w.notify()
 		}
 		last = now
 	}
+	check() // one before the watch began
 	go func() {
 		defer close(w.done)
 		defer close(w.ch)
 		var buf [4096]byte
-		var fb [smallBuf]byte
 		for {
 			if _, err := w.f.Read(buf[:]); err != nil {
 				return
 			}
-			data, err := readAt(evfd, fb[:])
-			if err != nil {
-				continue
-			}
-			now, err := parseMemoryEvents(data)
-			if err != nil {
-				continue
-			}
-			if oomKillsSince(last, now) > 0 {
-				w.notify()
-			}
-			last = now
+			check()
 		}
 	}()
 	return w, nil

@@ -405,7 +405,7 @@ func LoadConfig(path string) (*Config, error) {
 	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 		// Nor may anyone but this daemon's user (root) own it: its owner
 		// could change it at will.
-		if int(sys.Uid) != os.Geteuid() && sys.Uid != 0 {
+		if !TrustedOwner(sys.Uid) {
 			return nil, fmt.Errorf("config %s: is owned by uid %d, not by root or the daemon's user; refusing it", path, sys.Uid)
 		}
 		// Nor write it as a group other than root's or the daemon's. (Root's
@@ -719,6 +719,11 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// TrustedOwner tells whether uid is root or this process's user: the only
+// owners trusted for what decides who runs code (the config file, the
+// socket's directories and links) and for the daemon a client talks to.
+func TrustedOwner(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
 
 // minJailUID keeps jails away from the uids of system and login accounts
 // (and nobody, 65534), which a jail must never share.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 
 	"agentjail/daemon"
@@ -101,7 +100,7 @@ func trustedServer(conn net.Conn) error {
 	if err != nil {
 		return fmt.Errorf("who listens: %w", err)
 	}
-	if cred.Uid != 0 && int(cred.Uid) != os.Geteuid() {
+	if !daemon.TrustedOwner(cred.Uid) {
 		return fmt.Errorf("the server runs as uid %d (pid %d), neither root nor you: nothing sent; point --socket (AGENTJAIL_SOCKET) at the agentjail daemon's socket", cred.Uid, cred.Pid)
 	}
 	return nil

@@ -15,6 +15,9 @@ func TestByteSem(t *testing.T) {
 	require.NoError(t, s.acquire(ctx, 60))
 	require.NoError(t, s.acquire(ctx, 40))
 
+	waiting := func(n int) { // n waiters in the queue
+		require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.waiters) == n }, 5*time.Second, time.Millisecond)
+	}
 	order := make(chan int64, 3)
 	waitFor := func(n int64) {
 		go func() {
@@ -24,17 +27,18 @@ func TestByteSem(t *testing.T) {
 		}()
 	}
 	waitFor(1000) // more than the bound: waits for all of it
-	time.Sleep(20 * time.Millisecond)
+	waiting(1)
 	waitFor(10) // behind the large one, though it would fit first
-	time.Sleep(20 * time.Millisecond)
+	waiting(2)
 
 	// A waiter that gives up takes nothing and holds nobody back.
 	gone, cancel := context.WithCancel(ctx)
 	errc := make(chan error)
 	go func() { errc <- s.acquire(gone, 5) }()
-	time.Sleep(20 * time.Millisecond)
+	waiting(3)
 	cancel()
 	assert.ErrorIs(t, <-errc, context.Canceled)
+	waiting(2)
 
 	s.release(60)
 	select {

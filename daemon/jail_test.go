@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -130,11 +129,8 @@ func TestDaemonCancelsRealJail(t *testing.T) {
 	j := &recordingJailer{r: realRunner(t)}
 	mounts := systest.MountCount()
 	_, sock, _ := startServer(t, testOptions(), j)
-	conn, err := net.Dial("unix", sock)
-	require.NoError(t, err)
 	body := `{"code":"import time; print('up', flush=True); time.sleep(60)"}`
-	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	require.NoError(t, err)
+	conn := rawPost(t, sock, len(body), body)
 	time.Sleep(500 * time.Millisecond) // python3 is running
 	closed := time.Now()
 	conn.Close()

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -249,21 +248,37 @@ func TestTooLargeRefusedUnread(t *testing.T) {
 	assert.Equal(t, "too_large", decodeErr(t, b).Error.Code)
 }
 
+// rawPost sends a run request on a connection of its own, which the test
+// closes at its end: headers that declare a body of length bytes, then
+// sent (all of the body, or less).
+func rawPost(t testing.TB, sock string, length int, sent string) *net.UnixConn {
+	t.Helper()
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", length, sent)
+	require.NoError(t, err)
+	return conn.(*net.UnixConn)
+}
+
+// readAnswer reads the answer on a rawPost connection, within 5 s.
+func readAnswer(t testing.TB, conn net.Conn) (*http.Response, []byte) {
+	t.Helper()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, b
+}
+
 // postUnsent sends a run request's headers, declaring a body of n bytes,
 // and the body's first bytes only; it returns the status of the answer,
 // which must come without the rest. (Above 256 KiB: net/http reads a
 // smaller unread body itself before it answers.)
 func postUnsent(t *testing.T, sock string, n int) int {
 	t.Helper()
-	conn, err := net.Dial("unix", sock)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"code\":\"", n)
-	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err, "no answer before the body was sent")
-	resp.Body.Close()
+	resp, _ := readAnswer(t, rawPost(t, sock, n, `{"code":"`))
 	return resp.StatusCode
 }
 
@@ -315,12 +330,8 @@ func TestClientDisconnectCancels(t *testing.T) {
 		ended <- end{time.Now(), context.Cause(ctx)}
 		return okResult(s), nil
 	}})
-	conn, err := net.Dial("unix", sock)
-	require.NoError(t, err)
 	body := `{"code":"import time; time.sleep(60)"}`
-	_, err = conn.Write([]byte("POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-		strconv.Itoa(len(body)) + "\r\n\r\n" + body))
-	require.NoError(t, err)
+	conn := rawPost(t, sock, len(body), body)
 	<-started
 	closed := time.Now()
 	conn.Close()
@@ -638,38 +649,20 @@ func TestSlowBodyGivesItsSlotBack(t *testing.T) {
 	resp, b := post(t, c, `{"code":"# long"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 
-	var slow []net.Conn
-	for range 2 {
-		conn, err := net.Dial("unix", sock)
-		require.NoError(t, err)
-		defer conn.Close()
-		_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"co", o.MaxRequestBytes)
-		require.NoError(t, err)
-		slow = append(slow, conn)
-	}
+	slow := []net.Conn{rawPost(t, sock, int(o.MaxRequestBytes), `{"co`), rawPost(t, sock, int(o.MaxRequestBytes), `{"co`)}
 	time.Sleep(50 * time.Millisecond) // both hold a slot
 	c.Timeout = 5 * time.Second
 	resp, b = post(t, c, `{"code":"pass"}`)
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	// One that ends early says so.
-	conn, err := net.Dial("unix", sock)
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"code\"")
-	require.NoError(t, err)
-	require.NoError(t, conn.(*net.UnixConn).CloseWrite())
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-	short, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	require.NoError(t, err)
-	b, _ = io.ReadAll(short.Body)
+	conn := rawPost(t, sock, 100, `{"code"`)
+	require.NoError(t, conn.CloseWrite())
+	short, b := readAnswer(t, conn)
 	assert.Equal(t, http.StatusBadRequest, short.StatusCode)
 	assert.Equal(t, "body: it ended after 7 of the 100 bytes its Content-Length declares", decodeErr(t, b).Error.Message)
 
 	for _, conn := range slow {
-		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		require.NoError(t, err)
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := readAnswer(t, conn)
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 		assert.Contains(t, decodeErr(t, b).Error.Message, "the request body did not arrive within 300ms (4 bytes of it came)")
 	}
@@ -697,12 +690,8 @@ func TestUnreadAnswerIsDropped(t *testing.T) {
 	resp, b = post(t, c, `{"code":"pass"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 
-	conn, err := net.Dial("unix", sock)
-	require.NoError(t, err)
-	defer conn.Close()
 	body := `{"code":"# big"}`
-	_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	require.NoError(t, err)
+	rawPost(t, sock, len(body), body) // and never read
 	<-ranBig
 	time.Sleep(50 * time.Millisecond) // writing the answer, blocked
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -770,15 +759,8 @@ func TestHalfClosedClient(t *testing.T) {
 	o.MaxConcurrent, o.QueueLength = 1, 2
 	started := make(chan struct{}, 4)
 	s, sock, c := startServer(t, o, blockUntilCancelled(started))
-	send := func() *net.UnixConn {
-		conn, err := net.Dial("unix", sock)
-		require.NoError(t, err)
-		t.Cleanup(func() { conn.Close() })
-		body := `{"code":"pass"}`
-		_, err = fmt.Fprintf(conn, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-		require.NoError(t, err)
-		return conn.(*net.UnixConn)
-	}
+	const body = `{"code":"pass"}`
+	send := func() *net.UnixConn { return rawPost(t, sock, len(body), body) }
 	// The slot is taken by a client that stays.
 	busy, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -802,12 +784,21 @@ func TestHalfClosedClient(t *testing.T) {
 	running := send()
 	<-started
 	require.NoError(t, running.CloseWrite())
-	require.NoError(t, running.SetReadDeadline(time.Now().Add(5*time.Second)))
-	resp, err := http.ReadResponse(bufio.NewReader(running), nil)
-	require.NoError(t, err)
-	b, _ = io.ReadAll(resp.Body)
+	resp, b := readAnswer(t, running)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var r Result
 	require.NoError(t, json.Unmarshal(b, &r), "%q", b)
 	assert.Equal(t, "cancelled", r.KillReason)
+}
+
+// The README's figures for what Options leaves unset: a body has 30 s, an
+// answer 1 min, and the bodies being decoded hold max_queued_bytes (with
+// no such bound, as many of the largest size as max(2, max_concurrent)).
+func TestServerDefaults(t *testing.T) {
+	s := NewServer(Options{MaxConcurrent: 3, MaxRequestBytes: 8 << 20, MaxQueuedBytes: 64 << 20}, &fakeJailer{})
+	assert.Equal(t, 30*time.Second, s.opts.BodyTimeout)
+	assert.Equal(t, time.Minute, s.opts.AnswerTimeout)
+	assert.Equal(t, int64(64<<20), s.decoding.size)
+	s = NewServer(Options{MaxConcurrent: 3, MaxRequestBytes: 8 << 20}, &fakeJailer{})
+	assert.Equal(t, int64(3*8<<20), s.decoding.size)
 }

@@ -60,6 +60,9 @@ func (w *keyWalker) space() {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// isEnd tells whether c ends a number or literal.
+func isEnd(c byte) bool { return c == ',' || c == ']' || c == '}' || isSpace(c) }
+
 // value walks the value at w.i, of Go type t.
 func (w *keyWalker) value(t reflect.Type) error {
 	for t != nil && t.Kind() == reflect.Pointer {
@@ -150,7 +153,8 @@ func (w *keyWalker) object(t reflect.Type) error {
 	var fields map[string]reflect.Type // of a struct; nil for a map
 	var elem reflect.Type
 	var seen map[string]bool // a map's keys so far
-	var seenFields []string  // a struct's: a few at most
+	var few [16]string
+	seenFields := few[:0] // a struct's: a few at most (on the stack)
 	if t.Kind() == reflect.Struct {
 		fields = jsonFields(t)
 	} else {
@@ -261,7 +265,7 @@ func (w *keyWalker) skipValue() {
 		case ',', ':', ' ', '\t', '\n', '\r':
 			w.i++
 		default: // a number, true, false or null
-			for w.i < len(w.data) && !strings.ContainsRune(",]} \t\n\r", rune(w.data[w.i])) {
+			for w.i < len(w.data) && !isEnd(w.data[w.i]) {
 				w.i++
 			}
 		}

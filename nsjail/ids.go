@@ -28,13 +28,18 @@ func NewID() string {
 
 // UIDRange hands out a dedicated host uid (used as uid and gid) to each
 // running jail, so that no two jails share per-user kernel limits or file
-// ownership, and none is root or the caller.
+// ownership, and none is root or the caller. Each uid is drawn at random
+// from the free ones: the uid a jail sees in its /proc/self/uid_map says
+// nothing about how many jails ran before it (sequential uids let a tenant
+// count everyone else's runs between two of its own). A uid is never held
+// by two running jails of one Runner; it is free again once its jail has
+// been waited for (separate processes, such as several `agentjail run`,
+// draw from the same range independently and rarely meet).
 type UIDRange struct {
 	Base, Size uint32
 
 	mu   sync.Mutex
 	used map[uint32]bool
-	next uint32
 }
 
 // Default range of host uids for jails: far above any uid a distribution
@@ -55,23 +60,21 @@ func (r *UIDRange) Validate(callerUID int) error {
 	return nil
 }
 
-// Acquire returns a uid no other jail of this process holds. The first
-// pick is random, so that separate processes (several `agentjail run`)
-// rarely meet.
+// Acquire returns a uid no other jail of this Runner holds, drawn at
+// random: a random offset, then the next free one after it.
 func (r *UIDRange) Acquire() (uint32, error) {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	start := binary.LittleEndian.Uint32(b[:]) % r.Size
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.used == nil {
 		r.used = map[uint32]bool{}
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		r.next = binary.LittleEndian.Uint32(b[:]) % r.Size
 	}
 	for i := uint32(0); i < r.Size; i++ {
-		u := r.Base + (r.next+i)%r.Size
+		u := r.Base + (start+i)%r.Size
 		if !r.used[u] {
 			r.used[u] = true
-			r.next = (r.next + i + 1) % r.Size
 			return u, nil
 		}
 	}

@@ -274,8 +274,17 @@ func (s *Spec) Validate() error {
 		if seen[p] {
 			return fieldErr(field, "%q is given twice", f.Path)
 		}
+		if strings.HasSuffix(f.Path, "/") {
+			return fieldErr(field, "%q ends in /: a file needs a name (e.g. %q)", f.Path, p+"/data.txt")
+		}
+		if dirs[p] {
+			return fieldErr(field, "%q is a file here, and a directory of another file's path (files[%d])", f.Path, firstBelow(s.Files[:i], p))
+		}
 		seen[p] = true
 		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
+			if seen[d] {
+				return fieldErr(field, "%q needs %q to be a directory, but files[%d] is a file of that name", f.Path, d, firstNamed(s.Files[:i], d))
+			}
 			dirs[d] = true
 		}
 		if n := len(seen) + len(dirs); n > MaxFiles {
@@ -327,4 +336,26 @@ func CleanRelPath(p string) (string, error) {
 		return "", fmt.Errorf("path %q names the workspace itself", p)
 	}
 	return c, nil
+}
+
+// firstBelow is the index of the first of files whose cleaned path lies
+// below dir (-1: none).
+func firstBelow(files []File, dir string) int {
+	for i, f := range files {
+		if p, err := CleanRelPath(f.Path); err == nil && strings.HasPrefix(p, dir+"/") {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstNamed is the index of the first of files whose cleaned path is p
+// (-1: none).
+func firstNamed(files []File, p string) int {
+	for i, f := range files {
+		if c, err := CleanRelPath(f.Path); err == nil && c == p {
+			return i
+		}
+	}
+	return -1
 }

@@ -180,7 +180,7 @@ print("procs", sorted(int(p) for p in os.listdir("/proc") if p.isdigit()))`
 	time.Sleep(1500 * time.Millisecond) // the first job is in its sleep
 	res := runJSON(t, c, map[string]any{"code": second})
 	assert.Equal(t, "ok", res.Status, res.Stderr)
-	assert.Equal(t, "F03 r []\nabstract: ConnectionRefusedError\nshm -1 msg -1\nprocs [1]\n", res.Stdout)
+	assert.Equal(t, "F03 r []\nabstract: ConnectionRefusedError\nshm -1 msg -1\nprocs [1, 2]\n", res.Stdout)
 	wg.Wait()
 	require.NotNil(t, firstRes)
 	assert.Equal(t, "ok", firstRes.Status, firstRes.Stderr)

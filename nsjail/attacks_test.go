@@ -983,8 +983,9 @@ for p in ("/etc/x", "/usr/x", "/x", sysconfig.get_paths()["stdlib"] + "/os.py",
 				for _, p := range []string{"/proc/self/exe", "/proc/1/exe"} {
 					f := strings.Fields(out.line(t, "F07 "+p))
 					require.Len(t, f, 3, "F07 %s", p)
-					// python3 is PID 1 here: its exe is the read-only /usr
-					// bind, never a writable host path.
+					// python3's exe is the read-only /usr bind, never a
+					// writable host path; the jail's init (PID 1) is not
+					// dumpable, so its exe cannot even be read.
 					if strings.HasPrefix(f[0], "OK:") {
 						assert.Regexp(t, `^OK:'/usr/bin/python3[.0-9]*'$`, f[0])
 					} else {
@@ -1004,11 +1005,15 @@ for p in ("/etc/x", "/usr/x", "/x", sysconfig.get_paths()["stdlib"] + "/os.py",
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				lines := out.all("F08")
-				assert.Equal(t, []string{"F08 1 OK:'/usr/bin/python3.11' OK:b'/usr/bin/python3\\x00-I\\x00-u\\x00/code/main.py\\x00'"}, lines,
-					"only the jail's own process (python3 as PID 1) is visible")
+				// The jail's init (PID 1) is the re-exec'd binary: not
+				// dumpable, so its exe cannot be read, and its command line
+				// is a fixed name that holds no path or secret.
+				assert.Equal(t, []string{
+					"F08 1 EACCES OK:b'agentjail-init\\x00'",
+					"F08 2 OK:'/usr/bin/python3.11' OK:b'/usr/bin/python3\\x00-I\\x00-u\\x00/code/main.py\\x00'",
+				}, lines, "only the jail's own processes are visible")
 				self, _ := os.Executable()
 				assert.NotContains(t, string(res.Stdout), self, "the daemon binary's host path is visible")
-				assert.NotContains(t, string(res.Stdout), initArg0)
 			},
 		},
 		{
@@ -1618,10 +1623,10 @@ print("I03", os.getpid(), os.getppid(), pids, t(lambda: open("/proc/1/cmdline", 
 				okRun(t, res)
 				m := regexp.MustCompile(`^(\d+) (\d+) \[([0-9, ]*)\] (.*)$`).FindStringSubmatch(out.line(t, "I03"))
 				require.NotNil(t, m, "I03 line")
-				assert.Equal(t, "1", m[1], "python3 is PID 1 of its own pid namespace")
-				assert.Contains(t, []string{"0", "1"}, m[2], "getppid")
-				assert.Equal(t, "1", m[3], "only the jail's own process")
-				assert.Equal(t, `OK:b'/usr/bin/python3\x00-I\x00-u\x00/code/main.py\x00'`, m[4])
+				assert.Equal(t, "2", m[1], "python3 is the jail's init's child in its own pid namespace")
+				assert.Equal(t, "1", m[2], "getppid: the jail's init")
+				assert.Equal(t, "1, 2", m[3], "only the jail's own processes")
+				assert.Equal(t, `OK:b'agentjail-init\x00'`, m[4])
 			},
 		},
 		{
@@ -1920,10 +1925,13 @@ time.sleep(0.5); print("S03 alive")
 	e.noCanaryLeak(t, res)
 	out := parseProbes(res)
 	assert.NotContains(t, string(res.Stderr), "AssertionError", "no small pid namespace")
-	assert.Equal(t, "0 pid 1", out.line(t, "S03 ppid"))
-	// python3 is PID 1 here: kill(-1) reaches every other process of its
-	// namespace (there is none) and nothing outside it.
-	out.expect(t, "S03 kill -1", "", "ESRCH", "OK:None")
+	assert.Equal(t, "1 pid 2", out.line(t, "S03 ppid"))
+	// The jail's init is PID 1: the kernel drops a SIGKILL sent to it
+	// from inside its namespace (kill returns 0, nothing happens), and
+	// kill(-1) reaches every other process of the namespace (there is
+	// none: the init is spared) and nothing outside it.
+	out.expect(t, "S03 kill 1", "", "OK:None")
+	out.expect(t, "S03 kill -1", "", "ESRCH")
 	out.line(t, "S03 alive")
 	okRun(t, res)
 

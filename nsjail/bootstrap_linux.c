@@ -45,14 +45,6 @@
 
 #include "bootstrap_linux.h"
 
-struct aj_record {
-	char kind;
-	char pad[3];
-	int32_t value;
-	char stage[AJ_RECORD_SIZE - 8];
-};
-_Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
-
 void aj_send_all(const void *buf, size_t len)
 {
 	const char *p = buf;
@@ -70,11 +62,10 @@ void aj_send_all(const void *buf, size_t len)
 static void aj_send(char kind, int32_t value, const char *stage)
 {
 	struct aj_record r;
-	memset(&r, 0, sizeof r);
+	aj_error_record(&r, stage, value, NULL);
 	r.kind = kind;
-	r.value = value;
-	if (stage)
-		strncpy(r.stage, stage, sizeof r.stage - 1);
+	if (stage == NULL)
+		r.stage[0] = 0;
 	aj_send_all(&r, sizeof r);
 }
 

@@ -13,7 +13,6 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -28,12 +27,16 @@ var (
 	_ = [1]int{}[C.AJ_JAIL_ID-jailID]
 	_ = [1]int{}[C.AJ_MAX_MSG-maxMsg]
 	_ = [1]int{}[C.AJ_MAX_FDS-maxMsgFds]
-	_ = [1]int{}[C.AJ_MSG_CONFIG-int(msgConfig)]
+	_ = [1]int{}[C.AJ_MSG_BUILD-int(msgBuild)]
 	_ = [1]int{}[C.AJ_MSG_READY-int(msgReady)]
+	_ = [1]int{}[C.AJ_MSG_REQUEST-int(msgRequest)]
 	_ = [1]int{}[C.AJ_MSG_GO-int(msgGo)]
-	_ = [1]int{}[C.AJ_MSG_ERROR-int(msgError)]
 	_ = [1]int{}[C.AJ_MSG_SECCOMP-int(msgSeccomp)]
-	_ = [1]int{}[C.AJ_MSG_PREPARE-int(msgPrepare)]
+	_ = [1]int{}[C.AJ_MSG_EXEC-int(msgExec)]
+	_ = [1]int{}[C.AJ_MSG_EXIT-int(msgExit)]
+	_ = [1]int{}[C.AJ_MSG_ERROR-int(msgError)]
+	_ = [1]int{}[C.AJ_RECORD_SIZE-recordSize]
+	_ = [1]int{}[C.AJ_REC_ERROR-int(recError)]
 	_ = [1]int{}[C.AJ_OP_UNSHARE-opUnshare]
 	_ = [1]int{}[C.AJ_OP_MOUNT-opMount]
 	_ = [1]int{}[C.AJ_OP_BIND_RO-opBindRO]
@@ -147,20 +150,17 @@ func reapLostInit() {
 // readRecord reads the bootstrap's next record, which must be of kind
 // want, and returns its value.
 func readRecord(r io.Reader, want byte) (int32, error) {
-	var rec [C.AJ_RECORD_SIZE]byte
+	var rec [recordSize]byte
 	if _, err := io.ReadFull(r, rec[:]); err != nil {
 		return 0, stageErr("bootstrap", err)
 	}
-	value := int32(binary.NativeEndian.Uint32(rec[4:8]))
 	switch rec[0] {
 	case want:
-		return value, nil
-	case C.AJ_REC_ERROR:
-		stage := rec[8:]
-		if i := bytes.IndexByte(stage, 0); i >= 0 {
-			stage = stage[:i]
-		}
-		return 0, &StageError{Stage: "bootstrap: " + string(stage), Errno: syscall.Errno(value)}
+		return int32(binary.NativeEndian.Uint32(rec[4:8])), nil
+	case recError:
+		se := decodeRecord(rec[:])
+		se.Stage = "bootstrap: " + se.Stage
+		return 0, se
 	default:
 		return 0, &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("record %q instead of %q", rec[0], want)}
 	}
@@ -201,4 +201,16 @@ func writeBeneath(dir string, f File, mode uint32) error {
 		return err
 	}
 	return nil
+}
+
+// planCheck is init_linux.c's dry pass over a plan (aj_plan_check), for
+// the fuzz test: it tells whether the init stage would carry the plan out
+// rather than refuse it as malformed.
+func planCheck(plan []byte, nfds int) bool {
+	var p *C.char
+	if len(plan) > 0 {
+		p = (*C.char)(C.CBytes(plan))
+		defer C.free(unsafe.Pointer(p))
+	}
+	return C.aj_plan_check(p, C.uint32_t(len(plan)), C.int(nfds)) == 0
 }

@@ -1,16 +1,29 @@
 /*
- * The bootstrap's constants, shared by bootstrap_linux.c and its Go side
- * (bootstrap_linux.go, which checks them against protocol.go's).
+ * The C side's constants, shared by bootstrap_linux.c and init_linux.c
+ * and checked against their Go twins at compile time (bootstrap_linux.go:
+ * protocol.go's fds and message types, plan.go's op codes).
  */
 #ifndef AGENTJAIL_BOOTSTRAP_H
 #define AGENTJAIL_BOOTSTRAP_H
+
+#include <stdint.h>
 
 #define AJ_INIT_ARG0 "agentjail-init" /* argv[0] of a jail's init stage */
 #define AJ_SYNC_FD 4                  /* the socket to the parent */
 #define AJ_JAIL_ID 1000               /* uid and gid of the jail's user, inside */
 
-/* Records the bootstrap sends: struct aj_record, AJ_RECORD_SIZE bytes. */
-#define AJ_RECORD_SIZE 64
+/* The one record both C stages send: the bootstrap bare, on its own
+   short exchange; the init stage as the payload of AJ_MSG_ERROR.
+   Strings are NUL-terminated (cut to fit). */
+#define AJ_RECORD_SIZE 256
+struct aj_record {
+	char kind;     /* one of AJ_REC_* */
+	char pad[3];   /* zero */
+	int32_t value; /* AJ_REC_PID: a pid; AJ_REC_ERROR: errno, or 0 */
+	char stage[120];
+	char msg[128];
+};
+_Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 #define AJ_REC_USERNS 'U' /* the user namespace exists: map it */
 #define AJ_REC_PID 'P'    /* value: host pid of the jail's pid 1 */
 #define AJ_REC_ERROR 'E'  /* value: errno; stage: the step that failed */
@@ -23,12 +36,14 @@
 #define AJ_MAX_MSG (256u << 20) /* maxMsg */
 #define AJ_MAX_FDS 4            /* maxMsgFds (init_linux.c's error names it) */
 #define AJ_REPORT_FD 3
-#define AJ_MSG_CONFIG 1
+#define AJ_MSG_BUILD 1
 #define AJ_MSG_READY 2
-#define AJ_MSG_GO 3
-#define AJ_MSG_ERROR 4
+#define AJ_MSG_REQUEST 3
+#define AJ_MSG_GO 4
 #define AJ_MSG_SECCOMP 5
-#define AJ_MSG_PREPARE 6
+#define AJ_MSG_EXEC 6
+#define AJ_MSG_EXIT 7
+#define AJ_MSG_ERROR 8
 
 /* The steps of a plan (init_linux.c carries them out); plan.go's op
    constants must be the same (bootstrap_linux.go checks them). */
@@ -56,6 +71,8 @@ enum {
 };
 
 #include <stddef.h>
+/* Fills r as a failure record of stage (errno err, or 0, and msg). */
+void aj_error_record(struct aj_record *r, const char *stage, int err, const char *msg);
 /* Sends all of buf to the parent (AJ_SYNC_FD), or exits: nobody is left
    to tell. */
 void aj_send_all(const void *buf, size_t len);
@@ -63,5 +80,10 @@ void aj_send_all(const void *buf, size_t len);
 void aj_init(void) __attribute__((noreturn));
 /* Writes one file below the directory fd dir (and for a test, writeBeneath). */
 int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, unsigned mode);
+/* Reads a plan through without carrying it out (the dry pass every plan
+   gets before its first step runs), for the fuzz test: 0 when the init
+   stage would carry it out, -1 when it would refuse it as malformed. It
+   makes no system call and never exits. */
+int aj_plan_check(const char *plan, uint32_t len, int nfds);
 
 #endif

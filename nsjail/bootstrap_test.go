@@ -24,32 +24,39 @@ func TestBootstrapActsOnInitArg0(t *testing.T) {
 	assert.Equal(t, initArg0, bootstrapArg0())
 }
 
-// record is one bootstrap record as bootstrap_linux.c writes it.
-func record(kind byte, value int32, stage string) []byte {
-	rec := make([]byte, 64)
+// record is one record as bootstrap_linux.c and init_linux.c write it
+// (struct aj_record).
+func record(kind byte, value int32, stage, msg string) []byte {
+	rec := make([]byte, recordSize)
 	rec[0] = kind
 	binary.NativeEndian.PutUint32(rec[4:8], uint32(value))
-	copy(rec[8:], stage)
+	copy(rec[8:127], stage)
+	copy(rec[128:255], msg)
 	return rec
 }
 
 func TestBootstrapRecords(t *testing.T) {
-	v, err := readRecord(bytes.NewReader(record('P', 4242, "")), 'P')
+	v, err := readRecord(bytes.NewReader(record('P', 4242, "", "")), 'P')
 	require.NoError(t, err)
 	assert.Equal(t, int32(4242), v)
 
-	_, err = readRecord(bytes.NewReader(record('E', int32(syscall.ENOSPC), "unshare user namespace")), 'U')
+	_, err = readRecord(bytes.NewReader(record('E', int32(syscall.ENOSPC), "unshare user namespace", "")), 'U')
 	var se *StageError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "bootstrap: unshare user namespace", se.Stage)
 	assert.Equal(t, syscall.ENOSPC, se.Errno)
 	assert.ErrorIs(t, err, syscall.ENOSPC, "max_user_namespaces reached must be recognisable")
 
-	_, err = readRecord(bytes.NewReader(record('P', 1, "")), 'U')
+	_, err = readRecord(bytes.NewReader(record('P', 1, "", "")), 'U')
 	assert.ErrorContains(t, err, `record 'P' instead of 'U'`)
 
-	_, err = readRecord(bytes.NewReader(record('U', 0, "")[:10]), 'U')
+	_, err = readRecord(bytes.NewReader(record('U', 0, "", "")[:10]), 'U')
 	assert.ErrorContains(t, err, "bootstrap: unexpected EOF", "a bootstrap that died mid-record")
+
+	// The init stage's msgError carries the same record.
+	se = decodeRecord(record('E', int32(syscall.EPERM), "mount /proc", "remount read-only"))
+	assert.Equal(t, &StageError{Stage: "mount /proc", Errno: syscall.EPERM, Msg: "remount read-only"}, se)
+	assert.Contains(t, decodeRecord([]byte("{}")).Msg, "a failure record of 2 bytes")
 }
 
 // reapLostInit ends this thread's children that are in a pid namespace
@@ -98,8 +105,8 @@ func TestExeWithoutBootstrapFailsFast(t *testing.T) {
 // message may carry) says so instead of ending without a word.
 func TestInitReportsAnUnreadableConfig(t *testing.T) {
 	r := freshRunner(t)
-	withJail(t, r, r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
-		require.NoError(t, j.prepared())
+	withJail(t, r, r.build(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+		require.NoError(t, j.awaitBuild())
 		null, err := os.Open(os.DevNull)
 		require.NoError(t, err)
 		defer null.Close()
@@ -108,7 +115,7 @@ func TestInitReportsAnUnreadableConfig(t *testing.T) {
 			fds[i] = int(null.Fd())
 		}
 		// No payload: the init stage may end (it does) before one is written.
-		require.NoError(t, sendMsgFds(j.sync, msgConfig, nil, fds))
+		require.NoError(t, sendMsgFds(j.sync, msgRequest, nil, fds))
 		err = j.expect(msgReady)
 		var se *StageError
 		require.ErrorAs(t, err, &se)

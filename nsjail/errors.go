@@ -1,6 +1,8 @@
 package nsjail
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"syscall"
@@ -55,4 +57,32 @@ func stageErr(stage string, err error) *StageError {
 	errors.As(err, &e.Errno)
 	e.Msg = err.Error()
 	return e
+}
+
+// The failure record both C stages send (struct aj_record of
+// bootstrap_linux.h): the bootstrap on its own exchange, the init stage as
+// msgError's payload.
+const (
+	recordSize      = 256
+	recError   byte = 'E'
+)
+
+// decodeRecord is the StageError a failure record carries: its stage, its
+// errno (0: none) and its message, each NUL-terminated in a field of its
+// own. A record of another size is itself the error.
+func decodeRecord(rec []byte) *StageError {
+	if len(rec) != recordSize {
+		return &StageError{Stage: "init", Msg: fmt.Sprintf("a failure record of %d bytes, not %d", len(rec), recordSize)}
+	}
+	cstr := func(b []byte) string {
+		if i := bytes.IndexByte(b, 0); i >= 0 {
+			b = b[:i]
+		}
+		return string(b)
+	}
+	return &StageError{
+		Stage: cstr(rec[8:128]),
+		Errno: syscall.Errno(binary.NativeEndian.Uint32(rec[4:8])),
+		Msg:   cstr(rec[128:256]),
+	}
 }

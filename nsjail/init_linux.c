@@ -1,29 +1,33 @@
 // The jail's init stage: pid 1 of the jail's user and pid namespaces,
 // entered from bootstrap_linux.c's clone and never returning. It is C, not
-// Go, so that a jail pays for no second Go runtime: the runtime's start and
-// package init took 2 to 3 ms of every cold jail, and the exec of python3
-// from a multi-threaded Go process about 0.8 ms more (its other threads must
-// be ended first), also for a prepared one (BENCHMARKS.md, 2026-11-24).
+// Go, so that a jail pays for no second Go runtime (BENCHMARKS.md has the
+// figures): no Go runtime ever starts in a jail.
 //
 // It decides nothing. The parent sends it plans (plan.go): lists of steps,
 // each a system call or a small fixed sequence of them with its arguments
 // and the name to report when it fails, and this file carries them out in
-// order, then does the fixed end of every jail (aj_exec). The conversation is protocol.go's:
+// order, then does the fixed end of every jail (aj_start_program) and
+// stays, as the jail's init, until the program has ended (aj_reap). The
+// conversation is protocol.go's:
 //
-//	<- msgPrepare (plan)    carried out; -> msgReady with the jail's mount
+//	<- msgBuild (plan)      carried out; -> msgReady with the jail's mount
 //	                        namespace (SCM_RIGHTS), or msgError
-//	<- msgConfig (plan)     with stdin, stdout, stderr, report (SCM_RIGHTS);
+//	<- msgRequest (plan)    with stdin, stdout, stderr, report (SCM_RIGHTS);
 //	                        carried out; -> msgReady or msgError
 //	<- msgGo                with the v1 group's tasks files (SCM_RIGHTS);
 //	                        join, cgroup namespace, capabilities dropped,
 //	                        fds close-on-exec, no_new_privs and seccomp,
-//	                        -> msgSeccomp with the listener (and /workspace),
-//	                        execve(python3)
+//	                        -> msgSeccomp with the listener (and /workspace);
+//	                        vfork: the child execs python3;
+//	                        -> msgExec with the time of that exec
+//	                        reap every child; forward signals to the program;
+//	                        -> msgExit with the program's wait status, exit
 //
-// Every failure sends msgError (a StageError as JSON) and exits 1. An end
+// Every failure sends msgError (a struct aj_record) and exits 1. An end
 // of the socket where a message is awaited exits without a word: nothing
 // is left to report to. This process has one thread, so everything it
-// does (namespaces, capabilities, the filter) holds for the whole process.
+// does (namespaces, capabilities, the filter) holds for the whole process
+// and for the program it starts.
 
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,13 +52,15 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap_linux.h"
 
 // ---- messages (protocol.go) ----
 
-static void aj_write_msg(char type, const char *payload, uint32_t len)
+static void aj_write_msg(char type, const void *payload, uint32_t len)
 {
 	unsigned char hdr[5] = {(unsigned char)type, len & 0xff, (len >> 8) & 0xff, (len >> 16) & 0xff, len >> 24};
 	aj_send_all(hdr, sizeof hdr);
@@ -62,39 +68,23 @@ static void aj_write_msg(char type, const char *payload, uint32_t len)
 		aj_send_all(payload, len);
 }
 
-// aj_json_str appends s to out (of cap bytes, *n used) as a JSON string.
-static void aj_json_str(char *out, size_t cap, size_t *n, const char *s)
+void aj_error_record(struct aj_record *r, const char *stage, int err, const char *msg)
 {
-	static const char hex[] = "0123456789abcdef";
-	if (*n + 1 < cap)
-		out[(*n)++] = '"';
-	for (; *s && *n + 7 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			out[(*n)++] = '\\';
-			out[(*n)++] = (char)c;
-		} else if (c < 0x20) {
-			*n += (size_t)snprintf(out + *n, cap - *n, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
-		} else {
-			out[(*n)++] = (char)c;
-		}
-	}
-	if (*n + 1 < cap)
-		out[(*n)++] = '"';
+	memset(r, 0, sizeof *r);
+	r->kind = AJ_REC_ERROR;
+	r->value = err;
+	strncpy(r->stage, stage ? stage : "init", sizeof r->stage - 1);
+	if (msg)
+		strncpy(r->msg, msg, sizeof r->msg - 1);
 }
 
-// aj_fail reports the failed step (a StageError: its Stage, and errno when
-// err is not 0, else msg) and exits.
+// aj_fail reports the failed step (its stage, errno when err is not 0,
+// and msg) and exits.
 __attribute__((noreturn)) static void aj_fail(const char *stage, int err, const char *msg)
 {
-	char out[1024];
-	size_t n = 0;
-	n += (size_t)snprintf(out, sizeof out, "{\"Stage\":");
-	aj_json_str(out, sizeof out - 64, &n, stage ? stage : "init");
-	n += (size_t)snprintf(out + n, sizeof out - n, ",\"Errno\":%d,\"Msg\":", err);
-	aj_json_str(out, sizeof out - 2, &n, msg ? msg : "");
-	out[n++] = '}';
-	aj_write_msg(AJ_MSG_ERROR, out, (uint32_t)n);
+	struct aj_record r;
+	aj_error_record(&r, stage, err, msg);
+	aj_write_msg(AJ_MSG_ERROR, &r, sizeof r);
 	_exit(1);
 }
 
@@ -209,16 +199,21 @@ static int aj_send_fds(char type, const int *fds, int n)
 
 // ---- plans (plan.go) ----
 
+// A reader of a plan. A read past the end, or a string that is not one,
+// sets bad and returns an empty value: the walk checks bad after each
+// step's arguments, so that a malformed plan is refused before any of
+// its steps runs (the dry pass) and never read past its end.
 struct aj_reader {
 	const unsigned char *p, *end;
+	const char *bad; // why the plan is malformed; NULL while it is not
 };
-
-__attribute__((noreturn)) static void aj_bad_plan(void) { aj_fail("decode config", 0, "malformed plan"); }
 
 static uint64_t aj_uint(struct aj_reader *r, int size)
 {
-	if (r->end - r->p < size)
-		aj_bad_plan();
+	if (r->bad || r->end - r->p < size) {
+		r->bad = r->bad ? r->bad : "a step is cut short";
+		return 0;
+	}
 	uint64_t v = 0;
 	for (int i = 0; i < size; i++)
 		v |= (uint64_t)r->p[i] << (8 * i);
@@ -231,8 +226,14 @@ static uint64_t aj_uint(struct aj_reader *r, int size)
 static const char *aj_bytes(struct aj_reader *r, uint32_t *len)
 {
 	uint32_t n = (uint32_t)aj_uint(r, 4);
-	if ((uint64_t)(r->end - r->p) < (uint64_t)n + 1 || r->p[n] != 0)
-		aj_bad_plan();
+	if (len)
+		*len = 0;
+	if (r->bad)
+		return "";
+	if ((uint64_t)(r->end - r->p) < (uint64_t)n + 1 || r->p[n] != 0) {
+		r->bad = "a string is cut short or not terminated";
+		return "";
+	}
 	const char *s = (const char *)r->p;
 	r->p += n + 1;
 	if (len)
@@ -245,8 +246,8 @@ static const char *aj_str(struct aj_reader *r, int nullable)
 {
 	uint32_t n;
 	const char *s = aj_bytes(r, &n);
-	if (memchr(s, 0, n) != NULL)
-		aj_bad_plan();
+	if (!r->bad && memchr(s, 0, n) != NULL)
+		r->bad = "a string holds a NUL byte";
 	return (nullable && n == 0) ? NULL : s;
 }
 
@@ -386,23 +387,37 @@ static unsigned long aj_locked_flags(const struct statvfs *st)
 	return f;
 }
 
-// aj_run carries out one plan; fds are the ones its message brought.
-// With dry set it only reads the plan through: aj_plan does that first, so
-// that a malformed plan is refused before any of its steps runs.
-static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds, int nfds, int dry)
+// aj_walk goes through one plan; fds are the ones its message brought.
+// With dry set it only reads the plan through (and checks what depends on
+// the plan alone): aj_plan does that first, so that a malformed plan is
+// refused before any of its steps runs. It returns NULL, or why the plan
+// is unusable (*stage: the step, when one is to blame). A step that fails
+// when carried out ends the stage (aj_fail) at once.
+static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, int *fds, int nfds, int dry,
+			   const char **stage_out)
 {
-	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len};
+	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len, NULL};
 	int skip = dry, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
 	int filters = s->filter != NULL, execs = s->argv != NULL; // at most one each, ever
 	int wdir = -1;             // AJ_OP_WRITE's directory, wdir_path
 	const char *wdir_path = NULL;
+	const char *why = NULL;
+	*stage_out = "decode plan";
+#define AJ_BAD(reason)                                                                                                 \
+	do {                                                                                                           \
+		why = (reason);                                                                                        \
+		goto out;                                                                                              \
+	} while (0)
 	while (r.p < r.end) {
 		int op = (int)aj_uint(&r, 1);
 		int was_cond = cond;
 		cond = op == AJ_OP_IF_EXISTS;
 		if (cond && was_cond)
-			aj_bad_plan(); // a condition on a condition
+			AJ_BAD("a condition on a condition");
 		const char *stage = aj_str(&r, 0);
+		if (r.bad)
+			AJ_BAD(r.bad);
+		*stage_out = stage;
 		int ok = 0, err = 0;
 		const char *a, *b, *c, *d;
 		uint64_t x, y, z;
@@ -410,18 +425,24 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		switch (op) {
 		case AJ_OP_UNSHARE:
 			x = aj_uint(&r, 4);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = unshare((int)x) == 0;
 			break;
 		case AJ_OP_MOUNT:
 			a = aj_str(&r, 1), b = aj_str(&r, 0), c = aj_str(&r, 1), x = aj_uint(&r, 8), d = aj_str(&r, 1);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = mount(a, b, c, x, d) == 0;
 			break;
 		case AJ_OP_BIND_RO: {
 			a = aj_str(&r, 0), b = aj_str(&r, 0), x = aj_uint(&r, 8), y = aj_uint(&r, 8);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			struct statvfs st;
@@ -438,18 +459,24 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		}
 		case AJ_OP_MKDIR:
 			a = aj_str(&r, 0), x = aj_uint(&r, 4), y = aj_uint(&r, 4);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = (y ? aj_mkdirs(a, (mode_t)x) : mkdir(a, (mode_t)x)) == 0;
 			break;
 		case AJ_OP_SYMLINK:
 			a = aj_str(&r, 0), b = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = symlink(a, b) == 0;
 			break;
 		case AJ_OP_WRITE: {
 			a = aj_str(&r, 0), b = aj_str(&r, 0), x = aj_uint(&r, 4), c = aj_bytes(&r, &n);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			// The directory is opened once for a run of files in it (a
@@ -465,12 +492,16 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		}
 		case AJ_OP_CHMOD:
 			a = aj_str(&r, 0), x = aj_uint(&r, 4);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = chmod(a, (mode_t)x) == 0;
 			break;
 		case AJ_OP_IF_EXISTS: {
 			a = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			// The next step is skipped when a is missing, and only then.
@@ -483,12 +514,16 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		}
 		case AJ_OP_UMOUNT:
 			a = aj_str(&r, 0), x = aj_uint(&r, 4);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = umount2(a, (int)x) == 0;
 			break;
 		case AJ_OP_RMDIR:
 			a = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = rmdir(a) == 0;
@@ -497,6 +532,8 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			// runc's pivot_root(".", ".") idiom needs no put_old directory;
 			// the detach leaves nothing of the host's file system reachable.
 			a = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
@@ -504,12 +541,16 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			break;
 		case AJ_OP_HOSTNAME:
 			a = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = sethostname(a, strlen(a)) == 0;
 			break;
 		case AJ_OP_DOMAINNAME:
 			a = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = setdomainname(a, strlen(a)) == 0;
@@ -531,20 +572,24 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		}
 		case AJ_OP_CHDIR:
 			a = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			ok = chdir(a) == 0;
 			break;
 		case AJ_OP_SECCOMP: {
-			if (filters++ > 0)
-				aj_bad_plan(); // a second filter would replace the first
 			a = aj_bytes(&r, &n);
+			if (r.bad)
+				AJ_BAD(r.bad);
+			if (filters++ > 0)
+				AJ_BAD("a second filter"); // it would replace the first
 			struct sock_filter last; // the program must end with a return
 			if (n == 0 || n % sizeof last != 0 || n / sizeof last > BPF_MAXINSNS)
-				aj_fail(stage, 0, "no usable filter");
+				AJ_BAD("no usable filter");
 			memcpy(&last, a + n - sizeof last, sizeof last);
 			if (last.code != (BPF_RET | BPF_K))
-				aj_fail(stage, 0, "no usable filter");
+				AJ_BAD("no usable filter");
 			if (skip)
 				break;
 			struct sock_filter *f = malloc(n); // aligned, unlike its place in the plan
@@ -558,12 +603,14 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		}
 		case AJ_OP_STDIO:
 			x = aj_uint(&r, 4);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if ((int)x != nfds)
-				aj_fail(stage, 0, "wrong number of fds with the config");
+				AJ_BAD("wrong number of fds with the request");
 			if (skip)
 				break;
 			// 0 to 3 are held from the start (stdio and fd 3 on /dev/null:
-			// run_linux.go start), so a received fd is never one of them.
+			// jail.start), so a received fd is never one of them.
 			for (int i = 0; i < nfds; i++)
 				if (fds[i] <= AJ_REPORT_FD)
 					aj_fail(stage, 0, "received an fd below the ones this stage holds");
@@ -573,6 +620,8 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			break;
 		case AJ_OP_RLIMIT: {
 			x = aj_uint(&r, 4), y = aj_uint(&r, 8), z = aj_uint(&r, 8);
+			if (r.bad)
+				AJ_BAD(r.bad);
 			if (skip)
 				break;
 			struct rlimit rl = {.rlim_cur = y, .rlim_max = z};
@@ -581,22 +630,27 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		}
 		case AJ_OP_EXEC: {
 			if (execs++ > 0)
-				aj_bad_plan();
+				AJ_BAD("a second program");
 			int report = (int)aj_uint(&r, 4), collect = (int)aj_uint(&r, 4);
 			char **lists[2] = {NULL, NULL};
-			for (int l = 0; l < 2; l++) {
+			for (int l = 0; l < 2 && !r.bad; l++) {
 				uint32_t count = (uint32_t)aj_uint(&r, 4);
-				if (count > (uint32_t)(r.end - r.p) || (l == 0 && count == 0))
-					aj_bad_plan();
+				if (!r.bad && (count > (uint32_t)(r.end - r.p) || (l == 0 && count == 0)))
+					r.bad = "a list is longer than the plan, or argv is empty";
 				char **v = NULL;
-				if (!skip && (v = calloc((size_t)count + 1, sizeof(char *))) == NULL)
+				if (!skip && !r.bad && (v = calloc((size_t)count + 1, sizeof(char *))) == NULL)
 					aj_fail(stage, ENOMEM, NULL);
-				for (uint32_t i = 0; i < count; i++) {
+				for (uint32_t i = 0; i < count && !r.bad; i++) {
 					const char *e = aj_str(&r, 0);
 					if (v)
 						v[i] = (char *)e;
 				}
 				lists[l] = v;
+			}
+			if (r.bad) {
+				free(lists[0]);
+				free(lists[1]);
+				AJ_BAD(r.bad);
 			}
 			if (skip)
 				break;
@@ -606,7 +660,7 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 			break;
 		}
 		default:
-			aj_bad_plan();
+			AJ_BAD("an unknown step");
 		}
 		if (skip) {
 			if (!dry)
@@ -616,22 +670,83 @@ static void aj_run(struct aj_state *s, const char *plan, uint32_t len, int *fds,
 		if (!ok)
 			aj_fail(stage, errno, NULL);
 	}
+	*stage_out = "decode plan";
 	if (cond)
-		aj_bad_plan(); // a condition with no step after it
+		why = "a condition with no step after it";
+out:
+#undef AJ_BAD
 	if (wdir >= 0)
 		close(wdir);
+	return why;
 }
 
-// aj_plan carries out the plan m carries, once it has read it through
-// (and checked what depends on the plan alone).
+// aj_plan carries out the plan m carries, once it has read it through.
 static void aj_plan(struct aj_state *s, struct aj_msg *m)
 {
-	aj_run(s, m->payload, m->len, m->fds, m->nfds, 1);
-	aj_run(s, m->payload, m->len, m->fds, m->nfds, 0);
+	const char *stage;
+	const char *why = aj_walk(s, m->payload, m->len, m->fds, m->nfds, 1, &stage);
+	if (why == NULL)
+		why = aj_walk(s, m->payload, m->len, m->fds, m->nfds, 0, &stage);
+	if (why != NULL) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "malformed plan: %s", why);
+		aj_fail(stage, 0, msg);
+	}
 }
 
-// aj_exec ends the init stage. The order matters and each step is as late
-// as it can be:
+int aj_plan_check(const char *plan, uint32_t len, int nfds)
+{
+	struct aj_state s;
+	int fds[AJ_MAX_FDS] = {-1, -1, -1, -1};
+	const char *stage;
+	memset(&s, 0, sizeof s);
+	return aj_walk(&s, plan, len, fds, nfds, 1, &stage) == NULL ? 0 : -1;
+}
+
+// ---- the jail's init, once the program runs ----
+
+// The signals a supervisor forwards: the program gets them as if they had
+// been sent to it. Any other signal sent to this process from inside the
+// jail is dropped by the kernel (a namespace's init without a handler),
+// and SIGKILL from outside ends the whole jail.
+static const int aj_forwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH};
+#define AJ_NFORWARDED (int)(sizeof aj_forwarded / sizeof aj_forwarded[0])
+
+static volatile pid_t aj_program = -1;
+
+static void aj_forward(int sig)
+{
+	int e = errno;
+	if (aj_program > 0)
+		kill(aj_program, sig);
+	errno = e;
+}
+
+// aj_reap is the jail's init once the program runs: it reaps every child
+// (the program, and whatever the program's processes left to it), and
+// when the program itself has ended it sends the parent its wait status
+// (msgExit) and exits, upon which the kernel kills every process left in
+// the jail's pid namespace. It calls only what the filter allows
+// (seccomp's TestPolicyAllowsInitTail).
+__attribute__((noreturn)) static void aj_reap(void)
+{
+	for (;;) {
+		int st;
+		pid_t pid = wait4(-1, &st, 0, NULL);
+		if (pid < 0 && errno == EINTR)
+			continue;
+		if (pid < 0)
+			_exit(1); // no child at all: cannot be while the program runs
+		if (pid != aj_program)
+			continue;
+		int32_t status = st;
+		aj_write_msg(AJ_MSG_EXIT, &status, sizeof status);
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
+// aj_start_program ends the set-up and starts the program. The order
+// matters and each step is as late as it can be:
 //  1. on cgroup v1, join the jail's group by writing "0" to each
 //     hierarchy's tasks file in join (opened by the parent:
 //     cgroup.Group.JoinFiles; on v2 the parent has moved this process and
@@ -639,18 +754,23 @@ static void aj_plan(struct aj_state *s, struct aj_msg *m)
 //     sees that group as its root. A jail never runs outside its group:
 //     any failure ends the stage;
 //  2. drop every capability (the bounding set first: it needs
-//     CAP_SETPCAP; then ambient, then effective, permitted, inheritable);
+//     CAP_SETPCAP; then ambient, then effective, permitted, inheritable):
+//     this process stays as the jail's init with no more power than the
+//     program;
 //  3. mark every fd but 0, 1, 2 close-on-exec (the sync socket included:
-//     its closing at the exec is what tells the parent that the exec
-//     succeeded), except the report channel on fd 3 when the run has one;
-//  4. no_new_privs, then the seccomp filter (last: it may forbid the
-//     calls above), whose listener goes to the parent;
-//  5. execve.
+//     this process keeps it, the program never has it), except the report
+//     channel on fd 3 when the run has one;
+//  4. no_new_privs, then the seccomp filter, which holds for this process
+//     and the program alike (last: it may forbid the calls above); its
+//     listener goes to the parent;
+//  5. vfork: the child execs the program (its time is taken just before,
+//     for the parent's wall clock), this process gives up its copies of
+//     the program's stdio and stays as the jail's init (aj_reap).
 // Neither here nor in any plan may a step change the stage's uid, gids or
 // groups, or gain a capability: the kernel's commit of such credentials
 // resets the parent-death signal and the not-dumpable flag the bootstrap
 // set, and the jail would outlive its parent's thread, or be ptrace-able.
-__attribute__((noreturn)) static void aj_exec(struct aj_state *s, int *join, int njoin)
+__attribute__((noreturn)) static void aj_start_program(struct aj_state *s, int *join, int njoin)
 {
 	// The fds were opened by root (the kernel checks the opener, not the
 	// writer): each is closed before anything of the program runs.
@@ -698,12 +818,22 @@ __attribute__((noreturn)) static void aj_exec(struct aj_state *s, int *join, int
 	if (s->report && fcntl(AJ_REPORT_FD, F_SETFD, 0) < 0)
 		aj_fail("keep report channel open", errno, NULL);
 
+	// The forwarding handlers, before the filter (rt_sigaction stays
+	// allowed, but nothing here should depend on it).
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = aj_forward;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int i = 0; i < AJ_NFORWARDED; i++)
+		if (sigaction(aj_forwarded[i], &sa, NULL) < 0)
+			aj_fail("forward signals", errno, NULL);
+
 	// no_new_privs first: the kernel refuses a filter from a task without
 	// CAP_SYS_ADMIN unless it is set, and it must hold for execve anyway.
 	// From the filter on, this process may only make calls the policy
-	// allows (sendmsg, close, execve: seccomp's TestPolicyAllowsInitTail),
-	// and the listener must never reach the jail: whoever holds it could
-	// let forbidden calls run.
+	// allows (seccomp's TestPolicyAllowsInitTail), and the listener must
+	// never reach the jail: whoever holds it could let forbidden calls run.
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		aj_fail("seccomp: prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
 	struct sock_fprog prog = {.len = s->filter_len, .filter = (struct sock_filter *)s->filter};
@@ -716,13 +846,59 @@ __attribute__((noreturn)) static void aj_exec(struct aj_state *s, int *join, int
 	int sent = aj_send_fds(AJ_MSG_SECCOMP, send_fds, workspace >= 0 ? 2 : 1);
 	int e = errno;
 	close(listener);
+	if (workspace >= 0)
+		close(workspace);
 	if (sent < 0)
 		aj_fail("send seccomp listener", e, NULL);
-	execve(s->argv[0], s->argv, s->envp);
-	e = errno;
-	char stage[256];
-	snprintf(stage, sizeof stage, "exec %s", s->argv[0]);
-	aj_fail(stage, e, NULL);
+
+	// The child shares this process's memory until its exec (vfork: no
+	// page table is copied, and this process waits until the exec is
+	// done). Signals are blocked around it, so that no handler of this
+	// process runs on the child's side; the child takes the forwarded
+	// ones back to their defaults before it unblocks them for the
+	// program, which starts with no signal blocked, as from a shell.
+	sigset_t all, none;
+	sigfillset(&all);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	static volatile int exec_errno;
+	static struct timespec exec_at;
+	exec_errno = 0;
+	pid_t pid = vfork();
+	if (pid == 0) {
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof dfl);
+		dfl.sa_handler = SIG_DFL;
+		for (int i = 0; i < AJ_NFORWARDED; i++)
+			sigaction(aj_forwarded[i], &dfl, NULL);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		clock_gettime(CLOCK_MONOTONIC, &exec_at);
+		execve(s->argv[0], s->argv, s->envp);
+		exec_errno = errno;
+		_exit(127);
+	}
+	if (pid < 0)
+		aj_fail("start the program (vfork)", errno, NULL);
+	aj_program = pid;
+	// Only the program's processes may hold its stdio and report channel:
+	// their ends are what tells the parent that the output is complete.
+	for (int fd = 0; fd <= AJ_REPORT_FD; fd++)
+		close(fd);
+	if (exec_errno != 0) {
+		char stage[256];
+		snprintf(stage, sizeof stage, "exec %s", s->argv[0]);
+		struct aj_record r;
+		aj_error_record(&r, stage, exec_errno, NULL);
+		aj_write_msg(AJ_MSG_ERROR, &r, sizeof r);
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		_exit(1);
+	}
+	int64_t ns = (int64_t)exec_at.tv_sec * 1000000000 + exec_at.tv_nsec;
+	aj_write_msg(AJ_MSG_EXEC, &ns, sizeof ns);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	aj_reap();
 }
 
 __attribute__((noreturn)) void aj_init(void)
@@ -744,21 +920,21 @@ __attribute__((noreturn)) void aj_init(void)
 	struct aj_state s;
 	memset(&s, 0, sizeof s);
 	struct aj_msg m;
-	if (!aj_recv(&m, "read config"))
+	if (!aj_recv(&m, "read build plan"))
 		_exit(1);
-	if (m.type != AJ_MSG_PREPARE || m.nfds != 0)
-		aj_fail("read config", 0, "unexpected message instead of the preparation");
+	if (m.type != AJ_MSG_BUILD || m.nfds != 0)
+		aj_fail("read build plan", 0, "unexpected message instead of the build plan");
 	aj_plan(&s, &m);
 	if (s.filter == NULL)
 		aj_fail("decode seccomp filter", 0, "no usable filter");
 	if (s.argv != NULL) // it would point into the payload freed here
-		aj_fail("read config", 0, "the preparation names the program");
+		aj_fail("read build plan", 0, "the build plan names the program");
 	free(m.payload); // a prepared jail waits long: nothing of it is kept
 	// The jail's mount namespace goes to the parent with msgReady: held
-	// there, its ~30 mounts are not torn down by python3's exit (an
-	// expedited RCU grace period and the superblocks' release, 0.7 to
-	// 1.4 ms on the way to the parent's wait, traced), but when the
-	// parent closes it, on another thread once the run is over.
+	// there, its ~30 mounts are not torn down on the way to the parent's
+	// wait at the program's end (an expedited RCU grace period and the
+	// superblocks' release), but when the parent closes it, on another
+	// thread once the run is over.
 	int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
 	if (mnt < 0)
 		aj_fail("open /proc/self/ns/mnt", errno, NULL);
@@ -768,20 +944,20 @@ __attribute__((noreturn)) void aj_init(void)
 
 	// A prepared jail may wait here for as long as the daemon runs; the
 	// end of the socket (a daemon that stops, or drops the jail) ends it.
-	if (!aj_recv(&m, "read config"))
+	if (!aj_recv(&m, "read request"))
 		_exit(0);
-	if (m.type != AJ_MSG_CONFIG) {
+	if (m.type != AJ_MSG_REQUEST) {
 		for (int i = 0; i < m.nfds; i++)
 			close(m.fds[i]);
-		aj_fail("read config", 0, "unexpected message instead of the config");
+		aj_fail("read request", 0, "unexpected message instead of the request");
 	}
 	aj_plan(&s, &m);
 	if (s.argv == NULL)
-		aj_fail("decode config", 0, "no program to exec");
+		aj_fail("decode request", 0, "no program to exec");
 	aj_write_msg(AJ_MSG_READY, NULL, 0);
 
 	struct aj_msg go;
 	if (!aj_recv(&go, "read go") || go.type != AJ_MSG_GO)
 		_exit(1); // the parent went away or gave up: nothing to report to
-	aj_exec(&s, go.fds, go.nfds);
+	aj_start_program(&s, go.fds, go.nfds);
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,8 +62,62 @@ print(os.getpid(), os.getppid(), pids)
 print(open("/proc/1/cmdline","rb").read().split(b"\0")[0].decode())`, nil)
 	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
 	lines := strings.Split(strings.TrimSpace(string(res.Stdout)), "\n")
-	assert.Equal(t, "1 0 [1]", lines[0], "python3 must be PID 1 and alone")
-	assert.Contains(t, lines[1], "python3")
+	assert.Equal(t, "2 1 [1, 2]", lines[0], "python3 is the child of the jail's init, and they are alone")
+	assert.Equal(t, initArg0, lines[1], "PID 1 is the jail's own init")
+}
+
+// The program is an ordinary process: it can end itself with SIGKILL,
+// which a namespace's init cannot (the kernel drops such a signal from
+// inside), and its result says so, as no limit sent it.
+func TestProgramCanKillItself(t *testing.T) {
+	res := jailRun(t, "import os, signal\nprint('before', flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\nprint('after')", nil)
+	assert.Equal(t, StatusSignaled, res.Status)
+	assert.Equal(t, KillNone, res.KillReason)
+	assert.Equal(t, 137, res.ExitCode)
+	assert.Equal(t, "before\n", string(res.Stdout))
+}
+
+// Orphans are reaped by the jail's init: a program whose children
+// double-fork does not fill its pids limit with zombies (30 of them with
+// a limit of 16 made its next fork fail, EAGAIN, when python3 was PID 1).
+func TestOrphansAreReaped(t *testing.T) {
+	res := jailRun(t, `import os, time
+for i in range(30):
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os._exit(0)
+        os._exit(0)
+    os.wait()
+time.sleep(0.2)
+states = [open(f"/proc/{p}/stat").read().split(") ")[1][0] for p in os.listdir("/proc") if p.isdigit()]
+print(len(states), states.count("Z"))
+pid = os.fork()
+if pid == 0: os._exit(7)
+print(os.waitpid(pid, 0)[1] >> 8)`, func(s *Spec) { s.Limits.Pids = 16 })
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.Equal(t, "2 0\n7\n", string(res.Stdout), "the init and the program, no zombie; the next fork works")
+	assert.Zero(t, res.PidsMaxHits)
+}
+
+// The program's exact end reaches the result through the jail's init:
+// its exit status, or the signal it died of.
+func TestProgramEndIsReported(t *testing.T) {
+	for code, want := range map[string]struct {
+		status Status
+		exit   int
+		sig    syscall.Signal
+	}{
+		"import sys; sys.exit(42)":                                {StatusError, 42, 0},
+		"import os; os._exit(0)":                                  {StatusOK, 0, 0},
+		"import os, signal; os.kill(os.getpid(), signal.SIGSEGV)": {StatusSignaled, 128 + 11, syscall.SIGSEGV},
+		"import os, signal; os.kill(os.getpid(), signal.SIGTERM)": {StatusSignaled, 128 + 15, syscall.SIGTERM},
+	} {
+		res := jailRun(t, code, nil)
+		assert.Equal(t, want.status, res.Status, code)
+		assert.Equal(t, want.exit, res.ExitCode, code)
+		assert.Equal(t, want.sig, res.Signal, code)
+		assert.Equal(t, KillNone, res.KillReason, code)
+	}
 }
 
 // The jail's umask is its own (022), not whatever the runner's is when
@@ -580,7 +636,7 @@ while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 		done <- out{res, err}
 	})
 	// The jail's PID 1 is this process's child (CLONE_PARENT) in a pid
-	// namespace of its own, named python3 once exec'd; /tmp/up, seen
+	// namespace of its own, and python3 its child; /tmp/up, seen
 	// through its root, says that its start-up is over (python3 opens
 	// files of its own while it starts: site-packages' .pth files).
 	var pid int
@@ -601,22 +657,28 @@ while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 	assert.Regexp(t, `^1 pipe:\[\d+\]$`, fds[1])
 	assert.Regexp(t, `^2 pipe:\[\d+\]$`, fds[2])
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-	assert.Equal(t, "/usr/bin/python3.11", exe, "PID 1 is python3, not agentjail")
+	assert.Equal(t, "/usr/bin/python3.11", exe, "the program is python3, not agentjail")
 	cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid))
 	assert.Equal(t, "/workspace", cwd)
 	root, _ := os.Readlink(fmt.Sprintf("/proc/%d/root", pid))
 	assert.Equal(t, "/", root, "its root is its own pivot_root")
 	// The bootstrap (bootstrap_linux.c) clones pid 1 with CLONE_PARENT and
-	// exits: pid 1 is this process's own child, whose end it waits for, and
-	// leads its own session.
+	// exits: pid 1, the jail's init, is this process's own child, whose
+	// end it waits for, and leads its own session, in which its child
+	// python3 runs.
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)
-	assert.Regexp(t, fmt.Sprintf(`(?m)^PPid:\t%d$`, os.Getpid()), string(status))
 	assert.Regexp(t, `(?m)^Groups:[ \t]*$`, string(status), "no supplementary group")
+	m := regexp.MustCompile(`(?m)^PPid:\t(\d+)$`).FindStringSubmatch(string(status))
+	require.NotNil(t, m)
+	init, _ := strconv.Atoi(m[1])
+	initStatus, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", init))
+	require.NoError(t, err)
+	assert.Regexp(t, fmt.Sprintf(`(?m)^PPid:\t%d$`, os.Getpid()), string(initStatus))
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	require.NoError(t, err)
 	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	assert.Equal(t, fmt.Sprint(pid), f[3], "session of %d: %s", pid, stat)
+	assert.Equal(t, fmt.Sprint(init), f[3], "session of %d: %s", pid, stat)
 	// python3 is in the jail's cgroup in every hierarchy (on v1 the
 	// init stage's exec'ing thread moved itself into each: JoinFiles).
 	own, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
@@ -637,16 +699,20 @@ while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 	assert.Equal(t, StatusOK, o.res.Status)
 }
 
-// childPython is the pid of this process's child that runs python3 in a
-// pid namespace of its own: a jail's (0: none). Other tests run python3
-// on the host too.
+// childPython is the host pid of a jail's python3: the child of a jail's
+// init, which is this process's child in a pid namespace of its own (0:
+// none). Other tests run python3 on the host too.
 func childPython() int {
 	own, _ := os.Readlink("/proc/self/ns/pid")
 	for _, pid := range systest.Children(os.Getpid()) {
-		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-		if string(comm) == "python3\n" && err == nil && ns != own {
-			return pid
+		if err != nil || ns == own {
+			continue
+		}
+		for _, kid := range systest.Children(pid) {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", kid)); string(comm) == "python3\n" {
+				return kid
+			}
 		}
 	}
 	return 0
@@ -689,7 +755,8 @@ func TestWaitHoldsNoThread(t *testing.T) {
 }
 
 // awaitExit returns for a child that has ended, whenever it ended: before
-// the call, or while it waits; and only then.
+// the call, or while it waits; and only then. awaitExitFor does the same
+// within its timeout, and says false past it.
 func TestAwaitExitSeesEveryEnd(t *testing.T) {
 	for i := range 200 {
 		cmd := exec.Command("/bin/true")
@@ -704,7 +771,14 @@ func TestAwaitExitSeesEveryEnd(t *testing.T) {
 			}, 5*time.Second, 100*time.Microsecond, "a zombie")
 		}
 		done := make(chan struct{})
-		go func() { awaitExit(cmd.Process.Pid); close(done) }()
+		go func() {
+			if i%4 < 2 {
+				awaitExit(cmd.Process.Pid)
+			} else {
+				assert.True(t, awaitExitFor(cmd.Process.Pid, 10*time.Second), "run %d", i)
+			}
+			close(done)
+		}()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
@@ -715,4 +789,10 @@ func TestAwaitExitSeesEveryEnd(t *testing.T) {
 		require.Contains(t, string(b), ") Z ", "run %d: awaitExit returned before the child ended", i)
 		require.NoError(t, cmd.Wait())
 	}
+	cmd := exec.Command("/bin/sleep", "5")
+	require.NoError(t, cmd.Start())
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	t0 := time.Now()
+	assert.False(t, awaitExitFor(cmd.Process.Pid, 50*time.Millisecond), "a running child has not ended")
+	assert.Less(t, time.Since(t0), 2*time.Second)
 }

@@ -210,3 +210,25 @@ while True: pass`, func(s *Spec) { s.Limits.WallTime = time.Second })
 	t.Logf("cpu %v in wall %v", res.CPUTime, res.WallTime)
 	assert.Greater(t, res.CPUTime, 100*time.Millisecond, "it ran at all")
 }
+
+// The wall clock runs from the program's exec as the jail saw it, not
+// from when this process got to read that: a daemon that is late (here,
+// by 300 ms) neither shortens wall_time_ms below the CPU time the program
+// used (83db359 reported 0.2 ms of wall against 14.9 of CPU on a busy
+// daemon) nor gives the program more time than its limit.
+func TestWallClockStartsAtTheExec(t *testing.T) {
+	beforeExecHook = func() { time.Sleep(300 * time.Millisecond) }
+	t.Cleanup(func() { beforeExecHook = nil })
+	res := jailRun(t, `import time
+t = time.process_time()
+while time.process_time() - t < 0.2: pass`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.GreaterOrEqual(t, res.WallTime, res.CPUTime-20*time.Millisecond, "wall %v, cpu %v", res.WallTime, res.CPUTime)
+
+	res = jailRun(t, "import time; time.sleep(10)", func(s *Spec) { s.Limits.WallTime = 500 * time.Millisecond })
+	assert.Equal(t, KillWallTimeout, res.KillReason)
+	assert.GreaterOrEqual(t, res.WallTime, 500*time.Millisecond)
+	// Killed about 500 ms after the exec, not 500 ms after this process
+	// read of it (800 ms); a bound that holds on a slow host.
+	assert.Less(t, res.WallTime, 750*time.Millisecond)
+}

@@ -109,15 +109,48 @@ func (p *plan) writeFiles(dir string, files []File, mode uint32) {
 	}
 }
 
+// buildConfig is what every jail of a Runner shares, known before any
+// request: buildPlan turns it into msgBuild's plan.
+type buildConfig struct {
+	RootDir  string     // host directory the new root tmpfs is mounted on (in the jail's private mount namespace only)
+	RootSize int64      // bytes of the root tmpfs: /etc, /code (read-only once the program is in)
+	Binds    []string   // host directories bound read-only at the same path (always /usr)
+	Links    []initLink // symlinks in the new root, e.g. /bin -> usr/bin
+	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
+	Code     []File     // read-only files under /code that every run has (the daemon's harness)
+	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
+}
+
+// requestConfig is one request's part: requestPlan turns it into
+// msgRequest's plan, which goes with the program's stdio fds.
+type requestConfig struct {
+	TmpBytes int64    // scratch tmpfs size; remounted when it differs from buildConfig's
+	Code     []File   // the rest of /code: the program and its own code files
+	Files    []File   // written into /workspace
+	Report   bool     // keep reportFd open for the program
+	Collect  bool     // send a directory fd of /workspace with the listener
+	Argv     []string // argv of python3; Argv[0] is the path inside the jail
+	Env      []string
+	Rlimits  []initRlimit
+}
+
+type initLink struct{ Path, Target string }
+
+type initRlimit struct {
+	Resource int
+	Cur, Max uint64
+}
+
 // nsUnshared are the namespaces the init stage makes for itself; the user
 // and pid namespaces come from the bootstrap (bootstrap_linux.c).
 const nsUnshared = unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 
-// preparePlan builds the part of the jail every run shares, while the init
-// stage holds its namespace capabilities: the file system up to
-// pivot_root, the identity, the network, and the seccomp filter. The root
-// stays writable for the run's plan.
-func preparePlan(cfg *prepareConfig) []byte {
+// buildPlan is the part of the jail every run shares, carried out while
+// the init stage holds its namespace capabilities: the file system up to
+// pivot_root, the identity, the network, and the seccomp filter (decoded
+// here, installed at the program's start). The root stays writable for
+// the request's plan.
+func buildPlan(cfg *buildConfig) []byte {
 	p := &plan{}
 	// First: a jail never runs without its filter.
 	p.op(opSeccomp, "decode seccomp filter").bytes(cfg.Seccomp)
@@ -149,22 +182,22 @@ func preparePlan(cfg *prepareConfig) []byte {
 	return p.b
 }
 
-// runPlan adds one request to a prepared jail (whose scratch tmpfs has
-// preparedTmp bytes): its stdio, its program, its scratch size, files and
+// requestPlan adds one request to a built jail (whose scratch tmpfs has
+// builtTmp bytes): its stdio, its program, its scratch size, files and
 // rlimits, and what to exec. The message carries stdin, stdout, stderr and
 // the report channel when the request has one.
-func runPlan(cfg *runConfig, preparedTmp int64) []byte {
+func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 	p := &plan{}
 	n := uint32(3)
 	if cfg.Report {
 		n = 4
 	}
 	p.op(opStdio, "stdio").u32(n)
-	p.writeFiles("/code", cfg.Code, 0o444) // the preparation made it
+	p.writeFiles("/code", cfg.Code, 0o444) // the build made it
 	// The root holds only mount points, /etc and /code: nothing in it is
 	// ever written again.
 	p.mount("remount / read-only", "", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-	if cfg.TmpBytes != preparedTmp {
+	if cfg.TmpBytes != builtTmp {
 		// The scratch tmpfs (behind /workspace, /tmp and /dev/shm) is
 		// empty: resizing its superblock is one call. A non-bind remount
 		// also sets the mount's flags, so they are repeated.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -47,10 +48,10 @@ func TestWriteBeneathStaysBeneath(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
-// withJail starts an init stage with prep, on this goroutine's locked
+// withJail starts an init stage with b, on this goroutine's locked
 // thread, runs f with it, and cleans the jail up (its mount namespace
 // released at once: Runner.Close waits for that).
-func withJail(t *testing.T, r *Runner, prep preparation, f func(*jail)) *jail {
+func withJail(t *testing.T, r *Runner, b built, f func(*jail)) *jail {
 	t.Helper()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -59,16 +60,16 @@ func withJail(t *testing.T, r *Runner, prep preparation, f func(*jail)) *jail {
 	defer r.UIDs.Release(uid)
 	j := &jail{runner: r, uid: uid}
 	defer func() { require.NoError(t, j.cleanup()) }()
-	require.NoError(t, j.start(prep))
+	require.NoError(t, j.start(b))
 	f(j)
 	return j
 }
 
-// prepareWith starts an init stage and gives it plan as its msgPrepare:
+// buildWith starts an init stage and gives it plan as its msgBuild:
 // the answer (nil for msgReady).
-func prepareWith(t *testing.T, plan []byte) (err error) {
+func buildWith(t *testing.T, plan []byte) (err error) {
 	t.Helper()
-	withJail(t, freshRunner(t), preparation{plan: plan, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) { err = j.prepared() })
+	withJail(t, freshRunner(t), built{plan: plan, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) { err = j.awaitBuild() })
 	return err
 }
 
@@ -76,8 +77,8 @@ func prepareWith(t *testing.T, plan []byte) (err error) {
 func TestInitNamesTheFailedStep(t *testing.T) {
 	r := freshRunner(t)
 	missing := "/nonexistent-" + NewID() // where the jail's user can look
-	plan := preparePlan(r.prepareConfig(append(binds(&Spec{}), missing), nil, DefaultLimits().TmpBytes))
-	err := prepareWith(t, plan)
+	plan := buildPlan(r.buildConfig(append(binds(&Spec{}), missing), nil, DefaultLimits().TmpBytes))
+	err := buildWith(t, plan)
 	var se *StageError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "bind "+missing, se.Stage)
@@ -98,18 +99,18 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 		p := (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp())
 		p.mkdir("mkdir", open+"/made", 0o755, false)
 		p.op(opChdir, "chdir").str("/")
-		err := prepareWith(t, p.b[:len(p.b)-cut])
+		err := buildWith(t, p.b[:len(p.b)-cut])
 		var se *StageError
 		require.ErrorAs(t, err, &se, cut)
-		assert.Equal(t, "malformed plan", se.Msg, cut)
+		assert.True(t, strings.HasPrefix(se.Msg, "malformed plan: "), "cut %d: %v", cut, err)
 		assert.NoDirExists(t, open+"/made", "a step before the malformed one ran (cut %d)", cut)
 	}
 	p := (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp())
 	p.mkdir("mkdir", open+"/made", 0o755, false)
-	require.NoError(t, prepareWith(t, p.b))
+	require.NoError(t, buildWith(t, p.b))
 	require.DirExists(t, open+"/made", "the well-formed plan's step runs")
-	good := preparePlan(r.prepareConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
-	require.NoError(t, prepareWith(t, good))
+	good := buildPlan(r.buildConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
+	require.NoError(t, buildWith(t, good))
 	notNUL := slices.Clone(good)
 	stage := bytes.Index(notNUL, []byte("decode seccomp filter"))
 	require.Positive(t, stage)
@@ -130,22 +131,25 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 		// A second filter would replace the first (and leak it).
 		"a second filter": (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp()).op(opSeccomp, "filter").bytes(r.seccomp()).b,
 		// The program comes with the request, never ahead of it.
-		"a program in the preparation": (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp()).
+		"a program in the build": (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp()).
 			op(opExec, "exec").u32(0).u32(0).u32(1).str("/usr/bin/python3").u32(0).b,
 	} {
-		err := prepareWith(t, p)
+		err := buildWith(t, p)
 		var se *StageError
 		require.ErrorAs(t, err, &se, name)
 		switch name {
-		case "no filter", "a filter of half a program":
+		case "no filter":
 			assert.Equal(t, "decode seccomp filter", se.Stage, name)
 			assert.Equal(t, "no usable filter", se.Msg, name)
-		case "a program in the preparation":
-			assert.Equal(t, "read config", se.Stage, name)
-			assert.Equal(t, "the preparation names the program", se.Msg, name)
+		case "a filter of half a program":
+			assert.Equal(t, "decode seccomp filter", se.Stage, name)
+			assert.Equal(t, "malformed plan: no usable filter", se.Msg, name)
+		case "a program in the build":
+			assert.Equal(t, "read build plan", se.Stage, name)
+			assert.Equal(t, "the build plan names the program", se.Msg, name)
 		default:
-			assert.Equal(t, "decode config", se.Stage, name)
-			assert.Equal(t, "malformed plan", se.Msg, name)
+			// The step the plan broke in is named, when it got that far.
+			assert.True(t, strings.HasPrefix(se.Msg, "malformed plan: "), "%s: %v", name, err)
 		}
 	}
 }
@@ -155,10 +159,10 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 // header, before the init stage allocates or reads a byte of it.
 func TestInitRefusesAMessageTooLarge(t *testing.T) {
 	r := freshRunner(t)
-	good := preparePlan(r.prepareConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
-	withJail(t, r, preparation{plan: good, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) {
-		require.NoError(t, j.prepared())
-		hdr := []byte{msgConfig, 0, 0, 0, 0}
+	good := buildPlan(r.buildConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
+	withJail(t, r, built{plan: good, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) {
+		require.NoError(t, j.awaitBuild())
+		hdr := []byte{byte(msgRequest), 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(hdr[1:], maxMsg+1)
 		_, err := j.sync.Write(hdr)
 		require.NoError(t, err)
@@ -179,8 +183,8 @@ func TestInitRefusesAMessageTooLarge(t *testing.T) {
 func TestParentHoldsTheJailsMountNamespace(t *testing.T) {
 	r := freshRunner(t)
 	before := systest.FdCount()
-	j := withJail(t, r, r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
-		require.NoError(t, j.prepared())
+	j := withJail(t, r, r.build(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+		require.NoError(t, j.awaitBuild())
 		require.NotNil(t, j.mntns)
 		var held, jails, host syscall.Stat_t
 		require.NoError(t, syscall.Fstat(int(j.mntns.Fd()), &held))
@@ -203,15 +207,20 @@ func TestInitStageHoldsOnlyItsFds(t *testing.T) {
 	leak, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0) // no O_CLOEXEC
 	require.NoError(t, err)
 	defer syscall.Close(leak)
-	withJail(t, r, r.preparation(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
-		require.NoError(t, j.prepared())
-		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", j.proc.Pid))
-		require.NoError(t, err)
+	withJail(t, r, r.build(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+		require.NoError(t, j.awaitBuild())
+		// The init stage closes its copy of the mount namespace's fd
+		// just after msgReady has taken it to us: a moment later.
 		var fds []string
-		for _, e := range ents {
-			fds = append(fds, e.Name())
-		}
-		assert.Equal(t, []string{"0", "1", "2", "3", "4"}, fds, "fd %d of this process must not be among them", leak)
+		assert.Eventually(t, func() bool {
+			ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", j.proc.Pid))
+			require.NoError(t, err)
+			fds = fds[:0]
+			for _, e := range ents {
+				fds = append(fds, e.Name())
+			}
+			return slices.Equal([]string{"0", "1", "2", "3", "4"}, fds)
+		}, 2*time.Second, time.Millisecond, "fd %d of this process must not be among them: %v", leak, fds)
 	})
 }
 

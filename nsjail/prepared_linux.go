@@ -47,7 +47,7 @@ type preparedPool struct {
 	code    []File
 	limits  Limits
 	onError func(error)
-	prepare preparation // the same for every jail of the pool
+	build   built // the same for every jail of the pool
 
 	mu       sync.Mutex
 	ready    []*preparedJail
@@ -91,7 +91,7 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 		limits:  t.Limits.withDefaults(),
 		onError: t.OnError,
 	}
-	p.prepare = r.preparation(p.binds, p.code, p.limits.TmpBytes)
+	p.build = r.build(p.binds, p.code, p.limits.TmpBytes)
 	r.poolMu.Lock()
 	old := r.pool
 	r.pool = p
@@ -175,9 +175,9 @@ func (p *preparedPool) keep(r *Runner) {
 		return
 	}
 	j := &jail{runner: r, uid: uid}
-	err = j.start(p.prepare)
+	err = j.start(p.build)
 	if err == nil {
-		err = j.prepared()
+		err = j.awaitBuild()
 	}
 	if err == nil {
 		err = j.cgroupAhead(p.limits)
@@ -292,7 +292,7 @@ func (pj *preparedJail) run(ctx context.Context, spec *Spec, code []File) (*Resu
 		pj.j.runner.UIDs.Release(pj.j.uid)
 		pj.ended <- true
 	}()
-	res, err := pj.j.finish(ctx, spec, runConfigFor(spec, code))
+	res, err := pj.j.finish(ctx, spec, requestConfigFor(spec, code))
 	if res != nil {
 		res.Prepared = true
 	}

@@ -58,7 +58,7 @@ print(os.path.exists('/workspace/left'), os.path.exists('/tmp/left'), sorted(p f
 `), Limits: DefaultLimits()})
 	require.Equal(t, StatusOK, second.Status, "stderr: %s", second.Stderr)
 	assert.True(t, second.Prepared)
-	assert.Equal(t, "False False ['1']\n", string(second.Stdout))
+	assert.Equal(t, "False False ['1', '2']\n", string(second.Stdout), "the jail's init and the program only")
 	assert.NotEqual(t, first.HostUID, second.HostUID)
 }
 
@@ -209,7 +209,7 @@ func TestPreparedConcurrent(t *testing.T) {
 		got[<-outs] = true
 	}
 	for i := range n {
-		assert.True(t, got[fmt.Sprintf("1 %d\n", i)], "run %d: %v", i, got)
+		assert.True(t, got[fmt.Sprintf("2 %d\n", i)], "run %d: %v", i, got)
 	}
 }
 

@@ -19,7 +19,7 @@ const maxMsgFds = 4
 // so that the fds passed with it (SCM_RIGHTS) are received rather than
 // dropped by the kernel; the rest of the payload is read from r. The fds
 // are close-on-exec. EOF before a header is io.EOF.
-func recvMsg(r io.Reader, recv func(p, oob []byte) (n, oobn, flags int, err error)) (typ byte, payload []byte, fds []int, err error) {
+func recvMsg(r io.Reader, recv func(p, oob []byte) (n, oobn, flags int, err error)) (typ msgType, payload []byte, fds []int, err error) {
 	var hdr [5]byte
 	oob := make([]byte, unix.CmsgSpace(maxMsgFds*4))
 	n, oobn, flags, err := recv(hdr[:], oob)
@@ -55,12 +55,12 @@ func recvMsg(r io.Reader, recv func(p, oob []byte) (n, oobn, flags int, err erro
 	if _, err := io.ReadFull(r, payload); err != nil {
 		return 0, nil, fds, err
 	}
-	return hdr[0], payload, fds, nil
+	return msgType(hdr[0]), payload, fds, nil
 }
 
 // readMsgFds is recvMsg on the parent's non-blocking end, through the
 // poller (its deadline applies).
-func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
+func readMsgFds(f *os.File) (typ msgType, payload []byte, fds []int, err error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return 0, nil, nil, err
@@ -78,7 +78,7 @@ func readMsgFds(f *os.File) (typ byte, payload []byte, fds []int, err error) {
 }
 
 // sendMsgFds writes one message whose header carries fds (SCM_RIGHTS).
-func sendMsgFds(f *os.File, typ byte, payload []byte, fds []int) error {
+func sendMsgFds(f *os.File, typ msgType, payload []byte, fds []int) error {
 	if len(payload) > maxMsg {
 		return errTooLarge
 	}
@@ -87,7 +87,7 @@ func sendMsgFds(f *os.File, typ byte, payload []byte, fds []int) error {
 		return err
 	}
 	var hdr [5]byte
-	hdr[0] = typ
+	hdr[0] = byte(typ)
 	binary.LittleEndian.PutUint32(hdr[1:], uint32(len(payload)))
 	var serr error
 	if err := rc.Write(func(s uintptr) bool {

@@ -21,8 +21,8 @@ import (
 // stage's reader (init_linux.c) is TestInitReportsAnUnreadableConfig's.
 func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
 	// Each reader owns (and closes) the receiving fd.
-	readers := map[string]func(fd int) (byte, []byte, []int, error){
-		"parent": func(fd int) (byte, []byte, []int, error) {
+	readers := map[string]func(fd int) (msgType, []byte, []int, error){
+		"parent": func(fd int) (msgType, []byte, []int, error) {
 			require.NoError(t, unix.SetNonblock(fd, true))
 			f := os.NewFile(uintptr(fd), "recv")
 			defer f.Close()
@@ -41,11 +41,11 @@ func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
 			for i := range fds {
 				fds[i] = int(null.Fd())
 			}
-			require.NoError(t, sendMsgFds(send, msgConfig, []byte("{}"), fds))
+			require.NoError(t, sendMsgFds(send, msgRequest, []byte("{}"), fds))
 			typ, payload, got, err := read(sp[1])
 			if n <= maxMsgFds {
 				require.NoError(t, err, name)
-				assert.Equal(t, msgConfig, typ)
+				assert.Equal(t, msgRequest, typ)
 				assert.Equal(t, "{}", string(payload))
 				assert.Len(t, got, n)
 				closeFds(got)
@@ -90,7 +90,7 @@ func TestLargestValidRequestFitsOneMessage(t *testing.T) {
 		s.Env[name] = strings.Repeat("v", maxEnvVarBytes-len(name)-1)
 	}
 	require.NoError(t, s.Validate(), "the largest valid spec")
-	n := len(runPlan(runConfigFor(&s, codeFiles(&s)), DefaultLimits().TmpBytes))
+	n := len(requestPlan(requestConfigFor(&s, codeFiles(&s)), DefaultLimits().TmpBytes))
 	t.Logf("run plan: %d bytes (%.0f%% of maxMsg)", n, 100*float64(n)/maxMsg)
 	assert.LessOrEqual(t, n, maxMsg)
 }
@@ -104,8 +104,8 @@ func TestMessageTooLargeIsNotSent(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	big := make([]byte, maxMsg+1)
-	require.ErrorIs(t, writeMsg(a, msgConfig, big), errTooLarge)
-	require.ErrorIs(t, sendMsgFds(a, msgConfig, big, nil), errTooLarge)
+	require.ErrorIs(t, writeMsg(a, msgRequest, big), errTooLarge)
+	require.ErrorIs(t, sendMsgFds(a, msgRequest, big, nil), errTooLarge)
 	require.NoError(t, unix.SetNonblock(sp[1], true))
 	n, err := b.Read(make([]byte, 1))
 	assert.Equal(t, 0, n, "nothing was written")

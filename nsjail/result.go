@@ -76,3 +76,46 @@ type Result struct {
 	HostUID       uint32 // the host uid the jail ran as (uid 1000 inside)
 	Prepared      bool   // the jail was prepared ahead of the request (Runner.KeepPrepared)
 }
+
+// decide sets status, exit code, signal and kill reason from the wait
+// status and the evidence gathered during the run. A reason recorded by
+// this process (timer, watchdog, output cap, cancel, OOM notification) is
+// trusted only if the jail did die of SIGKILL: a program that exited on its
+// own just before the kill landed ended by itself. The first recorded
+// reason wins a race between two causes.
+func (res *Result) decide(ws syscall.WaitStatus, recorded KillReason) {
+	switch {
+	case ws.Exited():
+		res.ExitCode = ws.ExitStatus()
+		res.Status = StatusOK
+		if res.ExitCode != 0 {
+			res.Status = StatusError
+		}
+		return
+	case !ws.Signaled():
+		res.Status, res.ExitCode = StatusError, -1
+		return
+	}
+	res.Signal = ws.Signal()
+	res.ExitCode = 128 + int(res.Signal)
+	res.Status = StatusSignaled
+	switch {
+	case res.Signal == syscall.SIGKILL && recorded != KillNone:
+		res.KillReason = recorded
+	case res.Signal == syscall.SIGKILL && res.OOMKills > 0:
+		// The kernel's OOM killer (cgroup v2 memory.oom.group) ended the
+		// jail before we saw an event.
+		res.KillReason = KillMemoryLimit
+	case res.Signal == syscall.SIGSYS:
+		// The seccomp filter's KILL_PROCESS (a foreign-ABI call).
+		res.KillReason = KillSeccomp
+	case res.Signal == syscall.SIGXFSZ:
+		res.KillReason = KillFileSizeLimit
+	case res.Signal == syscall.SIGXCPU:
+		// RLIMIT_CPU, the per-process backstop of the cgroup watchdog.
+		res.KillReason = KillCPUTimeout
+	}
+	if res.KillReason != KillNone {
+		res.Status = StatusKilled
+	}
+}

@@ -150,8 +150,8 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 	}()
 	// The sleeper's group is the one with this daemon's python3 in it
 	// (other tests run daemons and jails beside this one): the jail's
-	// pid 1 is the daemon's child (CLONE_PARENT), and its name is
-	// python3 once exec'd.
+	// pid 1, its init, is the daemon's child (CLONE_PARENT), and python3
+	// is the init's child.
 	var id string
 	require.Eventually(t, func() bool {
 		daemonKids := systest.Children(d.cmd.Process.Pid)
@@ -159,7 +159,7 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 			for _, p := range procs {
 				pid, _ := strconv.Atoi(p)
 				comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-				if string(comm) == "python3\n" && slices.Contains(daemonKids, pid) {
+				if string(comm) == "python3\n" && slices.Contains(daemonKids, parentOf(pid)) {
 					id = g
 					return true
 				}
@@ -304,4 +304,16 @@ while True:
 	code, _, stderr := run(t, "", "run", "--socket", sock, "-c", "pass")
 	assert.Equal(t, exitSetup, code)
 	assert.Contains(t, stderr, "the server runs as uid 65534")
+}
+
+// parentOf is the parent's pid of process pid (0 when it is gone).
+func parentOf(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
 }

@@ -1,0 +1,59 @@
+// Package nsjail runs one program in a jail of its own and says what
+// happened. "nsjail" here means namespace jail: it is agentjail's own code
+// and has nothing to do with Google's tool of that name.
+//
+// A jail is fresh user, pid, net, mount, ipc, uts and cgroup namespaces,
+// a cgroup with the run's memory, pids and CPU limits, a root file system
+// that holds only the Python runtime (read-only) and a size-limited tmpfs
+// for /workspace, /tmp and /dev/shm, a dedicated host uid, no capabilities,
+// no_new_privs and a seccomp filter. Spec says what to run and with which
+// limits; Result is what happened, from kernel evidence: the exit or
+// signal, the kill reason, peak memory, CPU and wall time, the forbidden
+// system calls, the output and the collected files.
+//
+// # The life of one run
+//
+//	Runner.Run(ctx, spec)                       runner_linux.go
+//	  Spec.Validate, the interpreter checked on the host
+//	  a prepared jail (prepared_linux.go), or one started now:
+//	    jail.start: vfork+exec of this binary as "agentjail-init";   jail_linux.go
+//	      its C bootstrap (bootstrap_linux.c) makes the user and pid
+//	      namespaces, the parent maps the jail's uid, the jail's pid 1 is
+//	      cloned as this process's child; msgBuild: the file system
+//	  jail.finish
+//	    deliver: the cgroup, stdio pipes, msgRequest (program, files,
+//	      rlimits), msgGo (v1: the group's tasks files)
+//	    supervise: msgSeccomp (the filter's listener), msgExec (the
+//	      exec's time); the wall, CPU and OOM watchdogs, the output
+//	      capture, the seccomp supervisor; the wait for pid 1; msgExit
+//	      (the program's wait status); cgroup figures; collected files;
+//	      Result.decide: status and kill reason              supervise_linux.go, result.go
+//	    cleanup: what is left killed, the mount namespace released, the
+//	      cgroup removed
+//
+// # Where Go ends and C begins
+//
+// Every decision about a jail is made in Go. The jail's own side is C
+// (bootstrap_linux.c, init_linux.c) that runs before the Go runtime would
+// start, so no Go runtime ever starts in a jail: the bootstrap because
+// unshare(CLONE_NEWUSER) needs a process of one thread, the init stage
+// because it saves the runtime's start on every run. The init stage
+// carries out plans (plan.go): lists of steps, each a system call or a
+// small fixed sequence of them, with the name a failure reports; it checks
+// that a plan is well formed before it runs any step of it, and decides
+// nothing else. It then stays as the jail's pid 1: it starts the program
+// (vfork, exec), reaps every child, forwards signals to the program,
+// reports the program's exact end, and exits when the program ends, upon
+// which the kernel kills whatever is left in the jail. It holds no
+// capability and runs under the same seccomp filter as the program.
+//
+// # Where the protocol and the plans are drawn
+//
+// protocol.go draws the conversation between the parent and the init
+// stage, message by message, and frames the messages; handshake_linux.go
+// is the parent's side of it. plan.go encodes the plans and holds the
+// build plan (the file system, the identity, the network: the same for
+// every run of a Runner) and the request plan (the program, its files,
+// stdio and rlimits). bootstrap_linux.h holds the C side's constants,
+// which bootstrap_linux.go checks against the Go side's at compile time.
+package nsjail

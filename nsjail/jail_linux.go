@@ -1,0 +1,477 @@
+package nsjail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"agentjail/cgroup"
+)
+
+// The life of one jail, from the parent's side:
+//
+//	start         the bootstrap and the init stage, then msgBuild
+//	awaitBuild    msgReady: the jail's file system is built
+//	  (a prepared jail waits here for its request: prepared_linux.go)
+//	finish        run, then cleanup, whatever happened
+//	  run           deliver, then supervise (supervise_linux.go)
+//	    deliver       the cgroup, the program's stdio, msgRequest, msgGo
+//	    supervise     msgSeccomp, msgExec; watch the limits; wait; the result
+//	  cleanup       kill and wait if need be; the mount namespace; the cgroup
+//
+// The conversation itself is drawn in protocol.go; reading the init
+// stage's messages is handshake_linux.go's.
+
+// afterExecHook, set by a test only, runs once the program has been
+// exec'd: a place to fail a run in. afterGoHook runs when msgGo has been
+// sent (v1) or would be next (v2), before msgReady is read. beforeExecHook
+// runs when msgSeccomp has been read, before msgExec is: a busy daemon.
+var (
+	afterExecHook  func()
+	afterGoHook    func(*jail)
+	beforeExecHook func()
+)
+
+// jail is the parent's view of one run.
+type jail struct {
+	runner *Runner
+	spec   *Spec
+	uid    uint32
+
+	cg        *cgroup.Group
+	join      []int            // v1: cg's tasks files, when cg was made ahead (cgroupAhead)
+	proc      *os.Process      // the jail's pid 1: the init stage, which stays as the jail's init
+	state     *os.ProcessState // proc's end, once waited for
+	workspace *os.File         // /workspace of the jail, for Collect; nil unless asked
+	sync      *os.File         // parent's end of the socketpair
+	closers   []io.Closer
+
+	// mntns is the jail's mount namespace, sent with the build's
+	// msgReady. Received close-on-exec (recvMsg), so no child of this
+	// process holds it; nothing of the jail can reach its mounts through
+	// it either: only this process has it. The jail's uid goes back to
+	// the pool when Run returns, possibly before a light jail's mntns is
+	// closed, with its tmpfs files still owned by that uid: safe because
+	// no process of the jail is left and nothing may setns into mntns or
+	// pass it on.
+	mntns *os.File
+	// lightTeardown: the jail stored little (lightTeardown): cleanup may
+	// release mntns after its return.
+	lightTeardown bool
+	building      bool  // msgBuild sent, its msgReady not read yet
+	tmpBytes      int64 // the size of the scratch tmpfs msgBuild mounted
+
+	mu     sync.Mutex
+	reason KillReason // the first evidence that ended the jail
+}
+
+// kill ends the whole jail: SIGKILL to its PID 1 makes the kernel kill
+// every process of its pid namespace. The first reason recorded wins.
+func (j *jail) kill(reason KillReason) {
+	j.mu.Lock()
+	first := j.reason == ""
+	if first {
+		j.reason = reason
+	}
+	j.mu.Unlock()
+	if first && j.proc != nil {
+		_ = j.proc.Signal(syscall.SIGKILL)
+	}
+}
+
+func (j *jail) killReason() KillReason {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.reason
+}
+
+// start starts the init stage and has it build the jail; awaitBuild
+// waits for the end of it, so that the caller may do its own part of the
+// set-up meanwhile. The caller's OS thread must stay locked until the
+// jail has been waited for: the init stage's Pdeathsig is tied to it.
+func (j *jail) start(b built) error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return stageErr("socketpair", err)
+	}
+	childSync := os.NewFile(uintptr(fds[1]), "sync-child")
+	defer childSync.Close()                                // on the early returns; closed at the start below
+	if err := unix.SetNonblock(fds[0], true); err != nil { // pollable: deadlines work
+		unix.Close(fds[0])
+		return stageErr("socketpair", err)
+	}
+	j.sync = os.NewFile(uintptr(fds[0]), "sync")
+	j.closers = append(j.closers, j.sync)
+	// The program's stdio arrives with its request (msgRequest); until
+	// then the init stage has /dev/null.
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return stageErr("open /dev/null", err)
+	}
+	defer null.Close()
+
+	// fd 3 (reportFd) holds /dev/null until msgRequest brings the report
+	// channel (or nothing, and the init stage closes it), so that no fd the
+	// init stage receives can take that number. fd 4 = syncFd. Every fd of
+	// this process without close-on-exec reaches the bootstrap, which
+	// closes all above 4 first thing: Go opens all of its own files
+	// close-on-exec, and so must any code linked into the daemon.
+	exe, extra := j.runner.Exe, []*os.File{null, childSync}
+	if j.runner.ExeFile != nil {
+		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
+	}
+	// A plain vfork and exec: the bootstrap (bootstrap_linux.c) makes the
+	// user and pid namespaces itself, so this process's page tables are
+	// not copied (Go forks in full for a clone with CLONE_NEWUSER).
+	boot, err := os.StartProcess(exe, []string{initArg0}, &os.ProcAttr{
+		Env:   []string{}, // no Go runtime starts there: init_linux.c
+		Files: append([]*os.File{null, null, null}, extra...),
+		// If this thread dies (the daemon crashed), the bootstrap dies;
+		// the jail's pid 1 ties its own parent-death signal to this same
+		// thread, which the caller holds locked until the jail has been
+		// waited for.
+		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	// Closed now, not at return: a bootstrap that dies without a record
+	// must give EOF at once, not leave bootstrap waiting for setupTimeout.
+	childSync.Close()
+	if err != nil {
+		return stageErr("start init stage", err)
+	}
+	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
+	if j.proc, err = bootstrap(j.sync, boot, j.uid); err != nil {
+		return err
+	}
+	j.tmpBytes = b.tmpBytes
+	if err := j.send(msgBuild, b.plan, nil); err != nil {
+		return j.initFailure("send build plan", err)
+	}
+	j.building = true
+	return nil
+}
+
+// awaitBuild waits for the end of the init stage's build, if start's
+// msgBuild is still unanswered.
+func (j *jail) awaitBuild() error {
+	if !j.building {
+		return nil
+	}
+	j.building = false
+	fds, err := j.expectFds(msgReady, 1)
+	if err != nil {
+		return err
+	}
+	// Taken for the jail's mount namespace unchecked: only the init stage
+	// can send it, before any of the request's code has run.
+	j.mntns = os.NewFile(uintptr(fds[0]), "mntns")
+	return nil
+}
+
+// cgroupAhead makes a prepared jail's cgroup before its request, with
+// the limits of l, and opens its tasks files (JoinFiles), so that the
+// request's run has no cgroup to make on its way to the exec: on cgroup
+// v1 only, where the group can take the request's ID as its name then
+// (v2 cannot rename, and moves the process from here anyway). The group is
+// empty until the init stage joins it: nothing is counted before.
+func (j *jail) cgroupAhead(l Limits) error {
+	m := j.runner.Cgroups
+	if m.Version() != cgroup.V1 {
+		return nil
+	}
+	g, err := m.Create("prepared-"+NewID(), cgroupResources(l))
+	if err != nil {
+		return stageErr("create cgroup", err)
+	}
+	j.cg = g
+	if j.join, err = g.JoinFiles(); err != nil {
+		return stageErr("join cgroup", err)
+	}
+	return nil
+}
+
+// initTasks is what the jail's own init adds to the program's tasks in
+// its cgroup: itself. The pids limit is the program's (processes and
+// threads), so the group's is one more, and pids_peak is the group's less
+// this one.
+const initTasks = 1
+
+// cgroupResources are the cgroup's part of l.
+func cgroupResources(l Limits) cgroup.Resources {
+	return cgroup.Resources{MemoryBytes: l.MemoryBytes, Pids: l.Pids + initTasks, CPUs: l.CPUs}
+}
+
+// errNotDelivered marks a prepared jail that was gone before its request
+// reached it.
+var errNotDelivered = errors.New("the prepared jail ended before it got the request")
+
+// finish runs the request in the started jail and cleans up after it. A
+// panic on the way still kills, waits for and removes the jail before it
+// goes on: the caller's locked thread, and the uid, must outlive the jail.
+func (j *jail) finish(ctx context.Context, spec *Spec, cfg *requestConfig) (*Result, error) {
+	j.spec = spec
+	defer func() {
+		if v := recover(); v != nil {
+			_ = j.cleanup()
+			panic(v)
+		}
+	}()
+	res, err := j.run(ctx, cfg)
+	if cerr := j.cleanup(); cerr != nil {
+		cerr = fmt.Errorf("%w: %v", ErrCleanup, cerr)
+		if err == nil && res != nil {
+			return res, cerr
+		}
+		err = errors.Join(err, cerr)
+	}
+	return res, err
+}
+
+// run gives the started jail its request (j.spec, cfg) and runs it to the
+// end.
+func (j *jail) run(ctx context.Context, cfg *requestConfig) (*Result, error) {
+	pio, err := j.deliver(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return j.supervise(ctx, pio)
+}
+
+// programIO are the parent's ends of the program's output pipes.
+type programIO struct {
+	out, err *os.File
+	report   *os.File // nil: the request has no report channel
+}
+
+// deliver gives the jail its request: the cgroup with the request's
+// limits, the program's stdio and files (msgRequest), and msgGo. It
+// returns once msgGo is sent: the init stage then starts the program.
+func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
+	// The cgroup is created while the init stage works: during its build
+	// for a cold jail, during its request plan for a prepared one whose
+	// group was not made ahead (cgroupAhead) with these limits.
+	cold := j.building
+	if cold {
+		if err := j.createCgroup(); err != nil {
+			return nil, err
+		}
+	}
+	stdin, err := stdinFile(j.spec.Stdin)
+	if err != nil {
+		return nil, stageErr("stdin", err)
+	}
+	j.closers = append(j.closers, stdin)
+	var pio programIO
+	var outW, errW, reportW *os.File
+	for _, p := range []struct {
+		r, w  **os.File
+		stage string
+	}{{&pio.out, &outW, "stdout pipe"}, {&pio.err, &errW, "stderr pipe"}} {
+		if *p.r, *p.w, err = os.Pipe(); err != nil {
+			return nil, stageErr(p.stage, err)
+		}
+		j.closers = append(j.closers, *p.r, *p.w)
+		// The jail's user owns its ends of the pipes, so that a program
+		// may reopen them (open("/dev/stdout", "w") goes through
+		// /proc/self/fd/1 and checks the pipe's owner and mode 0600, as
+		// runc's setupIO knows).
+		if err := unix.Fchown(int((*p.w).Fd()), int(j.uid), int(j.uid)); err != nil {
+			return nil, stageErr("chown stdio pipe", err)
+		}
+	}
+	stdio := []int{int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())}
+	// A cold jail has built itself while the above was done here.
+	if err := j.awaitBuild(); err != nil {
+		return nil, err
+	}
+	if j.spec.Report { // no report: fd 3 is closed in the jail
+		if pio.report, reportW, err = os.Pipe(); err != nil {
+			return nil, stageErr("report pipe", err)
+		}
+		j.closers = append(j.closers, pio.report, reportW)
+		stdio = append(stdio, int(reportW.Fd()))
+	}
+	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
+	if err := j.send(msgRequest, requestPlan(cfg, j.tmpBytes), stdio); err != nil {
+		if errors.Is(err, errTooLarge) { // the same in any jail: no retry
+			return nil, j.initFailure("send request", err)
+		}
+		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send request", err))
+	}
+	// The init stage holds its own copies now.
+	for _, f := range []*os.File{stdin, outW, errW, reportW} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if !cold {
+		if err := j.createCgroup(); err != nil {
+			return nil, err
+		}
+	}
+	if err := j.sendGo(cold); err != nil {
+		return nil, err
+	}
+	return &pio, nil
+}
+
+// createCgroup gives the jail its group with the request's limits: the
+// one made ahead (cgroupAhead), renamed to the request's ID, when its
+// limits are the request's; else a new one.
+func (j *jail) createCgroup() error {
+	res := cgroupResources(j.spec.Limits)
+	if j.cg != nil {
+		if j.cg.Resources() == res && j.cg.Rename(j.spec.ID) == nil {
+			return nil
+		}
+		closeFds(j.join)
+		j.join = nil
+		err := j.cg.Delete()
+		j.cg = nil
+		if err != nil {
+			return stageErr("delete the cgroup made ahead", err)
+		}
+	}
+	g, err := j.runner.Cgroups.Create(j.spec.ID, res)
+	if err != nil {
+		return stageErr("create cgroup", err)
+	}
+	j.cg = g
+	return nil
+}
+
+// sendGo lets the init stage start the program, once it is in the jail's
+// cgroup. On cgroup v1 the init stage moves itself into the group, through
+// the files sent with msgGo (JoinFiles: a move by pid from here waits an
+// RCU grace period after a quiet spell), and msgGo goes at once: the init
+// stage reads it when its request plan is done, and nothing waits for a
+// round trip. On v2 (no tasks files: a thread cannot leave its process's
+// group alone) this process moves the init stage once its request plan is
+// done, then sends msgGo.
+func (j *jail) sendGo(cold bool) error {
+	join := j.join
+	j.join = nil
+	var err error
+	if join == nil {
+		if join, err = j.cg.JoinFiles(); err != nil {
+			return stageErr("join cgroup", err)
+		}
+	}
+	if len(join) > maxMsgFds { // a message with more is refused whole
+		closeFds(join)
+		return &StageError{Stage: "join cgroup", Msg: fmt.Sprintf("%d tasks files, more than one message carries (%d)", len(join), maxMsgFds)}
+	}
+	v2 := join == nil
+	var goErr error
+	if !v2 {
+		goErr = j.send(msgGo, nil, join)
+		closeFds(join)
+	}
+	if afterGoHook != nil {
+		afterGoHook(j)
+	}
+	if err := j.expect(msgReady); err != nil {
+		// A prepared jail killed while it waited can take the request
+		// (the send succeeds) and end before it answers. Only an end
+		// without msgReady says so: the init stage writes msgReady before
+		// it reads msgGo (queued already on v1), so a deadline that
+		// passed with msgReady unread may have let the program run.
+		var ended *initEndedError
+		if !cold && errors.As(err, &ended) && !ended.timedOut {
+			err = fmt.Errorf("%w: %w", errNotDelivered, err)
+		}
+		return err
+	}
+	if v2 {
+		if err := j.cg.Attach(j.proc.Pid); err != nil {
+			return stageErr("attach to cgroup", err)
+		}
+		goErr = j.send(msgGo, nil, nil)
+	}
+	if goErr != nil {
+		return j.initFailure("send go", goErr)
+	}
+	return nil
+}
+
+func (j *jail) cleanup() error {
+	for _, c := range j.closers {
+		c.Close()
+	}
+	j.closers = nil
+	closeFds(j.join)
+	j.join = nil
+	if j.proc != nil && j.state == nil {
+		// Set-up failed after the start: the init stage must not outlive us.
+		_ = j.proc.Kill()
+		_ = j.wait()
+	}
+	// The file system goes before the cgroup: a heavy jail's tmpfs pages
+	// are uncharged from a live group, not left to a dying one.
+	if f := j.mntns; f != nil {
+		// The last reference: the kernel unmounts the jail's file system
+		// now, which waits for an expedited RCU grace period. Off the
+		// caller's way to its answer (Runner.Close waits for it), but only
+		// for a jail that stored little: what is left in its tmpfs is
+		// freed with it, and must not outlive the run by much.
+		j.mntns = nil
+		if j.lightTeardown {
+			j.runner.teardowns.Go(func() { f.Close() })
+		} else {
+			f.Close()
+		}
+	}
+	var err error
+	if j.cg != nil {
+		err = j.cg.Delete()
+		j.cg = nil
+	}
+	return err
+}
+
+// lightTeardownBytes: a jail that stored at most this much has its mount
+// namespace released after the answer (jail.cleanup). An empty program's
+// memory peaks at about 3 MiB.
+const lightTeardownBytes = 16 << 20
+
+// lightTeardown tells whether a jail whose cgroup's memory peaked at peak
+// bytes (-1: unknown) stored at most lightTeardownBytes. The request's
+// files and code were written before the init stage joined the group
+// and charged to the caller (MaxFilesBytes), so the peak does not count
+// them: they are added.
+func lightTeardown(peak int64, s *Spec) bool {
+	return peak >= 0 && peak+s.writtenBytes() <= lightTeardownBytes
+}
+
+// stdinFile is the program's stdin: /dev/null, or a sealed memfd holding
+// the request's bytes (no writer goroutine, and a program that never reads
+// its stdin blocks nothing).
+func stdinFile(data []byte) (*os.File, error) {
+	if data == nil {
+		return os.Open(os.DevNull)
+	}
+	fd, err := unix.MemfdCreate("stdin", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, os.NewSyscallError("memfd_create", err)
+	}
+	f := os.NewFile(uintptr(fd), "stdin")
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
+		f.Close()
+		return nil, os.NewSyscallError("seal stdin", err)
+	}
+	return f, nil
+}

@@ -1,0 +1,351 @@
+package nsjail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"agentjail/cgroup"
+	"agentjail/seccomp"
+)
+
+// Runner starts jails. One Runner serves any number of concurrent runs.
+type Runner struct {
+	Cgroups *cgroup.Manager
+	UIDs    *UIDRange
+	// Exe is the binary re-executed as the init stage; its main must
+	// dispatch IsInit first, and it must hold the bootstrap
+	// (bootstrap_linux.c: any binary that imports this package with cgo
+	// does). Its first instructions run as this process's user (root)
+	// with all of its capabilities, until the bootstrap enters the jail's
+	// user namespace: it must be as trusted as this binary (root's, not
+	// writable by others). Default /proc/self/exe.
+	Exe string
+	// ExeFile, when set, is executed instead of Exe: a sealed copy of the
+	// binary (SealedExe) that nothing can rewrite between two jails. It is
+	// passed to the child as fd execFd and executed through
+	// /proc/self/fd/execFd: the number it has in this process may be
+	// reused in the child before execve looks the path up.
+	ExeFile *os.File
+	// RootDir is a host directory on which each jail mounts its root tmpfs,
+	// inside the jail's private mount namespace only (the host's mount
+	// table never changes). Every jail uses the same one.
+	RootDir string
+	// Seccomp is the compiled filter every jail gets
+	// (seccomp.Program.MarshalBinary); nil: the default policy's.
+	Seccomp []byte
+	// Log, when set, hears about each jail's handshake at debug level:
+	// every message, both ways (what a failing set-up did last).
+	Log *slog.Logger
+
+	poolMu sync.Mutex
+	pool   *preparedPool // KeepPrepared; nil: every run starts its own jail
+
+	teardowns pending // jails' mount namespaces being released (jail.cleanup)
+}
+
+// pending counts work running on its own goroutines that Close waits for.
+// Unlike a sync.WaitGroup, work may be added while Wait waits (a run that
+// ends while the Runner closes).
+type pending struct {
+	mu      sync.Mutex
+	done    sync.Cond
+	n       int
+	started int // Go calls so far
+}
+
+// Go runs f on a goroutine of its own.
+func (p *pending) Go(f func()) {
+	p.mu.Lock()
+	p.n++
+	p.started++
+	p.mu.Unlock()
+	go func() {
+		defer func() {
+			p.mu.Lock()
+			if p.n--; p.n == 0 {
+				p.cond().Broadcast()
+			}
+			p.mu.Unlock()
+		}()
+		f()
+	}()
+}
+
+// Wait returns once no work is running: a steady stream of Go calls would
+// keep it waiting (Close calls it once the runs have ended).
+func (p *pending) Wait() {
+	p.mu.Lock()
+	for p.n > 0 {
+		p.cond().Wait()
+	}
+	p.mu.Unlock()
+}
+
+func (p *pending) cond() *sync.Cond { // p.mu held
+	if p.done.L == nil {
+		p.done.L = &p.mu
+	}
+	return &p.done
+}
+
+// DefaultRootDir is where jail roots are mounted (privately) by default.
+const DefaultRootDir = "/run/agentjail/root"
+
+// NewRunner opens the cgroup subtree "agentjail" below the caller's own
+// cgroup and prepares the root mount point. Only root can run jails.
+func NewRunner() (*Runner, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	if !bootstrapBuilt {
+		return nil, ErrBuiltWithoutCgo
+	}
+	cg, err := cgroup.Open("agentjail")
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %w", err)
+	}
+	r := &Runner{Cgroups: cg, UIDs: &UIDRange{Base: DefaultUIDBase, Size: DefaultUIDSize}, Exe: "/proc/self/exe", RootDir: DefaultRootDir}
+	if err := r.UIDs.Validate(os.Getuid()); err != nil {
+		return nil, err
+	}
+	if err := PrepareRootDir(r.RootDir); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// PrepareRootDir creates the mount point for jail roots. The init stage
+// runs as an unprivileged host uid, so every directory on the way must be
+// searchable by others.
+func PrepareRootDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o711); err != nil {
+		return fmt.Errorf("create jail root mount point: %w", err)
+	}
+	for d := dir; d != "/"; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("jail root mount point: %w", err)
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("jail root mount point: %s is not searchable by other users (mode %v); jails run as unprivileged uids", d, st.Mode().Perm())
+		}
+	}
+	return nil
+}
+
+// runtimeBinds are the host directories every jail sees read-only: Debian's
+// python3, its standard library, dist-packages and the shared libraries it
+// links all live under /usr.
+var runtimeBinds = []string{"/usr"}
+
+// CheckPython tells whether py can be a jail's interpreter with the
+// default binds.
+func CheckPython(py string) error { return checkPython(py, runtimeBinds) }
+
+// pythonOK caches the interpreters that passed checkPython, keyed by path
+// and binds. Failures are not cached: an operator may fix the path while a
+// daemon runs.
+var pythonOK sync.Map
+
+// checkPython makes sure the interpreter resolves, on the host, to an
+// executable file inside the directories the jail binds (so that it
+// resolves the same way inside).
+func checkPython(py string, binds []string) error {
+	key := py + "\x00" + strings.Join(binds, "\x00")
+	if _, ok := pythonOK.Load(key); ok {
+		return nil
+	}
+	if !filepath.IsAbs(py) {
+		return fmt.Errorf("python %q: must be an absolute path", py)
+	}
+	real, err := filepath.EvalSymlinks(py)
+	if err != nil {
+		return fmt.Errorf("python %q: %w", py, err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("python %q: %w", py, err)
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm()&0o001 == 0 {
+		return fmt.Errorf("python %q: %s is not a file executable by others", py, real)
+	}
+	for _, b := range binds {
+		if within(py, b) && within(real, b) {
+			pythonOK.Store(key, true)
+			return nil
+		}
+	}
+	return fmt.Errorf("python %q (%s) is outside the directories bound into the jail (%s); add its directory to the read-only mounts", py, real, strings.Join(binds, ", "))
+}
+
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// hostLinks mirrors the host's top-level links into /usr (merged /usr:
+// /bin -> usr/bin, ...), so that #! lines and ld.so paths work.
+func hostLinks() []initLink {
+	var links []initLink
+	for _, n := range []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"} {
+		t, err := os.Readlink("/" + n)
+		if err == nil && within(filepath.Join("/", t), "/usr") {
+			links = append(links, initLink{Path: "/" + n, Target: t})
+		}
+	}
+	return links
+}
+
+var hostLinksOnce = sync.OnceValue(hostLinks)
+
+// baseEnv is the whole environment of the program before the request's
+// own variables: nothing of the caller's environment ever enters.
+var baseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+
+// binds are the host directories a spec's jail binds read-only.
+func binds(s *Spec) []string { return append(append([]string{}, runtimeBinds...), s.ReadOnlyMounts...) }
+
+// codeFiles are everything a spec puts under /code: the program first.
+func codeFiles(s *Spec) []File {
+	return append([]File{{Path: s.programName(), Content: s.Program}}, s.CodeFiles...)
+}
+
+// built is a jail's msgBuild: its plan (buildPlan), and the size of the
+// scratch tmpfs that plan mounts, which a request's plan resizes when it
+// asks for another.
+type built struct {
+	plan     []byte
+	tmpBytes int64
+}
+
+func (r *Runner) build(binds []string, shared []File, tmpBytes int64) built {
+	return built{plan: buildPlan(r.buildConfig(binds, shared, tmpBytes)), tmpBytes: tmpBytes}
+}
+
+// buildConfig is the part of a jail that does not depend on a request:
+// binds, links, /etc, the shared code, the filter.
+func (r *Runner) buildConfig(binds []string, shared []File, tmpBytes int64) *buildConfig {
+	// The root is read-only once the program is in: its size only has to
+	// hold what the request's plan writes, at most maxMsg.
+	rootSize := int64(1<<20) + maxMsg
+	for _, f := range shared {
+		rootSize += int64(len(f.Content)) + 4096
+	}
+	return &buildConfig{
+		RootDir:  r.RootDir,
+		RootSize: rootSize,
+		Binds:    binds,
+		Links:    hostLinksOnce(),
+		TmpBytes: tmpBytes,
+		Code:     shared,
+		Seccomp:  r.seccomp(),
+	}
+}
+
+// requestConfigFor is the request's part: code holds the files of /code
+// the jail does not have yet.
+func requestConfigFor(s *Spec, code []File) *requestConfig {
+	env := append([]string{}, baseEnv...)
+	for k, v := range s.Env {
+		env = append(env, k+"="+v)
+	}
+	l := s.Limits
+	cpuSoft := uint64(math.Ceil(l.CPUTime.Seconds())) + 1 // a per-process backstop: the cgroup watchdog is the real limit
+	return &requestConfig{
+		TmpBytes: l.TmpBytes,
+		Code:     code,
+		Files:    s.Files,
+		Report:   s.Report,
+		Collect:  len(s.Collect) > 0,
+		Argv:     []string{s.Python, "-I", "-u", "/code/" + s.programName()},
+		Env:      env,
+		Rlimits: []initRlimit{
+			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
+			{unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)},
+			{unix.RLIMIT_CORE, 0, 0},
+			{unix.RLIMIT_CPU, cpuSoft, cpuSoft + 1},
+		},
+	}
+}
+
+// seccomp is the filter for every jail: the Runner's, or the default.
+func (r *Runner) seccomp() []byte {
+	if r.Seccomp != nil {
+		return r.Seccomp
+	}
+	return seccomp.DefaultProgramBytes()
+}
+
+// setupTimeout bounds the init stage's set-up (a few milliseconds normally).
+const setupTimeout = 10 * time.Second
+
+// ErrCleanup marks a run whose result is valid but whose cgroup could not
+// be removed; a later start-up sweep (Manager.Stale) removes it.
+var ErrCleanup = errors.New("jail cleanup failed")
+
+// Run runs one program and returns its result. A program that fails or is
+// killed is a Result, not an error; an error means the jail could not be
+// set up (a *StageError or a *FieldError). When ctx is cancelled the jail is
+// killed with KillCancelled, or with the KillReason given as the cause.
+func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
+	spec := *s
+	if spec.ID == "" {
+		spec.ID = NewID()
+	}
+	if spec.Python == "" {
+		spec.Python = DefaultPython
+	}
+	spec.Limits = spec.Limits.withDefaults()
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	b := binds(&spec)
+	if err := checkPython(spec.Python, b); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	code := codeFiles(&spec)
+	if pj, rest := r.takePrepared(b, code); pj != nil {
+		res, err := pj.run(ctx, &spec, rest)
+		// Not delivered means that nothing of the program ran (it is
+		// started only after msgGo), and finish has removed the jail and
+		// its cgroup: a retry has nothing of this one to clean.
+		if !errors.Is(err, errNotDelivered) {
+			return res, err
+		}
+		// The prepared jail was gone before it got the request (killed
+		// while it waited): nothing of the request ran; start afresh.
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return r.runCold(ctx, &spec, b, code)
+}
+
+// runCold starts a jail for this spec alone and runs it.
+func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code []File) (*Result, error) {
+	uid, err := r.UIDs.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer r.UIDs.Release(uid)
+	// The jail dies with this thread (Pdeathsig): it stays locked until
+	// the jail has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	j := &jail{runner: r, uid: uid}
+	if err := j.start(r.build(binds, nil, spec.Limits.TmpBytes)); err != nil {
+		return nil, errors.Join(err, j.cleanup())
+	}
+	return j.finish(ctx, spec, requestConfigFor(spec, code))
+}

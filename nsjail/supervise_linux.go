@@ -1,0 +1,209 @@
+package nsjail
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"syscall"
+	"time"
+
+	"agentjail/cgroup"
+	"agentjail/seccomp"
+)
+
+// supervise runs the program that deliver started, to its end: it takes
+// the filter's listener and the exec's time (awaitExec), answers the
+// forbidden calls, captures the output, enforces the wall clock, the CPU
+// time and (on cgroup v1) the OOM kill, and ends the jail when the caller
+// cancels. It returns once every process of the jail is gone, with the
+// result read from the kernel.
+func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
+	l := j.spec.Limits
+	listener, start, err := j.awaitExec()
+	if err != nil {
+		return nil, err
+	}
+	violations := &seccomp.Collector{}
+	supervised := make(chan struct{})
+	supCtx, stopSupervising := context.WithCancel(context.Background())
+	defer stopSupervising()
+	mode := j.spec.OnForbiddenSyscall
+	go func() {
+		defer close(supervised)
+		_ = seccomp.Supervise(supCtx, listener, mode, violations, func(seccomp.Violation) {
+			if mode == seccomp.ModeKill {
+				// Before the call is answered, the jail must be gone: the
+				// kill reaches pid 1 at once, the program (another
+				// process) only as pid 1's end kills the namespace, which
+				// awaitExitFor waits for. Bounded: the kernel's kill does
+				// not wait for the program. (pid 1 is not reaped before
+				// this returns: the supervisor's end is waited for after.)
+				j.kill(KillSeccomp)
+				awaitExitFor(j.proc.Pid, time.Second)
+			}
+		})
+	}()
+	// After the supervisor took the listener: it closes it on a panic.
+	if afterExecHook != nil {
+		afterExecHook()
+	}
+
+	// From here on every path waits for the jail to end.
+	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}
+	out.start(0, pio.out)
+	out.start(1, pio.err)
+	// The report channel is drained like stdout, capped on its own and
+	// never a reason to kill: a harness past the cap just gets cut.
+	var report *capture
+	if pio.report != nil {
+		report = &capture{limit: MaxReportBytes, onLimit: func() {}}
+		report.start(0, pio.report)
+	}
+	done := make(chan struct{})
+	// The watchers read the jail's cgroup: none may outlive this call,
+	// whose caller deletes the cgroup.
+	var watchers sync.WaitGroup
+	// The wall clock runs from the exec, as the jail measured it: a busy
+	// daemon that read msgExec late gives the program no extra time.
+	wall := time.AfterFunc(l.WallTime-time.Since(start), func() { j.kill(KillWallTimeout) })
+	watchers.Go(func() { j.watchCPU(l.CPUTime, l.CPUs, done) })
+	go func() {
+		select {
+		case <-ctx.Done():
+			reason := KillCancelled
+			if errors.Is(context.Cause(ctx), KillShutdown) {
+				reason = KillShutdown
+			}
+			j.kill(reason)
+		case <-done:
+		}
+	}()
+	if j.runner.Cgroups.Version() == cgroup.V1 {
+		// cgroup v1 has no memory.oom.group: when the OOM killer picks
+		// any process of the jail, end the whole jail.
+		if oom, err := j.cg.OOMEvents(); err == nil {
+			watchers.Go(func() { j.watchOOM(oom, done) })
+		}
+	}
+
+	werr := j.wait()
+	end := time.Now()
+	wall.Stop()
+	close(done)
+	watchers.Wait()
+	if werr != nil {
+		return nil, stageErr("wait", werr)
+	}
+	stats, err := j.cg.Stats()
+	if err != nil {
+		return nil, stageErr("read cgroup", err)
+	}
+	j.lightTeardown = lightTeardown(stats.PeakMemoryBytes, j.spec)
+	out.wait(time.Second, pio.out, pio.err)
+	if report != nil {
+		report.wait(time.Second, pio.report)
+	}
+	// The supervisor ends by itself once the filter's last process is
+	// reaped; the grace only bounds a kernel that never says so.
+	select {
+	case <-supervised:
+	case <-time.After(time.Second):
+		stopSupervising()
+		<-supervised
+	}
+
+	res := &Result{
+		ID:               j.spec.ID,
+		Stdout:           out.buf[0],
+		Stderr:           out.buf[1],
+		StdoutTruncated:  out.truncated[0],
+		StderrTruncated:  out.truncated[1],
+		WallTime:         end.Sub(start),
+		CPUTime:          stats.CPUTime,
+		PeakMemoryBytes:  stats.PeakMemoryBytes,
+		PeakMemorySource: stats.PeakMemorySource,
+		MemoryLimitBytes: l.MemoryBytes,
+		OOMKills:         stats.OOMKills,
+		PidsPeak:         stats.PidsPeak,
+		PidsMaxHits:      stats.PidsMaxHits,
+		CgroupVersion:    string(j.runner.Cgroups.Version()),
+		HostUID:          j.uid,
+		Seccomp:          violations.Report(),
+	}
+	if res.PidsPeak >= initTasks {
+		res.PidsPeak -= initTasks // the jail's init is not the program's
+	}
+	if report != nil {
+		res.Report, res.ReportTruncated = report.buf[0], report.truncated[0]
+	}
+	if j.workspace != nil {
+		// Every process of the jail is gone: nothing writes any more, and
+		// Collect follows no link the program may have left.
+		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
+	}
+	// The program's own end when pid 1 saw it; else pid 1's, which a kill
+	// of the whole jail ended.
+	ws, ok := j.programStatus()
+	if !ok {
+		ws = j.state.Sys().(syscall.WaitStatus)
+	}
+	res.decide(ws, j.killReason())
+	return res, nil
+}
+
+// watchOOM ends the whole jail once the kernel's OOM killer has killed a
+// process of it (cgroup v1). The event fires when the group enters OOM,
+// before the killer acts; killing at once would beat the kernel, which then
+// skips its kill, and "memory_limit" would rest on no OOM kill at all. So it
+// waits for the kernel's counter to rise. If it does not (the group left OOM
+// without a kill), nothing is killed: only the kernel's kill is evidence.
+func (j *jail) watchOOM(oom <-chan struct{}, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case _, ok := <-oom:
+			if !ok {
+				return
+			}
+		}
+		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+			if n, err := j.cg.OOMKills(); err != nil {
+				return
+			} else if n > 0 {
+				j.kill(KillMemoryLimit)
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+}
+
+// watchCPU kills the jail when the CPU time of all its processes passes
+// limit. It sleeps until the earliest moment the limit could be reached at
+// the jail's CPU quota, so a short run costs no reads at all.
+func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{}) {
+	t := time.NewTimer(time.Duration(float64(limit) / cpus))
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		used, err := j.cg.CPUTime()
+		if err != nil {
+			return
+		}
+		if used >= limit {
+			j.kill(KillCPUTimeout)
+			return
+		}
+		wait := time.Duration(float64(limit-used) / cpus)
+		t.Reset(max(wait, time.Millisecond))
+	}
+}

@@ -265,21 +265,34 @@ func TestForbiddenAttackCalls(t *testing.T) {
 	}
 }
 
-// TestForeignABIsAreKilled: i386 (`int 0x80`, where 102 is socketcall, not
-// getuid) and x32 (the same AUDIT_ARCH_X86_64 with bit 30 in nr) never reach
-// the rules (attacks.md P17).
-func TestForeignABIsAreKilled(t *testing.T) {
+// TestForeignABIsAreNotified: i386 (`int 0x80`, where 102 is socketcall,
+// not getuid), x32 (the same AUDIT_ARCH_X86_64 with bit 30 in nr) and any
+// other architecture never reach the rules (attacks.md P17): every one is
+// the Forbid notification, which the supervisor marks Foreign and answers
+// EPERM. Never KILL_PROCESS (SIGSYS is no evidence once the jail's PID 1 is
+// our init) and never ERRNO (it would outrank a stacked filter's report).
+func TestForeignABIsAreNotified(t *testing.T) {
 	prog := defaultProgram(t)
 	for nr := 0; nr < maxTestedNr; nr++ {
 		for _, args := range [][6]uint64{{}, ones} {
-			require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchX86_64, nr|x32SyscallBit, args)), "x32 %d", nr)
-			require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchI386, nr, args)), "i386 %d", nr)
-			require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, 0xc00000b7, nr, args)), "aarch64 %d", nr)
+			require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, nr|x32SyscallBit, args)), "x32 %d", nr)
+			require.Equal(t, "FORBID", retString(eval(t, prog, auditArchI386, nr, args)), "i386 %d", nr)
+			require.Equal(t, "FORBID", retString(eval(t, prog, 0xc00000b7, nr, args)), "aarch64 %d", nr)
 		}
 	}
-	// The ioctl/prctl prefix must not let an x32 or i386 number through.
-	require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchX86_64, 16|x32SyscallBit, [6]uint64{0, tiocsti})))
-	require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchI386, 16, [6]uint64{0, tiocsti})))
+	// The ioctl/prctl prefix must not let an x32 or i386 number through,
+	// nor the ENOSYS of unknown numbers answer a foreign one.
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, 16|x32SyscallBit, [6]uint64{0, tiocsti})))
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchI386, 16, [6]uint64{0, tiocsti})))
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchI386, 400, [6]uint64{})), "a hole of the x86_64 table")
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, 0x7fffffff, [6]uint64{})))
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, -2, [6]uint64{})), "negative numbers but -1")
+	// Nowhere in the program is there a KILL action any more.
+	for i, in := range prog.Instructions {
+		if in.Code == unix.BPF_RET|unix.BPF_K {
+			require.NotContains(t, []uint32{retKillProcess, 0 /* KILL_THREAD */, 0x00030000 /* TRAP */}, in.K&0xffff0000, "instruction %d", i)
+		}
+	}
 }
 
 // TestNewerSyscallsGetENOSYS: numbers above KnownThrough and holes in the

@@ -95,7 +95,7 @@ func runChild(role string) {
 	case "install":
 		fmt.Println(installNs)
 	case "x32":
-		// getpid through the x32 ABI: the filter kills the process.
+		// getpid through the x32 ABI: notified, never run.
 		r, _, e := unix.RawSyscall(x32SyscallBit|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Printf("x32 getpid returned %d %v\n", int(r), e)
 	case "roundtrip":
@@ -266,7 +266,8 @@ def int80_getpid():
     m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
     m.write(bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3]))  # mov eax, 20 (i386 getpid); int 0x80; ret
     f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
-    return "OK" if f() == os.getpid() else "wrong"
+    r = f()
+    return "OK" if r == os.getpid() else errno.errorcode.get(-r, str(r))
 allow_all = ctypes.create_string_buffer(struct.pack("HBBI", 6, 0, 0, 0x7fff0000))  # ret ALLOW
 fprog = struct.pack("HxxxxxxQ", 1, ctypes.addressof(allow_all))
 
@@ -333,24 +334,26 @@ var probes = []probe{
 	{"personality", "EPERM", true},
 	{"io_uring", "EPERM", true},
 	{"bpf", "EPERM", true},
-	{"x32-getuid", "killed:31", true},   // SIGSYS; ENOSYS unfiltered on a kernel without x32
-	{"int80-getpid", "killed:31", true}, // SIGSYS; works unfiltered with IA32 emulation
+	{"x32-getuid", "EPERM", true},   // notified (Foreign); ENOSYS unfiltered on a kernel without x32
+	{"int80-getpid", "EPERM", true}, // notified (Foreign); works unfiltered with IA32 emulation
 }
 
 // wantReport is what the supervisor must count for probeScript, in order.
 var wantReport = []CallCount{
-	{"unshare", 272, 1},
-	{"ptrace", 101, 1},
-	{"keyctl", 250, 1},
-	{"socket", 41, 2},
-	{"clone", 56, 1},
-	{"ioctl", 16, 2},
-	{"mknodat", 259, 1},
-	{"seccomp", 317, 1},
-	{"prctl", 157, 1},
-	{"personality", 135, 1},
-	{"io_uring_setup", 425, 1},
-	{"bpf", 321, 1},
+	{"unshare", 272, 1, ""},
+	{"ptrace", 101, 1, ""},
+	{"keyctl", 250, 1, ""},
+	{"socket", 41, 2, ""},
+	{"clone", 56, 1, ""},
+	{"ioctl", 16, 2, ""},
+	{"mknodat", 259, 1, ""},
+	{"seccomp", 317, 1, ""},
+	{"prctl", 157, 1, ""},
+	{"personality", 135, 1, ""},
+	{"io_uring_setup", 425, 1, ""},
+	{"bpf", 321, 1, ""},
+	{"", x32SyscallBit | 102, 1, "x32"},
+	{"", 20, 1, "i386"},
 }
 
 func parseProbes(t *testing.T, out string) map[string]string {
@@ -394,9 +397,26 @@ func TestKernelPythonErrnoMode(t *testing.T) {
 	require.Equal(t, "unshare", r.Syscall)
 	require.Equal(t, 272, r.Number)
 
+	require.Equal(t, 16, col.Total())
+	require.Equal(t, 2, col.Foreign())
+
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, seen, 14)
+	require.Len(t, seen, 16)
+	var foreign []Violation
+	for _, v := range seen {
+		if v.Foreign {
+			foreign = append(foreign, v)
+		}
+	}
+	require.Len(t, foreign, 2)
+	require.Equal(t, "x32", foreign[0].ABI())
+	require.Equal(t, uint32(auditArchX86_64), foreign[0].Arch)
+	require.Equal(t, x32SyscallBit|102, foreign[0].Number)
+	require.Equal(t, "", foreign[0].Syscall, "an x32 number is not an x86_64 name")
+	require.Equal(t, "i386", foreign[1].ABI())
+	require.Equal(t, uint32(auditArchI386), foreign[1].Arch)
+	require.Equal(t, 20, foreign[1].Number)
 	require.Equal(t, "unshare", seen[0].Syscall)
 	require.Equal(t, 272, seen[0].Number)
 	require.Equal(t, uint64(0x10000000), seen[0].Args[0], "CLONE_NEWUSER; the other registers are whatever libc left there")
@@ -455,13 +475,16 @@ print("after", r, ctypes.get_errno(), flush=True)
 	require.Equal(t, "ptrace", v.Syscall)
 	require.Equal(t, 101, v.Number)
 	require.Equal(t, c.cmd.Process.Pid, v.Pid)
-	require.Equal(t, &Report{Syscall: "ptrace", Number: 101, Calls: []CallCount{{"ptrace", 101, 1}}}, col.Report())
+	require.Equal(t, &Report{Syscall: "ptrace", Number: 101, Calls: []CallCount{{"ptrace", 101, 1, ""}}}, col.Report())
 }
 
-// TestKernelX32IsKilled: on this kernel an x32 call without a filter gives
-// ENOSYS (no CONFIG_X86_X32_ABI) or runs (with it); under the filter the
-// process dies of SIGSYS either way, before the kernel looks at the number.
-func TestKernelX32IsKilled(t *testing.T) {
+// TestKernelForeignABIIsNotified: an x32 call under the filter is a
+// notification, never a SIGSYS. The supervisor marks it Foreign and passes
+// it on before it answers, even in ModeErrno: a callback that kills the
+// child (as nsjail's does) means the call never returns. Answered, it fails
+// with EPERM; with no listener, with ENOSYS. On this kernel an x32 call
+// without a filter gives ENOSYS (no CONFIG_X86_X32_ABI) or runs (with it).
+func TestKernelForeignABIIsNotified(t *testing.T) {
 	requireKernel(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skip("x32 is an x86_64 ABI")
@@ -469,15 +492,46 @@ func TestKernelX32IsKilled(t *testing.T) {
 	_, _, e := unix.RawSyscall(x32SyscallBit|unix.SYS_GETPID, 0, 0, 0)
 	t.Logf("unfiltered x32 getpid: %v (ENOSYS: kernel without x32; 0: x32 enabled)", e)
 
-	c := startChild(t, "x32", nil)
-	wait := supervise(context.Background(), c, ModeErrno, new(Collector), nil)
-	err := c.cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "stdout: %s stderr: %s", c.stdout.String(), c.stderr.String())
-	ws := ee.Sys().(syscall.WaitStatus)
-	require.True(t, ws.Signaled(), "exit: %v; stdout: %s", ws, c.stdout.String())
-	require.Equal(t, syscall.SIGSYS, ws.Signal())
-	require.NoError(t, wait())
+	t.Run("killed before the answer", func(t *testing.T) {
+		c := startChild(t, "x32", nil)
+		var col Collector
+		got := make(chan Violation, 4)
+		wait := supervise(context.Background(), c, ModeErrno, &col, func(v Violation) {
+			got <- v
+			if v.Foreign {
+				c.cmd.Process.Kill()
+			}
+		})
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "stdout: %s stderr: %s", c.stdout.String(), c.stderr.String())
+		ws := ee.Sys().(syscall.WaitStatus)
+		require.True(t, ws.Signaled())
+		require.Equal(t, syscall.SIGKILL, ws.Signal(), "our kill, not the filter's SIGSYS")
+		require.Empty(t, c.stdout.String(), "the x32 call returned before the callback ran")
+		require.NoError(t, wait())
+		v := <-got
+		require.True(t, v.Foreign)
+		require.Equal(t, "x32", v.ABI())
+		require.Equal(t, x32SyscallBit|unix.SYS_GETPID, v.Number)
+		require.Equal(t, 1, col.Total())
+		require.Equal(t, 1, col.Foreign())
+		require.Equal(t, &Report{Syscall: "", Number: x32SyscallBit | unix.SYS_GETPID, ABI: "x32",
+			Calls: []CallCount{{"", x32SyscallBit | unix.SYS_GETPID, 1, "x32"}}}, col.Report())
+	})
+	t.Run("answered EPERM", func(t *testing.T) {
+		c := startChild(t, "x32", nil)
+		wait := supervise(context.Background(), c, ModeErrno, new(Collector), nil)
+		require.NoError(t, c.cmd.Wait(), "stderr: %s", c.stderr.String())
+		require.NoError(t, wait())
+		require.Equal(t, fmt.Sprintf("x32 getpid returned -1 %v\n", unix.EPERM), c.stdout.String())
+	})
+	t.Run("no listener: ENOSYS", func(t *testing.T) {
+		c := startChild(t, "x32", nil)
+		unix.Close(c.listener)
+		require.NoError(t, c.cmd.Wait(), "stderr: %s", c.stderr.String())
+		require.Equal(t, fmt.Sprintf("x32 getpid returned -1 %v\n", unix.ENOSYS), c.stdout.String())
+	})
 }
 
 // TestKernelSuperviseCancel: Supervise returns ctx.Err() when ctx ends while

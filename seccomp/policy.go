@@ -73,7 +73,8 @@ type Rule struct {
 // rules, or Forbid when it has none. Numbers above KnownThrough and numbers the
 // kernel does not define fail with ENOSYS, so that a C library that probes a
 // newer call falls back, as with runc. Foreign architectures (i386 `int 0x80`)
-// and the x32 ABI are killed (SECCOMP_RET_KILL_PROCESS) whatever the rules say.
+// and the x32 ABI are forbidden (SECCOMP_RET_USER_NOTIF, Violation.Foreign)
+// whatever the rules say: the call never runs.
 type Policy struct {
 	// KnownThrough is the highest x86_64 system call number that the rules
 	// were reviewed against. Raise it only after deciding every call up to it.
@@ -298,6 +299,13 @@ func (p *Policy) decide(nr int, args [6]uint64) uint32 {
 	}
 	return retForbid
 }
+
+// ABIs as seccomp_data shows them (linux/audit.h, asm/unistd_x32.h).
+const (
+	auditArchX86_64 = 0xc000003e // AUDIT_ARCH_X86_64
+	auditArchI386   = 0x40000003 // AUDIT_ARCH_I386
+	x32SyscallBit   = 0x40000000 // __X32_SYSCALL_BIT
+)
 
 // Seccomp return values (linux/seccomp.h).
 const (

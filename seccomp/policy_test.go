@@ -129,6 +129,31 @@ func TestCollectorReport(t *testing.T) {
 	require.Equal(t, 8000, total)
 }
 
+func TestCollectorForeignAndTotal(t *testing.T) {
+	var c Collector
+	require.Zero(t, c.Total())
+	c.Add(20) // writev
+	require.Equal(t, 2, c.AddViolation(Violation{Number: 20, Arch: auditArchI386, Foreign: true}))
+	c.AddViolation(Violation{Number: x32SyscallBit | 272, Arch: auditArchX86_64, Foreign: true})
+	c.AddViolation(Violation{Number: 20, Arch: auditArchI386, Foreign: true})
+	c.AddViolation(Violation{Number: 5, Arch: 0xc00000b7, Foreign: true})
+	require.Equal(t, 5, c.Total())
+	require.Equal(t, 4, c.Foreign())
+	b, err := json.Marshal(c.Report())
+	require.NoError(t, err)
+	require.JSONEq(t, `{"syscall":"writev","number":20,"calls":[
+		{"syscall":"writev","number":20,"count":1},
+		{"syscall":"","number":20,"count":2,"abi":"i386"},
+		{"syscall":"","number":1073742096,"count":1,"abi":"x32"},
+		{"syscall":"","number":5,"count":1,"abi":"arch 0xc00000b7"}]}`, string(b))
+
+	var f Collector
+	f.AddViolation(Violation{Number: 20, Arch: auditArchI386, Foreign: true})
+	r := f.Report()
+	require.Equal(t, &Report{Syscall: "", Number: 20, ABI: "i386", Calls: []CallCount{{"", 20, 1, "i386"}}}, r)
+	require.Equal(t, "", Violation{Number: 39, Arch: auditArchX86_64}.ABI())
+}
+
 func TestProgramMarshalRoundTrip(t *testing.T) {
 	p := &Program{Instructions: []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4},
@@ -170,8 +195,8 @@ func TestPrefix(t *testing.T) {
 		{input{nr: 157, arch: auditArchX86_64, args: [6]uint64{9<<32 | prSetSeccomp}}, retForbid},
 		{input{nr: 157, arch: auditArchX86_64, args: [6]uint64{38}}, rest},
 		{input{nr: 157, arch: auditArchX86_64, args: [6]uint64{0, prSetSeccomp}}, rest},
-		{input{nr: 16 | x32SyscallBit, arch: auditArchX86_64, args: [6]uint64{0, tiocsti}}, rest},
-		{input{nr: 16, arch: auditArchI386, args: [6]uint64{0, tiocsti}}, rest},
+		{input{nr: 16 | x32SyscallBit, arch: auditArchX86_64, args: [6]uint64{0, tiocsti}}, retForbid},
+		{input{nr: 16, arch: auditArchI386, args: [6]uint64{0, tiocsti}}, retForbid},
 		{input{nr: 0, arch: auditArchX86_64}, rest},
 		{input{nr: 336, arch: auditArchX86_64}, rest},
 		{input{nr: 337, arch: auditArchX86_64}, enosysRet},
@@ -181,8 +206,10 @@ func TestPrefix(t *testing.T) {
 		{input{nr: 472, arch: auditArchX86_64}, enosysRet},
 		{input{nr: 0x3fffffff, arch: auditArchX86_64}, enosysRet},
 		{input{nr: -1, arch: auditArchX86_64}, enosysRet},
-		{input{nr: 39 | x32SyscallBit, arch: auditArchX86_64}, rest},
-		{input{nr: 500, arch: auditArchI386}, rest},
+		{input{nr: 39 | x32SyscallBit, arch: auditArchX86_64}, retForbid},
+		{input{nr: 500, arch: auditArchI386}, retForbid},
+		{input{nr: 0, arch: 0xc00000b7 /* aarch64 */}, retForbid},
+		{input{nr: -2, arch: auditArchX86_64}, retForbid},
 	} {
 		got, err := run(prog, tc.in)
 		require.NoError(t, err)

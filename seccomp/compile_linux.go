@@ -20,8 +20,8 @@ import (
 //  1. prefix (program.go): a foreign architecture or an x32 number →
 //     USER_NOTIF; ERRNO(ENOSYS) for numbers the policy does not know; the
 //     Except rules (TIOCSTI/TIOCLINUX, PR_SET_SECCOMP) → USER_NOTIF;
-//  2. libseccomp's program: each rule → ALLOW, ERRNO or its argument
-//     checks; anything else → USER_NOTIF (Forbid).
+//  2. libseccomp's program: each rule → ALLOW, ERRNO (ERRNO(0) for
+//     Succeed) or its argument checks; anything else → USER_NOTIF (Forbid).
 func (p *Policy) Compile() (*Program, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -84,6 +84,8 @@ func addRule(f *libseccomp.ScmpFilter, call libseccomp.ScmpSyscall, r Rule) erro
 		act = libseccomp.ActAllow
 	case Errno:
 		act = libseccomp.ActErrno.SetReturnCode(int16(r.Errno))
+	case Succeed:
+		act = libseccomp.ActErrno.SetReturnCode(0) // SECCOMP_RET_ERRNO|0: returns 0, the call does not run
 	}
 	if len(r.When) == 0 {
 		// r.Except is compiled into the prefix; here the call is allowed.

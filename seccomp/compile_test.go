@@ -144,6 +144,17 @@ var argCases = []argCase{
 	{"mknodat S_IFCHR", "mknodat", []uint64{0xffffff9c, 0, 0o020000 | 0o600, 0x103}, retForbid},
 	{"mknod S_IFCHR", "mknod", []uint64{0, 0o020000 | 0o600, 0x103}, retForbid},
 	{"mknod S_IFIFO", "mknod", []uint64{0, sIFIFO | 0o600, 0}, retAllow},
+
+	{"fsync (a disk flush: succeeds, does not run)", "fsync", []uint64{3}, retSucceed},
+	{"fdatasync", "fdatasync", []uint64{3}, retSucceed},
+	{"syncfs", "syncfs", []uint64{3}, retSucceed},
+	{"sync_file_range WAIT_BEFORE|WRITE|WAIT_AFTER", "sync_file_range", []uint64{3, 0, 0, 7}, retSucceed},
+	{"sync (every filesystem: forbidden)", "sync", nil, retForbid},
+	{"fadvise64 DONTNEED", "fadvise64", []uint64{3, 0, 0, 4}, retSucceed},
+	{"msync MS_SYNC", "msync", []uint64{0x10000, 4096, msSync}, retSucceed},
+	{"msync MS_SYNC|MS_INVALIDATE", "msync", []uint64{0x10000, 4096, msSync | 2}, retSucceed},
+	{"msync MS_ASYNC (libunwind's probe)", "msync", []uint64{0x10000, 4096, 1}, retAllow},
+	{"msync 0", "msync", []uint64{0x10000, 4096, 0}, retAllow},
 }
 
 // forbiddenAttackCalls are the calls that attacks.md requires to fail

@@ -268,6 +268,11 @@ def int80_getpid():
     f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
     r = f()
     return "OK" if r == os.getpid() else errno.errorcode.get(-r, str(r))
+ro = os.open("/usr/lib/os-release" if os.path.exists("/usr/lib/os-release") else sys.executable, os.O_RDONLY)
+def msync_sync(flags):
+    m = mmap.mmap(-1, 8192); a = ctypes.addressof(ctypes.c_char.from_buffer(m)) + 4096
+    del m  # unmapped again: a real msync fails with ENOMEM
+    return sc(26, a, 4096, flags)
 allow_all = ctypes.create_string_buffer(struct.pack("HBBI", 6, 0, 0, 0x7fff0000))  # ret ALLOW
 fprog = struct.pack("HxxxxxxQ", 1, ctypes.addressof(allow_all))
 
@@ -297,6 +302,14 @@ forked("io_uring", lambda: sc(425, 8, buf))
 forked("bpf", lambda: sc(321, 0, ctypes.create_string_buffer(struct.pack("IIII", 2, 4, 4, 1), 128), 128))
 forked("x32-getuid", lambda: sc(0x40000000 | 102))
 forked("int80-getpid", int80_getpid)
+forked("fsync-badfd", lambda: sc(74, -1))
+forked("fsync-ro", lambda: sc(74, ro))
+forked("fdatasync-badfd", lambda: sc(75, -1))
+forked("syncfs-badfd", lambda: sc(306, -1))
+forked("sync_file_range-badfd", lambda: sc(277, -1, 0, 0, 2))
+forked("fadvise-badfd", lambda: sc(221, -1, 0, 0, 4))
+forked("msync-sync-unmapped", lambda: msync_sync(4))
+forked("msync-async-unmapped", lambda: msync_sync(1))
 print("end", flush=True)
 `
 
@@ -336,6 +349,15 @@ var probes = []probe{
 	{"bpf", "EPERM", true},
 	{"x32-getuid", "EPERM", true},   // notified (Foreign); ENOSYS unfiltered on a kernel without x32
 	{"int80-getpid", "EPERM", true}, // notified (Foreign); works unfiltered with IA32 emulation
+	// Succeed: 0 without running (EBADF, ENOMEM unfiltered).
+	{"fsync-badfd", "OK:0", true},
+	{"fsync-ro", "OK:0", false}, // a disk flush unfiltered, 0 either way
+	{"fdatasync-badfd", "OK:0", true},
+	{"syncfs-badfd", "OK:0", true},
+	{"sync_file_range-badfd", "OK:0", true},
+	{"fadvise-badfd", "OK:0", true},
+	{"msync-sync-unmapped", "OK:0", true},
+	{"msync-async-unmapped", "ENOMEM", false}, // runs
 }
 
 // wantReport is what the supervisor must count for probeScript, in order.

@@ -22,6 +22,14 @@ const (
 	// Errno: the call fails with Rule.Errno and is not reported. Only for
 	// calls that libraries probe and fall back from (clone3 → clone).
 	Errno
+	// Succeed: the call does not run and returns 0 to the caller, unreported.
+	// The filter returns SECCOMP_RET_ERRNO with errno 0, which the kernel
+	// turns into a return value of 0 without entering the call (checked on
+	// Linux 6.18 by TestKernelPythonErrnoMode: fsync(-1) returns 0, not
+	// EBADF). Only for calls whose only effect from a jail is outside it
+	// (disk flushes, fadvise; doc.go explains), and never for a call that a
+	// stacked filter might want to report (ERRNO outranks USER_NOTIF).
+	Succeed
 )
 
 func (a Action) String() string {
@@ -32,6 +40,8 @@ func (a Action) String() string {
 		return "allow"
 	case Errno:
 		return "errno"
+	case Succeed:
+		return "succeed"
 	}
 	return fmt.Sprintf("Action(%d)", int(a))
 }
@@ -60,9 +70,10 @@ type Rule struct {
 	Action  Action
 	// Errno is the error of an Errno rule (e.g. ENOSYS); unused otherwise.
 	Errno syscall.Errno
-	// When makes an Allow rule conditional: it allows only calls whose
-	// arguments meet every condition. Several conditional Allow rules of one
-	// system call are alternatives; a call that meets none is forbidden.
+	// When makes an Allow or Succeed rule conditional: it applies only to
+	// calls whose arguments meet every condition. Several conditional rules
+	// of one system call are alternatives (their conditions must not overlap
+	// when their actions differ); a call that meets none is forbidden.
 	When []Cond
 	// Except makes an unconditional Allow rule forbid some argument values.
 	Except *Except
@@ -167,7 +178,7 @@ func (p *Policy) Validate() error {
 	}
 	type seen struct {
 		uncond      *Rule
-		conditional bool
+		conditional []*Rule
 		rules       int
 	}
 	bySyscall := map[string]*seen{}
@@ -182,7 +193,7 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("%s: number %d is above KnownThrough %d", where, nr, p.KnownThrough)
 		}
 		switch r.Action {
-		case Forbid, Allow:
+		case Forbid, Allow, Succeed:
 			if r.Errno != 0 {
 				return fmt.Errorf("%s: Errno set on a %s rule", where, r.Action)
 			}
@@ -193,8 +204,8 @@ func (p *Policy) Validate() error {
 		default:
 			return fmt.Errorf("%s: invalid action %d", where, int(r.Action))
 		}
-		if len(r.When) > 0 && r.Action != Allow {
-			return fmt.Errorf("%s: conditions on a %s rule (only Allow rules may have them)", where, r.Action)
+		if len(r.When) > 0 && r.Action != Allow && r.Action != Succeed {
+			return fmt.Errorf("%s: conditions on a %s rule (only Allow and Succeed rules may have them)", where, r.Action)
 		}
 		if len(r.When) > 0 && r.Except != nil {
 			return fmt.Errorf("%s: both When and Except", where)
@@ -231,7 +242,15 @@ func (p *Policy) Validate() error {
 		}
 		s.rules++
 		if len(r.When) > 0 {
-			s.conditional = true
+			// Conditional rules with different actions must be disjoint:
+			// which one libseccomp tries first is its business, so an
+			// argument value that met both would have no one meaning.
+			for _, o := range s.conditional {
+				if o.Action != r.Action && !disjoint(o.When, r.When) {
+					return fmt.Errorf("%s: a %s rule whose conditions overlap those of a %s rule", where, r.Action, o.Action)
+				}
+			}
+			s.conditional = append(s.conditional, r)
 		} else if s.uncond != nil {
 			return fmt.Errorf("%s: a second unconditional rule (already %s)", where, s.uncond.Action)
 		} else {
@@ -249,6 +268,20 @@ func (p *Policy) Validate() error {
 		}
 	}
 	return errEmptyPolicy
+}
+
+// disjoint reports whether no argument values can meet both condition
+// lists: some argument has a condition in each that wants different values
+// of a bit both look at.
+func disjoint(a, b []Cond) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Arg == y.Arg && (x.Value^y.Value)&x.Mask&y.Mask != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rulesFor returns the rules of one system call.
@@ -280,6 +313,10 @@ func (p *Policy) decide(nr int, args [6]uint64) uint32 {
 		case Errno:
 			return retErrno | uint32(r.Errno)
 		}
+		ret := uint32(retAllow)
+		if r.Action == Succeed {
+			ret = retSucceed
+		}
 		if r.Except != nil {
 			for _, v := range r.Except.Values {
 				if uint32(args[r.Except.Arg]) == v {
@@ -294,7 +331,7 @@ func (p *Policy) decide(nr int, args [6]uint64) uint32 {
 			}
 		}
 		if ok {
-			return retAllow
+			return ret
 		}
 	}
 	return retForbid
@@ -312,6 +349,7 @@ const (
 	retKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS
 	retErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
 	retForbid      = 0x7fc00000 // SECCOMP_RET_USER_NOTIF: what Forbid compiles to
+	retSucceed     = retErrno   // SECCOMP_RET_ERRNO | 0: what Succeed compiles to
 	retAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
 )
 
@@ -344,6 +382,8 @@ const (
 
 	prSetSeccomp = 22 // PR_SET_SECCOMP
 
+	msSync = 4 // MS_SYNC
+
 	sIFMT   = 0o170000
 	sIFREG  = 0o100000
 	sIFIFO  = 0o010000
@@ -356,6 +396,14 @@ func allow(names ...string) []Rule {
 	rules := make([]Rule, len(names))
 	for i, n := range names {
 		rules[i] = Rule{Syscall: n, Action: Allow}
+	}
+	return rules
+}
+
+func succeed(names ...string) []Rule {
+	rules := make([]Rule, len(names))
+	for i, n := range names {
+		rules[i] = Rule{Syscall: n, Action: Succeed}
 	}
 	return rules
 }
@@ -395,8 +443,8 @@ func DefaultPolicy() *Policy {
 		allow("read", "write", "open", "close", "stat", "fstat", "lstat", "lseek",
 			"pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
 			"access", "faccessat", "faccessat2", "pipe", "pipe2", "dup", "dup2", "dup3",
-			"fcntl", "flock", "fsync", "fdatasync", "syncfs", "sync_file_range",
-			"truncate", "ftruncate", "fallocate", "fadvise64", "readahead",
+			"fcntl", "flock",
+			"truncate", "ftruncate", "fallocate", "readahead",
 			"getdents", "getdents64", "getcwd", "chdir", "fchdir",
 			"rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "creat",
 			"link", "linkat", "unlink", "unlinkat", "symlink", "symlinkat", "readlink", "readlinkat",
@@ -410,6 +458,15 @@ func DefaultPolicy() *Policy {
 			"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
 			"memfd_create", "cachestat",
 		),
+		// Disk flushes succeed without running (Succeed: ERRNO 0). Every
+		// file a jail can write is on its tmpfs, where they do nothing; on
+		// a read-only host file (/usr) ext4 still sends the host's disk a
+		// cache flush for each call. sync stays forbidden (below).
+		succeed("fsync", "fdatasync", "syncfs", "sync_file_range"),
+		// posix_fadvise is advice the kernel may ignore; POSIX_FADV_DONTNEED
+		// on a /usr file would drop the host's page cache of it (the next
+		// jails' python3 reads it from disk again).
+		succeed("fadvise64"),
 		// ioctl: anything but pushing input into a terminal (TIOCSTI,
 		// TIOCLINUX; bubblewrap CVE-2017-5226, CVE-2019-10063).
 		[]Rule{{Syscall: "ioctl", Action: Allow, Except: &Except{Arg: 1, Values: []uint32{tiocsti, tioclinux}}}},
@@ -420,9 +477,14 @@ func DefaultPolicy() *Policy {
 		allowWhen("mknodat", 2, sIFMT, 0, sIFREG, sIFIFO, sIFSOCK),
 
 		// Memory.
-		allow("brk", "mmap", "mprotect", "munmap", "mremap", "msync", "mincore", "madvise",
+		allow("brk", "mmap", "mprotect", "munmap", "mremap", "mincore", "madvise",
 			"mlock", "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages",
 			"membarrier", "pkey_mprotect", "pkey_alloc", "pkey_free", "mseal", "map_shadow_stack"),
+		// msync: MS_SYNC on a shared mapping of a host file is an fsync
+		// (a disk flush): it succeeds without running. MS_ASYNC and
+		// MS_INVALIDATE run (libunwind probes addresses with MS_ASYNC).
+		allowWhen("msync", 2, msSync, 0),
+		[]Rule{{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 2, Mask: msSync, Value: msSync}}}},
 
 		// Processes and threads. clone only without CLONE_NEW* flags (no
 		// nested namespaces); clone3 hides its flags in memory where the

@@ -41,13 +41,19 @@ func TestValidateRejects(t *testing.T) {
 			Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xff, Value: 1}}}), "together with other rules"},
 		{"conditional then forbid", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xff, Value: 1}}},
 			Rule{Syscall: "socket", Action: Forbid}), "together with other rules"},
-		{"condition on forbid", base(Rule{Syscall: "socket", Action: Forbid, When: []Cond{{Arg: 0, Mask: 1, Value: 1}}}), "only Allow rules"},
+		{"condition on forbid", base(Rule{Syscall: "socket", Action: Forbid, When: []Cond{{Arg: 0, Mask: 1, Value: 1}}}), "only Allow and Succeed rules"},
 		{"mask 0", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0, Value: 0}}}), "mask 0"},
 		{"value outside mask", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xf, Value: 0x10}}}), "can never hold"},
 		{"arg 6", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 6, Mask: 1, Value: 1}}}), "argument index 6"},
 		{"two conds one arg", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 1, Value: 1}, {Arg: 0, Mask: 2, Value: 2}}}), "two conditions"},
 		{"errno 0", base(Rule{Syscall: "clone3", Action: Errno}), "errno 0"},
 		{"errno on allow", base(Rule{Syscall: "clone3", Action: Allow, Errno: syscall.EPERM}), "Errno set"},
+		{"errno on succeed", base(Rule{Syscall: "fsync", Action: Succeed, Errno: syscall.EPERM}), "Errno set"},
+		{"except on succeed", base(Rule{Syscall: "fsync", Action: Succeed, Except: &Except{Arg: 0, Values: []uint32{1}}}), "Except on a succeed"},
+		{"succeed and allow overlap", base(Rule{Syscall: "msync", Action: Allow, When: []Cond{{Arg: 2, Mask: 4, Value: 0}}},
+			Rule{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 2, Mask: 1, Value: 1}}}), "overlap"},
+		{"succeed and allow on different arguments", base(Rule{Syscall: "msync", Action: Allow, When: []Cond{{Arg: 2, Mask: 4, Value: 0}}},
+			Rule{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 1, Mask: 4, Value: 4}}}), "overlap"},
 		{"except on forbid", base(Rule{Syscall: "ioctl", Action: Forbid, Except: &Except{Arg: 1, Values: []uint32{1}}}), "Except on a forbid"},
 		{"except without values", base(Rule{Syscall: "ioctl", Action: Allow, Except: &Except{Arg: 1}}), "Except needs"},
 		{"bad action", base(Rule{Syscall: "ioctl", Action: Action(7)}), "invalid action"},
@@ -72,6 +78,22 @@ func TestDecide(t *testing.T) {
 	require.Equal(t, uint32(retAllow), p.decide(nr("ioctl"), [6]uint64{0, 0x5401}))
 	require.Equal(t, uint32(retAllow), p.decide(nr("socket"), [6]uint64{afInet6, sockStream | 0x800, ipprotoTCP}))
 	require.Equal(t, uint32(retForbid), p.decide(nr("socket"), [6]uint64{afInet6, 3, ipprotoTCP}))
+	// Succeed: ERRNO with errno 0.
+	require.Equal(t, uint32(retErrno), p.decide(nr("fsync"), [6]uint64{}))
+	require.Equal(t, uint32(retErrno), p.decide(nr("msync"), [6]uint64{0, 0, msSync}))
+	require.Equal(t, uint32(retAllow), p.decide(nr("msync"), [6]uint64{0, 0, 1 /* MS_ASYNC */}))
+	require.Equal(t, uint32(retForbid), p.decide(nr("sync"), [6]uint64{}))
+}
+
+func TestValidateAcceptsDisjointActions(t *testing.T) {
+	p := &Policy{KnownThrough: 471, Rules: []Rule{
+		{Syscall: "read", Action: Allow},
+		{Syscall: "msync", Action: Allow, When: []Cond{{Arg: 2, Mask: 4, Value: 0}}},
+		{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 2, Mask: 4, Value: 4}, {Arg: 0, Mask: 1, Value: 0}}},
+		{Syscall: "fsync", Action: Succeed},
+	}}
+	require.NoError(t, p.Validate())
+	require.Equal(t, "succeed", Succeed.String())
 }
 
 func TestMode(t *testing.T) {

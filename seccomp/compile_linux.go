@@ -19,7 +19,7 @@ import (
 // What the program does, in order:
 //  1. prefix (program.go): a foreign architecture or an x32 number →
 //     USER_NOTIF; ERRNO(ENOSYS) for numbers the policy does not know; the
-//     Except rules (TIOCSTI/TIOCLINUX, PR_SET_SECCOMP) → USER_NOTIF;
+//     Except rules (TIOCSTI/TIOCLINUX, PR_SET_SECCOMP, SHM_LOCK) → USER_NOTIF;
 //  2. libseccomp's program: each rule → ALLOW, ERRNO (ERRNO(0) for
 //     Succeed) or its argument checks; anything else → USER_NOTIF (Forbid).
 func (p *Policy) Compile() (*Program, error) {

@@ -310,6 +310,15 @@ forked("sync_file_range-badfd", lambda: sc(277, -1, 0, 0, 2))
 forked("fadvise-badfd", lambda: sc(221, -1, 0, 0, 4))
 forked("msync-sync-unmapped", lambda: msync_sync(4))
 forked("msync-async-unmapped", lambda: msync_sync(1))
+forked("io_setup", lambda: sc(206, 4096, ctypes.byref(ctypes.c_ulong(0))))
+forked("inotify_init1", lambda: sc(294, 0))
+forked("mq_open", lambda: sc(240, b"agentjail-no-such-queue", 0, 0, 0))
+forked("membarrier-global", lambda: sc(324, 1, 0, 0))
+forked("membarrier-query", lambda: "OK" if sc(324, 0, 0, 0).startswith("OK:") else "wrong")
+forked("mmap-hugetlb", lambda: sc(9, 0, 2 << 20, 3, 0x22 | 0x40000, -1, 0))
+forked("memfd-hugetlb", lambda: sc(319, b"x", 4))
+forked("shm-lock", lambda: sc(31, -1, 11, 0))
+forked("remap_file_pages", lambda: sc(216, 0, 4096, 0, 0, 0))
 print("end", flush=True)
 `
 
@@ -358,6 +367,15 @@ var probes = []probe{
 	{"fadvise-badfd", "OK:0", true},
 	{"msync-sync-unmapped", "OK:0", true},
 	{"msync-async-unmapped", "ENOMEM", false}, // runs
+	{"io_setup", "EPERM", true},
+	{"inotify_init1", "EPERM", true},
+	{"mq_open", "EPERM", true}, // ENOENT unfiltered (no O_CREAT)
+	{"membarrier-global", "EPERM", true},
+	{"membarrier-query", "OK", false},
+	{"mmap-hugetlb", "EPERM", true},  // ENOMEM unfiltered without a huge page pool
+	{"memfd-hugetlb", "EPERM", true}, // a descriptor unfiltered
+	{"shm-lock", "EPERM", true},      // EINVAL unfiltered
+	{"remap_file_pages", "EPERM", true},
 }
 
 // wantReport is what the supervisor must count for probeScript, in order.
@@ -376,6 +394,14 @@ var wantReport = []CallCount{
 	{"bpf", 321, 1, ""},
 	{"", x32SyscallBit | 102, 1, "x32"},
 	{"", 20, 1, "i386"},
+	{"io_setup", 206, 1, ""},
+	{"inotify_init1", 294, 1, ""},
+	{"mq_open", 240, 1, ""},
+	{"membarrier", 324, 1, ""},
+	{"mmap", 9, 1, ""},
+	{"memfd_create", 319, 1, ""},
+	{"shmctl", 31, 1, ""},
+	{"remap_file_pages", 216, 1, ""},
 }
 
 func parseProbes(t *testing.T, out string) map[string]string {
@@ -419,12 +445,12 @@ func TestKernelPythonErrnoMode(t *testing.T) {
 	require.Equal(t, "unshare", r.Syscall)
 	require.Equal(t, 272, r.Number)
 
-	require.Equal(t, 16, col.Total())
+	require.Equal(t, 24, col.Total())
 	require.Equal(t, 2, col.Foreign())
 
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, seen, 16)
+	require.Len(t, seen, 24)
 	var foreign []Violation
 	for _, v := range seen {
 		if v.Foreign {

@@ -382,7 +382,11 @@ const (
 
 	prSetSeccomp = 22 // PR_SET_SECCOMP
 
-	msSync = 4 // MS_SYNC
+	msSync     = 4       // MS_SYNC
+	mapHugetlb = 0x40000 // MAP_HUGETLB
+	mfdHugetlb = 4       // MFD_HUGETLB
+	shmHugetlb = 0o4000  // SHM_HUGETLB
+	shmLock    = 11      // SHM_LOCK
 
 	sIFMT   = 0o170000
 	sIFREG  = 0o100000
@@ -407,6 +411,12 @@ func succeed(names ...string) []Rule {
 	}
 	return rules
 }
+
+// membarrierPrivate are the membarrier commands that act on the caller's own
+// threads: QUERY, PRIVATE_EXPEDITED (+SYNC_CORE, +RSEQ) and their
+// REGISTER_ commands, GET_REGISTRATIONS. Not GLOBAL (1), GLOBAL_EXPEDITED
+// (2), REGISTER_GLOBAL_EXPEDITED (4).
+var membarrierPrivate = []uint64{0, 8, 16, 32, 64, 128, 256, 512}
 
 func forbid(names ...string) []Rule {
 	rules := make([]Rule, len(names))
@@ -455,8 +465,7 @@ func DefaultPolicy() *Policy {
 			"listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr",
 			"setxattrat", "getxattrat", "listxattrat", "removexattrat",
 			"sendfile", "copy_file_range", "splice", "tee", "vmsplice", "close_range",
-			"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
-			"memfd_create", "cachestat",
+			"cachestat",
 		),
 		// Disk flushes succeed without running (Succeed: ERRNO 0). Every
 		// file a jail can write is on its tmpfs, where they do nothing; on
@@ -467,6 +476,9 @@ func DefaultPolicy() *Policy {
 		// on a /usr file would drop the host's page cache of it (the next
 		// jails' python3 reads it from disk again).
 		succeed("fadvise64"),
+		// memfd_create, but not backed by the host's huge page pool
+		// (MFD_HUGETLB), which no cgroup of ours accounts.
+		allowWhen("memfd_create", 1, mfdHugetlb, 0),
 		// ioctl: anything but pushing input into a terminal (TIOCSTI,
 		// TIOCLINUX; bubblewrap CVE-2017-5226, CVE-2019-10063).
 		[]Rule{{Syscall: "ioctl", Action: Allow, Except: &Except{Arg: 1, Values: []uint32{tiocsti, tioclinux}}}},
@@ -477,14 +489,23 @@ func DefaultPolicy() *Policy {
 		allowWhen("mknodat", 2, sIFMT, 0, sIFREG, sIFIFO, sIFSOCK),
 
 		// Memory.
-		allow("brk", "mmap", "mprotect", "munmap", "mremap", "mincore", "madvise",
-			"mlock", "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages",
-			"membarrier", "pkey_mprotect", "pkey_alloc", "pkey_free", "mseal", "map_shadow_stack"),
+		// mlock: RLIMIT_MEMLOCK per process, and the pages are the jail's
+		// own memory (its cgroup's limit).
+		allow("brk", "mprotect", "munmap", "mremap", "mincore", "madvise",
+			"mlock", "mlock2", "munlock", "mlockall", "munlockall",
+			"pkey_mprotect", "pkey_alloc", "pkey_free", "mseal", "map_shadow_stack"),
+		// mmap, but not from the host's huge page pool (MAP_HUGETLB).
+		allowWhen("mmap", 3, mapHugetlb, 0),
 		// msync: MS_SYNC on a shared mapping of a host file is an fsync
 		// (a disk flush): it succeeds without running. MS_ASYNC and
 		// MS_INVALIDATE run (libunwind probes addresses with MS_ASYNC).
 		allowWhen("msync", 2, msSync, 0),
 		[]Rule{{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 2, Mask: msSync, Value: msSync}}}},
+		// membarrier on the jail's own threads only: QUERY, the PRIVATE_*
+		// commands and their registrations, GET_REGISTRATIONS. The GLOBAL
+		// ones wait for an RCU grace period of the whole machine or
+		// interrupt every CPU that runs a registered process of anyone.
+		allowWhen("membarrier", 0, mask32, membarrierPrivate...),
 
 		// Processes and threads. clone only without CLONE_NEW* flags (no
 		// nested namespaces); clone3 hides its flags in memory where the
@@ -525,19 +546,23 @@ func DefaultPolicy() *Policy {
 			"timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
 			"timerfd_create", "timerfd_settime", "timerfd_gettime"),
 
-		// Waiting: futexes, poll, select, epoll (asyncio), Linux AIO.
+		// Waiting: futexes, poll, select, epoll (asyncio; watches count
+		// against the jail's own host uid and its memory cgroup).
 		allow("futex", "futex_waitv", "futex_wake", "futex_wait", "futex_requeue",
 			"poll", "ppoll", "select", "pselect6",
-			"epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2",
-			"io_setup", "io_destroy", "io_getevents", "io_pgetevents", "io_submit", "io_cancel"),
+			"epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2"),
 
 		// Randomness.
 		allow("getrandom"),
 
-		// System V and POSIX IPC: both are per IPC namespace.
-		allow("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
-			"msgget", "msgsnd", "msgrcv", "msgctl",
-			"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+		// System V IPC: per IPC namespace. Not SHM_LOCK (its pages count
+		// against RLIMIT_MEMLOCK in the user-namespace chain, up to the
+		// daemon's uid, shared by every jail) nor SHM_HUGETLB (the host's
+		// huge page pool). POSIX message queues are forbidden below.
+		allow("shmat", "shmdt", "semget", "semop", "semctl", "semtimedop",
+			"msgget", "msgsnd", "msgrcv", "msgctl"),
+		allowWhen("shmget", 2, shmHugetlb, 0),
+		[]Rule{{Syscall: "shmctl", Action: Allow, Except: &Except{Arg: 1, Values: []uint32{shmLock}}}},
 
 		// Sockets: operations on any socket the job holds; creation below.
 		allow("connect", "accept", "accept4", "bind", "listen", "shutdown",
@@ -583,6 +608,18 @@ func DefaultPolicy() *Policy {
 			"_sysctl", "ustat", "sysfs", "nfsservctl", "uselib"),
 		// Hardware and x86 oddities.
 		forbid("iopl", "ioperm", "modify_ldt", "set_thread_area", "get_thread_area"),
+		// Host-wide quotas (doc.go, "Host-wide resources"). Linux AIO
+		// contexts count against fs.aio-max-nr, one number for the whole
+		// host. inotify instances and watches, and POSIX message queue
+		// bytes, count against the user namespace's owner in the parent
+		// namespace too, which is the daemon's uid for every jail: one
+		// jail could take the host root's 128 inotify instances or its
+		// RLIMIT_MSGQUEUE. CPython's standard library uses none of them.
+		// remap_file_pages is deprecated (emulated since 3.16) and unused.
+		forbid("io_setup", "io_destroy", "io_getevents", "io_pgetevents", "io_submit", "io_cancel",
+			"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+			"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+			"remap_file_pages"),
 		// NUMA placement (CAP_SYS_NICE in Docker), fanotify, secret memory, LSM attributes.
 		forbid("mbind", "set_mempolicy", "get_mempolicy", "set_mempolicy_home_node", "migrate_pages", "move_pages",
 			"fanotify_init", "fanotify_mark", "memfd_secret",

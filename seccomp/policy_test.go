@@ -82,6 +82,7 @@ func TestDecide(t *testing.T) {
 	require.Equal(t, uint32(retErrno), p.decide(nr("fsync"), [6]uint64{}))
 	require.Equal(t, uint32(retErrno), p.decide(nr("msync"), [6]uint64{0, 0, msSync}))
 	require.Equal(t, uint32(retAllow), p.decide(nr("msync"), [6]uint64{0, 0, 1 /* MS_ASYNC */}))
+	require.Equal(t, uint32(retForbid), p.decide(nr("io_setup"), [6]uint64{4096}))
 	require.Equal(t, uint32(retForbid), p.decide(nr("sync"), [6]uint64{}))
 }
 
@@ -219,6 +220,9 @@ func TestPrefix(t *testing.T) {
 		{input{nr: 157, arch: auditArchX86_64, args: [6]uint64{0, prSetSeccomp}}, rest},
 		{input{nr: 16 | x32SyscallBit, arch: auditArchX86_64, args: [6]uint64{0, tiocsti}}, retForbid},
 		{input{nr: 16, arch: auditArchI386, args: [6]uint64{0, tiocsti}}, retForbid},
+		{input{nr: 31, arch: auditArchX86_64, args: [6]uint64{0, shmLock}}, retForbid},
+		{input{nr: 31, arch: auditArchX86_64, args: [6]uint64{0, 1<<32 | shmLock}}, retForbid},
+		{input{nr: 31, arch: auditArchX86_64, args: [6]uint64{0, 12 /* SHM_UNLOCK */}}, rest},
 		{input{nr: 0, arch: auditArchX86_64}, rest},
 		{input{nr: 336, arch: auditArchX86_64}, rest},
 		{input{nr: 337, arch: auditArchX86_64}, enosysRet},

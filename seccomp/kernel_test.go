@@ -28,6 +28,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"agentjail/internal/systest"
 )
 
 const (
@@ -582,6 +584,47 @@ func TestKernelForeignABIIsNotified(t *testing.T) {
 	})
 }
 
+// TestKernelNotificationBudget: the call that takes Collector.Total past
+// MaxNotifications is OverBudget and passed on before its answer, in
+// ModeErrno too: a callback that kills (as nsjail's does) ends the jail
+// before that call returns. Without the kill every call is still answered.
+func TestKernelNotificationBudget(t *testing.T) {
+	requireKernel(t)
+	n := MaxNotifications + 5
+	t.Run("killed at the first call past it", func(t *testing.T) {
+		c := startChild(t, "roundtrip", nil, fmt.Sprintf("%s=%d", childNEnv, n))
+		var col Collector
+		var over []int
+		wait := supervise(context.Background(), c, ModeErrno, &col, func(v Violation) {
+			if v.OverBudget {
+				over = append(over, col.Total())
+				c.cmd.Process.Kill()
+			}
+		})
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "stdout: %s stderr: %s", c.stdout.String(), c.stderr.String())
+		require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal())
+		require.NoError(t, wait())
+		require.Equal(t, []int{MaxNotifications + 1}, over, "one call past the budget, and it never returned")
+		require.Equal(t, MaxNotifications+1, col.Total())
+	})
+	t.Run("not killed: every call answered", func(t *testing.T) {
+		c := startChild(t, "roundtrip", nil, fmt.Sprintf("%s=%d", childNEnv, n))
+		var col Collector
+		over := 0
+		wait := supervise(context.Background(), c, ModeErrno, &col, func(v Violation) {
+			if v.OverBudget {
+				over++
+			}
+		})
+		require.NoError(t, c.cmd.Wait(), c.stderr.String())
+		require.NoError(t, wait())
+		require.Equal(t, n, col.Total())
+		require.Equal(t, 5, over)
+	})
+}
+
 // TestKernelSuperviseCancel: Supervise returns ctx.Err() when ctx ends while
 // the jail still runs, closes the listener, and leaves no goroutine behind;
 // the jail's next forbidden call then fails (ENOSYS: no listener).
@@ -651,6 +694,29 @@ func BenchmarkSuperviseRoundTrip(b *testing.B) {
 	require.NoError(b, err)
 	b.ReportMetric(ns/float64(b.N), "ns/roundtrip")
 	require.Equal(b, b.N, col.Report().Calls[0].Count)
+}
+
+// BenchmarkSupervisorCPU measures what a flood of forbidden calls costs the
+// supervisor's process (the daemon), which is not the jail's cgroup: this
+// process's own CPU time (utime+stime; the child is not counted) per
+// notification, beside the jail's CPU per call. It is the measurement behind
+// MaxNotifications: go test -run '^$' -bench SupervisorCPU -benchtime 200000x ./seccomp
+func BenchmarkSupervisorCPU(b *testing.B) {
+	requireKernel(b)
+	c := startChild(b, "roundtrip", nil, fmt.Sprintf("%s=%d", childNEnv, b.N))
+	var col Collector
+	cpu0 := systest.SelfCPU()
+	b.ResetTimer()
+	wait := supervise(context.Background(), c, ModeErrno, &col, nil)
+	require.NoError(b, c.cmd.Wait(), c.stderr.String())
+	require.NoError(b, wait())
+	b.StopTimer()
+	daemon := systest.SelfCPU() - cpu0
+	jail := c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()
+	require.Equal(b, b.N, col.Total())
+	b.ReportMetric(float64(daemon.Nanoseconds())/float64(b.N), "daemon-cpu-ns/notification")
+	b.ReportMetric(float64(jail.Nanoseconds())/float64(b.N), "jail-cpu-ns/call")
+	b.ReportMetric(float64(daemon.Nanoseconds())*MaxNotifications/float64(b.N)/1e6, "daemon-cpu-ms/MaxNotifications")
 }
 
 // BenchmarkFilteredAllowedCall measures an allowed call that the filter must

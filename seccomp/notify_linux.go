@@ -69,14 +69,15 @@ var (
 //
 // onViolation, if not nil, is called on Supervise's goroutine for every
 // forbidden call, after it was counted. In ModeErrno it is called after the
-// answer, so the jail does not wait for it, except for a Foreign call, for
-// which it is called before the answer in both modes. In ModeKill it is
+// answer, so the jail does not wait for it, except for a Foreign or an
+// OverBudget call, for which it is called before the answer in both modes. In ModeKill it is
 // called before the answer: the caller kills the jail in it, and the blocked
 // thread is answered (EPERM) only afterwards, so the process that made the
 // call does not run again if the kill worked. Further violations that were
 // already queued are still counted and passed on; the kill must be
-// idempotent. A caller must end the jail for a Foreign violation whatever
-// the mode: no program of the jail's has a reason to make one.
+// idempotent. A caller must end the jail for a Foreign or an OverBudget
+// violation whatever the mode: the first is no program's business, the
+// second bounds the daemon's work for one jail (MaxNotifications).
 func Supervise(ctx context.Context, notifyFd int, mode Mode, c *Collector, onViolation func(Violation)) error {
 	if mode != ModeErrno && mode != ModeKill {
 		unix.Close(notifyFd)
@@ -133,10 +134,11 @@ func Supervise(ctx context.Context, notifyFd int, mode Mode, c *Collector, onVio
 		if !v.Foreign {
 			v.Syscall = SyscallName(v.Number)
 		}
-		c.AddViolation(v)
-		// Before the answer: in ModeKill, and for a foreign-ABI call in
-		// either mode (the caller ends the jail for it).
-		before := mode == ModeKill || v.Foreign
+		v.OverBudget = c.AddViolation(v) > MaxNotifications
+		// Before the answer: in ModeKill, and in either mode for a
+		// foreign-ABI call or one past the budget (the caller ends the
+		// jail for them, and the call must not return first).
+		before := mode == ModeKill || v.Foreign || v.OverBudget
 		if before && onViolation != nil {
 			onViolation(v)
 		}

@@ -5,6 +5,27 @@ import (
 	"sync"
 )
 
+// MaxNotifications is how many forbidden system calls (notifications) a jail
+// may make: the next one ends it. Supervise marks the call that takes
+// Collector.Total past it Violation.OverBudget and passes it to onViolation
+// before answering it, in both modes; the caller kills the jail then, with
+// kill_reason "seccomp" and a feedback line that says why.
+//
+// Each forbidden call costs the supervisor (the daemon), not the jail's
+// cgroup, a poll, two ioctls and a wake-up: 4.7 to 9.7 µs of the daemon's
+// CPU per notification on the development VM (2 CPUs, AMD EPYC, Linux 6.18;
+// BenchmarkSupervisorCPU, four runs beside other load; the flood
+// measured 8.3 µs). The bound caps what one jail can make the daemon spend on
+// it at 5 to 10 ms of CPU, a few runs' worth of the daemon's own CPU per run
+// (BENCHMARKS.md: 1.5 to 3 ms) and 0.1% of the default 10 s CPU limit,
+// however long the jail's limits. Without it a jail looping on a forbidden
+// call kept ~1 of the daemon's CPUs busy for its whole wall time. Ordinary
+// Python makes none of these calls (nsjail's corpus of stdlib programs and
+// getaddrinfo make zero); the probes a library can make (getaddrinfo with
+// AI_ADDRCONFIG opens an AF_NETLINK socket, os.sync) are one per call, far
+// below the bound. doc.go, "Notification budget".
+const MaxNotifications = 1000
+
 // Violation is one forbidden system call, as the kernel reported it to the
 // supervisor. The call has not run and never will.
 type Violation struct {
@@ -19,6 +40,10 @@ type Violation struct {
 	// it answers, in both modes, so that the caller can end the jail.
 	Foreign bool
 	Arch    uint32 // seccomp_data.arch (AUDIT_ARCH_*)
+	// OverBudget: counting this call took Collector.Total past
+	// MaxNotifications, it and every later one. Supervise passes it on
+	// before it answers, in both modes; the caller ends the jail.
+	OverBudget bool
 }
 
 // ABI names the calling convention of v: "" for native x86_64, else "x32",
@@ -110,7 +135,8 @@ func (c *Collector) add(arch uint32, nr int) int {
 }
 
 // Total is the number of forbidden calls counted so far, native and foreign:
-// the number of notifications the supervisor answered or is answering.
+// the number of notifications the supervisor answered or is answering. A
+// jail whose Total exceeds MaxNotifications is ended (Violation.OverBudget).
 func (c *Collector) Total() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

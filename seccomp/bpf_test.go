@@ -157,6 +157,8 @@ func retString(r uint32) string {
 		return "FORBID"
 	case r == retKillProcess:
 		return "KILL_PROCESS"
+	case r == retSucceed:
+		return "SUCCEED" // ERRNO(0): returns 0, the call does not run
 	case r&0xffff0000 == retErrno:
 		if e := unix.Errno(r & 0xffff); unix.ErrnoName(e) != "" {
 			return "ERRNO(" + unix.ErrnoName(e) + ")"

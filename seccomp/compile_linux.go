@@ -17,11 +17,11 @@ import (
 // Modes.
 //
 // What the program does, in order:
-//  1. prefix (program.go): ERRNO(ENOSYS) for numbers the policy does not
-//     know; the Except rules (TIOCSTI/TIOCLINUX, PR_SET_SECCOMP) → USER_NOTIF;
-//  2. libseccomp's program: a foreign architecture or an x32 number →
-//     KILL_PROCESS; each rule → ALLOW, ERRNO or its argument checks;
-//     anything else → USER_NOTIF (Forbid).
+//  1. prefix (program.go): a foreign architecture or an x32 number →
+//     USER_NOTIF; ERRNO(ENOSYS) for numbers the policy does not know; the
+//     Except rules (TIOCSTI/TIOCLINUX, PR_SET_SECCOMP, SHM_LOCK) → USER_NOTIF;
+//  2. libseccomp's program: each rule → ALLOW, ERRNO (ERRNO(0) for
+//     Succeed) or its argument checks; anything else → USER_NOTIF (Forbid).
 func (p *Policy) Compile() (*Program, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -40,8 +40,12 @@ func (p *Policy) Compile() (*Program, error) {
 		return nil, fmt.Errorf("seccomp: new filter with the user-notification action (Linux 5.0+, libseccomp 2.5+): %w (%w)", err, errUnsupported)
 	}
 	defer f.Release()
-	if err := f.SetBadArchAction(libseccomp.ActKillProcess); err != nil {
-		return nil, fmt.Errorf("seccomp: bad-arch action KILL_PROCESS: %w", err)
+	// A foreign architecture or x32 number is notified like any forbidden
+	// call (the prefix already sends both there; this is libseccomp's own
+	// check, which the prefix makes unreachable): the supervisor sees it,
+	// names it Foreign and answers EPERM, and never lets it run.
+	if err := f.SetBadArchAction(libseccomp.ActNotify); err != nil {
+		return nil, fmt.Errorf("seccomp: bad-arch action NOTIFY: %w", err)
 	}
 	// A binary tree of syscall numbers instead of a ~300-long chain: fewer
 	// instructions per call, and Install costs half as much, because the
@@ -80,6 +84,8 @@ func addRule(f *libseccomp.ScmpFilter, call libseccomp.ScmpSyscall, r Rule) erro
 		act = libseccomp.ActAllow
 	case Errno:
 		act = libseccomp.ActErrno.SetReturnCode(int16(r.Errno))
+	case Succeed:
+		act = libseccomp.ActErrno.SetReturnCode(0) // SECCOMP_RET_ERRNO|0: returns 0, the call does not run
 	}
 	if len(r.When) == 0 {
 		// r.Except is compiled into the prefix; here the call is allowed.

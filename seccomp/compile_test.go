@@ -144,6 +144,40 @@ var argCases = []argCase{
 	{"mknodat S_IFCHR", "mknodat", []uint64{0xffffff9c, 0, 0o020000 | 0o600, 0x103}, retForbid},
 	{"mknod S_IFCHR", "mknod", []uint64{0, 0o020000 | 0o600, 0x103}, retForbid},
 	{"mknod S_IFIFO", "mknod", []uint64{0, sIFIFO | 0o600, 0}, retAllow},
+
+	{"fsync (a disk flush: succeeds, does not run)", "fsync", []uint64{3}, retSucceed},
+	{"fdatasync", "fdatasync", []uint64{3}, retSucceed},
+	{"syncfs", "syncfs", []uint64{3}, retSucceed},
+	{"sync_file_range WAIT_BEFORE|WRITE|WAIT_AFTER", "sync_file_range", []uint64{3, 0, 0, 7}, retSucceed},
+	{"sync (every filesystem: forbidden)", "sync", nil, retForbid},
+	{"fadvise64 DONTNEED", "fadvise64", []uint64{3, 0, 0, 4}, retSucceed},
+	{"msync MS_SYNC", "msync", []uint64{0x10000, 4096, msSync}, retSucceed},
+	{"msync MS_SYNC|MS_INVALIDATE", "msync", []uint64{0x10000, 4096, msSync | 2}, retSucceed},
+	{"msync MS_ASYNC (libunwind's probe)", "msync", []uint64{0x10000, 4096, 1}, retAllow},
+	{"msync 0", "msync", []uint64{0x10000, 4096, 0}, retAllow},
+	{"io_setup (fs.aio-nr, host-wide)", "io_setup", []uint64{4096, 0}, retForbid},
+	{"io_submit", "io_submit", []uint64{0, 1, 0}, retForbid},
+	{"inotify_init1 (owner uid's instances)", "inotify_init1", []uint64{0}, retForbid},
+	{"mq_open (owner uid's RLIMIT_MSGQUEUE)", "mq_open", []uint64{0, 0x40, 0o600, 0}, retForbid},
+	{"membarrier QUERY", "membarrier", []uint64{0, 0, 0}, retAllow},
+	{"membarrier REGISTER_PRIVATE_EXPEDITED", "membarrier", []uint64{16, 0, 0}, retAllow},
+	{"membarrier PRIVATE_EXPEDITED", "membarrier", []uint64{8, 0, 0}, retAllow},
+	{"membarrier PRIVATE_EXPEDITED_RSEQ", "membarrier", []uint64{128, 1, 0}, retAllow},
+	{"membarrier GLOBAL (an RCU grace period of the host)", "membarrier", []uint64{1, 0, 0}, retForbid},
+	{"membarrier GLOBAL_EXPEDITED", "membarrier", []uint64{2, 0, 0}, retForbid},
+	{"membarrier REGISTER_GLOBAL_EXPEDITED", "membarrier", []uint64{4, 0, 0}, retForbid},
+	{"membarrier PRIVATE_EXPEDITED|GLOBAL", "membarrier", []uint64{9, 0, 0}, retForbid},
+	{"mmap anonymous private", "mmap", []uint64{0, 4096, 3, 0x22, allOnes, 0}, retAllow},
+	{"mmap MAP_HUGETLB (host huge page pool)", "mmap", []uint64{0, 2 << 20, 3, 0x22 | mapHugetlb, allOnes, 0}, retForbid},
+	{"mmap MAP_HUGETLB|MAP_HUGE_2MB", "mmap", []uint64{0, 2 << 20, 3, 21<<26 | 0x22 | mapHugetlb, allOnes, 0}, retForbid},
+	{"memfd_create MFD_CLOEXEC", "memfd_create", []uint64{0, 1}, retAllow},
+	{"memfd_create MFD_HUGETLB", "memfd_create", []uint64{0, mfdHugetlb}, retForbid},
+	{"shmget IPC_CREAT", "shmget", []uint64{0, 4096, 0o1000 | 0o600}, retAllow},
+	{"shmget SHM_HUGETLB", "shmget", []uint64{0, 2 << 20, 0o1000 | shmHugetlb}, retForbid},
+	{"shmctl IPC_RMID", "shmctl", []uint64{0, 0, 0}, retAllow},
+	{"shmctl SHM_LOCK (owner uid's RLIMIT_MEMLOCK)", "shmctl", []uint64{0, shmLock, 0}, retForbid},
+	{"shmctl (1<<32)|SHM_LOCK", "shmctl", []uint64{0, 1<<32 | shmLock, 0}, retForbid},
+	{"remap_file_pages", "remap_file_pages", []uint64{0, 4096, 0, 0, 0}, retForbid},
 }
 
 // forbiddenAttackCalls are the calls that attacks.md requires to fail
@@ -265,21 +299,34 @@ func TestForbiddenAttackCalls(t *testing.T) {
 	}
 }
 
-// TestForeignABIsAreKilled: i386 (`int 0x80`, where 102 is socketcall, not
-// getuid) and x32 (the same AUDIT_ARCH_X86_64 with bit 30 in nr) never reach
-// the rules (attacks.md P17).
-func TestForeignABIsAreKilled(t *testing.T) {
+// TestForeignABIsAreNotified: i386 (`int 0x80`, where 102 is socketcall,
+// not getuid), x32 (the same AUDIT_ARCH_X86_64 with bit 30 in nr) and any
+// other architecture never reach the rules (attacks.md P17): every one is
+// the Forbid notification, which the supervisor marks Foreign and answers
+// EPERM. Never KILL_PROCESS (SIGSYS is no evidence once the jail's PID 1 is
+// our init) and never ERRNO (it would outrank a stacked filter's report).
+func TestForeignABIsAreNotified(t *testing.T) {
 	prog := defaultProgram(t)
 	for nr := 0; nr < maxTestedNr; nr++ {
 		for _, args := range [][6]uint64{{}, ones} {
-			require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchX86_64, nr|x32SyscallBit, args)), "x32 %d", nr)
-			require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchI386, nr, args)), "i386 %d", nr)
-			require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, 0xc00000b7, nr, args)), "aarch64 %d", nr)
+			require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, nr|x32SyscallBit, args)), "x32 %d", nr)
+			require.Equal(t, "FORBID", retString(eval(t, prog, auditArchI386, nr, args)), "i386 %d", nr)
+			require.Equal(t, "FORBID", retString(eval(t, prog, 0xc00000b7, nr, args)), "aarch64 %d", nr)
 		}
 	}
-	// The ioctl/prctl prefix must not let an x32 or i386 number through.
-	require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchX86_64, 16|x32SyscallBit, [6]uint64{0, tiocsti})))
-	require.Equal(t, "KILL_PROCESS", retString(eval(t, prog, auditArchI386, 16, [6]uint64{0, tiocsti})))
+	// The ioctl/prctl prefix must not let an x32 or i386 number through,
+	// nor the ENOSYS of unknown numbers answer a foreign one.
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, 16|x32SyscallBit, [6]uint64{0, tiocsti})))
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchI386, 16, [6]uint64{0, tiocsti})))
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchI386, 400, [6]uint64{})), "a hole of the x86_64 table")
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, 0x7fffffff, [6]uint64{})))
+	require.Equal(t, "FORBID", retString(eval(t, prog, auditArchX86_64, -2, [6]uint64{})), "negative numbers but -1")
+	// Nowhere in the program is there a KILL action any more.
+	for i, in := range prog.Instructions {
+		if in.Code == unix.BPF_RET|unix.BPF_K {
+			require.NotContains(t, []uint32{retKillProcess, 0 /* KILL_THREAD */, 0x00030000 /* TRAP */}, in.K&0xffff0000, "instruction %d", i)
+		}
+	}
 }
 
 // TestNewerSyscallsGetENOSYS: numbers above KnownThrough and holes in the

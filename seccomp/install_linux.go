@@ -20,7 +20,7 @@ import (
 //
 //	mounts, pivot_root, identity, rlimits, capabilities dropped, close_range
 //	  → Install: prctl(PR_SET_NO_NEW_PRIVS, 1)
-//	             seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, prog)
+//	             seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER|WAIT_KILLABLE_RECV, prog)
 //	  → sendmsg(listener → parent, SCM_RIGHTS); close(listener)
 //	  → execve(python3)
 //
@@ -53,8 +53,16 @@ func Install(p *Program) (notifyFd int, err error) {
 	if _, _, e := unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0); e != 0 {
 		return -1, fmt.Errorf("seccomp: install: %w", os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", e))
 	}
+	// WAIT_KILLABLE_RECV (5.19+): once the supervisor has received a
+	// notification, only a fatal signal interrupts the waiting thread.
+	// Without it any signal (a Go runtime's preemption, a Python SIGALRM)
+	// withdraws the call, which restarts and is notified and counted again.
 	fd, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER|unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, uintptr(unsafe.Pointer(&prog)))
+	if e == unix.EINVAL {
+		fd, _, e = unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+			unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&prog)))
+	}
 	runtime.KeepAlive(p)
 	if e != 0 {
 		err := fmt.Errorf("seccomp: install: %w", os.NewSyscallError("seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)", e))

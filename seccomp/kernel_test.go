@@ -28,6 +28,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"agentjail/internal/systest"
 )
 
 const (
@@ -95,7 +97,7 @@ func runChild(role string) {
 	case "install":
 		fmt.Println(installNs)
 	case "x32":
-		// getpid through the x32 ABI: the filter kills the process.
+		// getpid through the x32 ABI: notified, never run.
 		r, _, e := unix.RawSyscall(x32SyscallBit|unix.SYS_GETPID, 0, 0, 0)
 		fmt.Printf("x32 getpid returned %d %v\n", int(r), e)
 	case "roundtrip":
@@ -266,7 +268,13 @@ def int80_getpid():
     m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
     m.write(bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3]))  # mov eax, 20 (i386 getpid); int 0x80; ret
     f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
-    return "OK" if f() == os.getpid() else "wrong"
+    r = f()
+    return "OK" if r == os.getpid() else errno.errorcode.get(-r, str(r))
+ro = os.open("/usr/lib/os-release" if os.path.exists("/usr/lib/os-release") else sys.executable, os.O_RDONLY)
+def msync_sync(flags):
+    m = mmap.mmap(-1, 8192); a = ctypes.addressof(ctypes.c_char.from_buffer(m)) + 4096
+    del m  # unmapped again: a real msync fails with ENOMEM
+    return sc(26, a, 4096, flags)
 allow_all = ctypes.create_string_buffer(struct.pack("HBBI", 6, 0, 0, 0x7fff0000))  # ret ALLOW
 fprog = struct.pack("HxxxxxxQ", 1, ctypes.addressof(allow_all))
 
@@ -296,6 +304,23 @@ forked("io_uring", lambda: sc(425, 8, buf))
 forked("bpf", lambda: sc(321, 0, ctypes.create_string_buffer(struct.pack("IIII", 2, 4, 4, 1), 128), 128))
 forked("x32-getuid", lambda: sc(0x40000000 | 102))
 forked("int80-getpid", int80_getpid)
+forked("fsync-badfd", lambda: sc(74, -1))
+forked("fsync-ro", lambda: sc(74, ro))
+forked("fdatasync-badfd", lambda: sc(75, -1))
+forked("syncfs-badfd", lambda: sc(306, -1))
+forked("sync_file_range-badfd", lambda: sc(277, -1, 0, 0, 2))
+forked("fadvise-badfd", lambda: sc(221, -1, 0, 0, 4))
+forked("msync-sync-unmapped", lambda: msync_sync(4))
+forked("msync-async-unmapped", lambda: msync_sync(1))
+forked("io_setup", lambda: sc(206, 4096, ctypes.byref(ctypes.c_ulong(0))))
+forked("inotify_init1", lambda: sc(294, 0))
+forked("mq_open", lambda: sc(240, b"agentjail-no-such-queue", 0, 0, 0))
+forked("membarrier-global", lambda: sc(324, 1, 0, 0))
+forked("membarrier-query", lambda: "OK" if sc(324, 0, 0, 0).startswith("OK:") else "wrong")
+forked("mmap-hugetlb", lambda: sc(9, 0, 2 << 20, 3, 0x22 | 0x40000, -1, 0))
+forked("memfd-hugetlb", lambda: sc(319, b"x", 4))
+forked("shm-lock", lambda: sc(31, -1, 11, 0))
+forked("remap_file_pages", lambda: sc(216, 0, 4096, 0, 0, 0))
 print("end", flush=True)
 `
 
@@ -333,24 +358,52 @@ var probes = []probe{
 	{"personality", "EPERM", true},
 	{"io_uring", "EPERM", true},
 	{"bpf", "EPERM", true},
-	{"x32-getuid", "killed:31", true},   // SIGSYS; ENOSYS unfiltered on a kernel without x32
-	{"int80-getpid", "killed:31", true}, // SIGSYS; works unfiltered with IA32 emulation
+	{"x32-getuid", "EPERM", true},   // notified (Foreign); ENOSYS unfiltered on a kernel without x32
+	{"int80-getpid", "EPERM", true}, // notified (Foreign); works unfiltered with IA32 emulation
+	// Succeed: 0 without running (EBADF, ENOMEM unfiltered).
+	{"fsync-badfd", "OK:0", true},
+	{"fsync-ro", "OK:0", false}, // a disk flush unfiltered, 0 either way
+	{"fdatasync-badfd", "OK:0", true},
+	{"syncfs-badfd", "OK:0", true},
+	{"sync_file_range-badfd", "OK:0", true},
+	{"fadvise-badfd", "OK:0", true},
+	{"msync-sync-unmapped", "OK:0", true},
+	{"msync-async-unmapped", "ENOMEM", false}, // runs
+	{"io_setup", "EPERM", true},
+	{"inotify_init1", "EPERM", true},
+	{"mq_open", "EPERM", true}, // ENOENT unfiltered (no O_CREAT)
+	{"membarrier-global", "EPERM", true},
+	{"membarrier-query", "OK", false},
+	{"mmap-hugetlb", "EPERM", true},  // ENOMEM unfiltered without a huge page pool
+	{"memfd-hugetlb", "EPERM", true}, // a descriptor unfiltered
+	{"shm-lock", "EPERM", true},      // EINVAL unfiltered
+	{"remap_file_pages", "EPERM", true},
 }
 
 // wantReport is what the supervisor must count for probeScript, in order.
 var wantReport = []CallCount{
-	{"unshare", 272, 1},
-	{"ptrace", 101, 1},
-	{"keyctl", 250, 1},
-	{"socket", 41, 2},
-	{"clone", 56, 1},
-	{"ioctl", 16, 2},
-	{"mknodat", 259, 1},
-	{"seccomp", 317, 1},
-	{"prctl", 157, 1},
-	{"personality", 135, 1},
-	{"io_uring_setup", 425, 1},
-	{"bpf", 321, 1},
+	{"unshare", 272, 1, ""},
+	{"ptrace", 101, 1, ""},
+	{"keyctl", 250, 1, ""},
+	{"socket", 41, 2, ""},
+	{"clone", 56, 1, ""},
+	{"ioctl", 16, 2, ""},
+	{"mknodat", 259, 1, ""},
+	{"seccomp", 317, 1, ""},
+	{"prctl", 157, 1, ""},
+	{"personality", 135, 1, ""},
+	{"io_uring_setup", 425, 1, ""},
+	{"bpf", 321, 1, ""},
+	{"", x32SyscallBit | 102, 1, "x32"},
+	{"", 20, 1, "i386"},
+	{"io_setup", 206, 1, ""},
+	{"inotify_init1", 294, 1, ""},
+	{"mq_open", 240, 1, ""},
+	{"membarrier", 324, 1, ""},
+	{"mmap", 9, 1, ""},
+	{"memfd_create", 319, 1, ""},
+	{"shmctl", 31, 1, ""},
+	{"remap_file_pages", 216, 1, ""},
 }
 
 func parseProbes(t *testing.T, out string) map[string]string {
@@ -394,9 +447,26 @@ func TestKernelPythonErrnoMode(t *testing.T) {
 	require.Equal(t, "unshare", r.Syscall)
 	require.Equal(t, 272, r.Number)
 
+	require.Equal(t, 24, col.Total())
+	require.Equal(t, 2, col.Foreign())
+
 	mu.Lock()
 	defer mu.Unlock()
-	require.Len(t, seen, 14)
+	require.Len(t, seen, 24)
+	var foreign []Violation
+	for _, v := range seen {
+		if v.Foreign {
+			foreign = append(foreign, v)
+		}
+	}
+	require.Len(t, foreign, 2)
+	require.Equal(t, "x32", foreign[0].ABI())
+	require.Equal(t, uint32(auditArchX86_64), foreign[0].Arch)
+	require.Equal(t, x32SyscallBit|102, foreign[0].Number)
+	require.Equal(t, "", foreign[0].Syscall, "an x32 number is not an x86_64 name")
+	require.Equal(t, "i386", foreign[1].ABI())
+	require.Equal(t, uint32(auditArchI386), foreign[1].Arch)
+	require.Equal(t, 20, foreign[1].Number)
 	require.Equal(t, "unshare", seen[0].Syscall)
 	require.Equal(t, 272, seen[0].Number)
 	require.Equal(t, uint64(0x10000000), seen[0].Args[0], "CLONE_NEWUSER; the other registers are whatever libc left there")
@@ -455,13 +525,16 @@ print("after", r, ctypes.get_errno(), flush=True)
 	require.Equal(t, "ptrace", v.Syscall)
 	require.Equal(t, 101, v.Number)
 	require.Equal(t, c.cmd.Process.Pid, v.Pid)
-	require.Equal(t, &Report{Syscall: "ptrace", Number: 101, Calls: []CallCount{{"ptrace", 101, 1}}}, col.Report())
+	require.Equal(t, &Report{Syscall: "ptrace", Number: 101, Calls: []CallCount{{"ptrace", 101, 1, ""}}}, col.Report())
 }
 
-// TestKernelX32IsKilled: on this kernel an x32 call without a filter gives
-// ENOSYS (no CONFIG_X86_X32_ABI) or runs (with it); under the filter the
-// process dies of SIGSYS either way, before the kernel looks at the number.
-func TestKernelX32IsKilled(t *testing.T) {
+// TestKernelForeignABIIsNotified: an x32 call under the filter is a
+// notification, never a SIGSYS. The supervisor marks it Foreign and passes
+// it on before it answers, even in ModeErrno: a callback that kills the
+// child (as nsjail's does) means the call never returns. Answered, it fails
+// with EPERM; with no listener, with ENOSYS. On this kernel an x32 call
+// without a filter gives ENOSYS (no CONFIG_X86_X32_ABI) or runs (with it).
+func TestKernelForeignABIIsNotified(t *testing.T) {
 	requireKernel(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skip("x32 is an x86_64 ABI")
@@ -469,15 +542,87 @@ func TestKernelX32IsKilled(t *testing.T) {
 	_, _, e := unix.RawSyscall(x32SyscallBit|unix.SYS_GETPID, 0, 0, 0)
 	t.Logf("unfiltered x32 getpid: %v (ENOSYS: kernel without x32; 0: x32 enabled)", e)
 
-	c := startChild(t, "x32", nil)
-	wait := supervise(context.Background(), c, ModeErrno, new(Collector), nil)
-	err := c.cmd.Wait()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "stdout: %s stderr: %s", c.stdout.String(), c.stderr.String())
-	ws := ee.Sys().(syscall.WaitStatus)
-	require.True(t, ws.Signaled(), "exit: %v; stdout: %s", ws, c.stdout.String())
-	require.Equal(t, syscall.SIGSYS, ws.Signal())
-	require.NoError(t, wait())
+	t.Run("killed before the answer", func(t *testing.T) {
+		c := startChild(t, "x32", nil)
+		var col Collector
+		got := make(chan Violation, 4)
+		wait := supervise(context.Background(), c, ModeErrno, &col, func(v Violation) {
+			got <- v
+			if v.Foreign {
+				c.cmd.Process.Kill()
+			}
+		})
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "stdout: %s stderr: %s", c.stdout.String(), c.stderr.String())
+		ws := ee.Sys().(syscall.WaitStatus)
+		require.True(t, ws.Signaled())
+		require.Equal(t, syscall.SIGKILL, ws.Signal(), "our kill, not the filter's SIGSYS")
+		require.Empty(t, c.stdout.String(), "the x32 call returned before the callback ran")
+		require.NoError(t, wait())
+		v := <-got
+		require.True(t, v.Foreign)
+		require.Equal(t, "x32", v.ABI())
+		require.Equal(t, x32SyscallBit|unix.SYS_GETPID, v.Number)
+		require.Equal(t, 1, col.Total())
+		require.Equal(t, 1, col.Foreign())
+		require.Equal(t, &Report{Syscall: "", Number: x32SyscallBit | unix.SYS_GETPID, ABI: "x32",
+			Calls: []CallCount{{"", x32SyscallBit | unix.SYS_GETPID, 1, "x32"}}}, col.Report())
+	})
+	t.Run("answered EPERM", func(t *testing.T) {
+		c := startChild(t, "x32", nil)
+		wait := supervise(context.Background(), c, ModeErrno, new(Collector), nil)
+		require.NoError(t, c.cmd.Wait(), "stderr: %s", c.stderr.String())
+		require.NoError(t, wait())
+		require.Equal(t, fmt.Sprintf("x32 getpid returned -1 %v\n", unix.EPERM), c.stdout.String())
+	})
+	t.Run("no listener: ENOSYS", func(t *testing.T) {
+		c := startChild(t, "x32", nil)
+		unix.Close(c.listener)
+		require.NoError(t, c.cmd.Wait(), "stderr: %s", c.stderr.String())
+		require.Equal(t, fmt.Sprintf("x32 getpid returned -1 %v\n", unix.ENOSYS), c.stdout.String())
+	})
+}
+
+// TestKernelNotificationBudget: the call that takes Collector.Total past
+// MaxNotifications is OverBudget and passed on before its answer, in
+// ModeErrno too: a callback that kills (as nsjail's does) ends the jail
+// before that call returns. Without the kill every call is still answered.
+func TestKernelNotificationBudget(t *testing.T) {
+	requireKernel(t)
+	n := MaxNotifications + 5
+	t.Run("killed at the first call past it", func(t *testing.T) {
+		c := startChild(t, "roundtrip", nil, fmt.Sprintf("%s=%d", childNEnv, n))
+		var col Collector
+		var over []int
+		wait := supervise(context.Background(), c, ModeErrno, &col, func(v Violation) {
+			if v.OverBudget {
+				over = append(over, col.Total())
+				c.cmd.Process.Kill()
+			}
+		})
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee, "stdout: %s stderr: %s", c.stdout.String(), c.stderr.String())
+		require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal())
+		require.NoError(t, wait())
+		require.Equal(t, []int{MaxNotifications + 1}, over, "one call past the budget, and it never returned")
+		require.Equal(t, MaxNotifications+1, col.Total())
+	})
+	t.Run("not killed: every call answered", func(t *testing.T) {
+		c := startChild(t, "roundtrip", nil, fmt.Sprintf("%s=%d", childNEnv, n))
+		var col Collector
+		over := 0
+		wait := supervise(context.Background(), c, ModeErrno, &col, func(v Violation) {
+			if v.OverBudget {
+				over++
+			}
+		})
+		require.NoError(t, c.cmd.Wait(), c.stderr.String())
+		require.NoError(t, wait())
+		require.Equal(t, n, col.Total())
+		require.Equal(t, 5, over)
+	})
 }
 
 // TestKernelSuperviseCancel: Supervise returns ctx.Err() when ctx ends while
@@ -549,6 +694,29 @@ func BenchmarkSuperviseRoundTrip(b *testing.B) {
 	require.NoError(b, err)
 	b.ReportMetric(ns/float64(b.N), "ns/roundtrip")
 	require.Equal(b, b.N, col.Report().Calls[0].Count)
+}
+
+// BenchmarkSupervisorCPU measures what a flood of forbidden calls costs the
+// supervisor's process (the daemon), which is not the jail's cgroup: this
+// process's own CPU time (utime+stime; the child is not counted) per
+// notification, beside the jail's CPU per call. It is the measurement behind
+// MaxNotifications: go test -run '^$' -bench SupervisorCPU -benchtime 200000x ./seccomp
+func BenchmarkSupervisorCPU(b *testing.B) {
+	requireKernel(b)
+	c := startChild(b, "roundtrip", nil, fmt.Sprintf("%s=%d", childNEnv, b.N))
+	var col Collector
+	cpu0 := systest.SelfCPU()
+	b.ResetTimer()
+	wait := supervise(context.Background(), c, ModeErrno, &col, nil)
+	require.NoError(b, c.cmd.Wait(), c.stderr.String())
+	require.NoError(b, wait())
+	b.StopTimer()
+	daemon := systest.SelfCPU() - cpu0
+	jail := c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()
+	require.Equal(b, b.N, col.Total())
+	b.ReportMetric(float64(daemon.Nanoseconds())/float64(b.N), "daemon-cpu-ns/notification")
+	b.ReportMetric(float64(jail.Nanoseconds())/float64(b.N), "jail-cpu-ns/call")
+	b.ReportMetric(float64(daemon.Nanoseconds())*MaxNotifications/float64(b.N)/1e6, "daemon-cpu-ms/MaxNotifications")
 }
 
 // BenchmarkFilteredAllowedCall measures an allowed call that the filter must

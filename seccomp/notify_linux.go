@@ -52,7 +52,7 @@ var (
 //
 //	kernel: the jail thread blocks in its call; the listener polls POLLIN
 //	Supervise: ioctl(SECCOMP_IOCTL_NOTIF_RECV) → {id, pid, nr, arch, args}
-//	Supervise: counts nr in c
+//	Supervise: counts nr in c (a foreign ABI apart)
 //	Supervise: ioctl(SECCOMP_IOCTL_NOTIF_SEND, {id, error: -EPERM, flags: 0})
 //	kernel: the call returns -1/EPERM in the jail
 //
@@ -61,13 +61,23 @@ var (
 // arguments that makes user notification unfit to *decide* anything
 // (linux/seccomp.h) does not apply: the filter decided, this only observes.
 //
+// A foreign-ABI call (i386 `int 0x80`, x32, another architecture) is
+// notified like any other forbidden call; Supervise marks it
+// Violation.Foreign, counts it apart (Collector.Foreign, CallCount.ABI) and
+// answers it EPERM too. It never answers CONTINUE, so a foreign call never
+// runs; with no listener (Supervise gone) the kernel answers ENOSYS.
+//
 // onViolation, if not nil, is called on Supervise's goroutine for every
 // forbidden call, after it was counted. In ModeErrno it is called after the
-// answer, so the jail does not wait for it. In ModeKill it is called before
-// the answer: the caller kills the jail in it, and the blocked thread is
-// answered (EPERM) only afterwards, so the process that made the call does
-// not run again if the kill worked. Further violations that were already
-// queued are still counted and passed on; the kill must be idempotent.
+// answer, so the jail does not wait for it, except for a Foreign or an
+// OverBudget call, for which it is called before the answer in both modes. In ModeKill it is
+// called before the answer: the caller kills the jail in it, and the blocked
+// thread is answered (EPERM) only afterwards, so the process that made the
+// call does not run again if the kill worked. Further violations that were
+// already queued are still counted and passed on; the kill must be
+// idempotent. A caller must end the jail for a Foreign or an OverBudget
+// violation whatever the mode: the first is no program's business, the
+// second bounds the daemon's work for one jail (MaxNotifications).
 func Supervise(ctx context.Context, notifyFd int, mode Mode, c *Collector, onViolation func(Violation)) error {
 	if mode != ModeErrno && mode != ModeKill {
 		unix.Close(notifyFd)
@@ -119,12 +129,17 @@ func Supervise(ctx context.Context, notifyFd int, mode Mode, c *Collector, onVio
 			continue
 		}
 
-		v := Violation{Number: int(n.Data.Nr), Pid: int(n.Pid), Args: n.Data.Args}
-		if n.Data.Arch == auditArchX86_64 {
+		v := Violation{Number: int(n.Data.Nr), Pid: int(n.Pid), Args: n.Data.Args, Arch: n.Data.Arch}
+		v.Foreign = v.ABI() != ""
+		if !v.Foreign {
 			v.Syscall = SyscallName(v.Number)
 		}
-		c.Add(v.Number)
-		if mode == ModeKill && onViolation != nil {
+		v.OverBudget = c.AddViolation(v) > MaxNotifications
+		// Before the answer: in ModeKill, and in either mode for a
+		// foreign-ABI call or one past the budget (the caller ends the
+		// jail for them, and the call must not return first).
+		before := mode == ModeKill || v.Foreign || v.OverBudget
+		if before && onViolation != nil {
 			onViolation(v)
 		}
 		var serr error
@@ -134,7 +149,7 @@ func Supervise(ctx context.Context, notifyFd int, mode Mode, c *Collector, onVio
 		if serr != nil {
 			return fmt.Errorf("seccomp: supervise: %w", serr)
 		}
-		if mode == ModeErrno && onViolation != nil {
+		if !before && onViolation != nil {
 			onViolation(v)
 		}
 	}

@@ -22,6 +22,14 @@ const (
 	// Errno: the call fails with Rule.Errno and is not reported. Only for
 	// calls that libraries probe and fall back from (clone3 → clone).
 	Errno
+	// Succeed: the call does not run and returns 0 to the caller, unreported.
+	// The filter returns SECCOMP_RET_ERRNO with errno 0, which the kernel
+	// turns into a return value of 0 without entering the call (checked on
+	// Linux 6.18 by TestKernelPythonErrnoMode: fsync(-1) returns 0, not
+	// EBADF). Only for calls whose only effect from a jail is outside it
+	// (disk flushes, fadvise; doc.go explains), and never for a call that a
+	// stacked filter might want to report (ERRNO outranks USER_NOTIF).
+	Succeed
 )
 
 func (a Action) String() string {
@@ -32,6 +40,8 @@ func (a Action) String() string {
 		return "allow"
 	case Errno:
 		return "errno"
+	case Succeed:
+		return "succeed"
 	}
 	return fmt.Sprintf("Action(%d)", int(a))
 }
@@ -60,9 +70,10 @@ type Rule struct {
 	Action  Action
 	// Errno is the error of an Errno rule (e.g. ENOSYS); unused otherwise.
 	Errno syscall.Errno
-	// When makes an Allow rule conditional: it allows only calls whose
-	// arguments meet every condition. Several conditional Allow rules of one
-	// system call are alternatives; a call that meets none is forbidden.
+	// When makes an Allow or Succeed rule conditional: it applies only to
+	// calls whose arguments meet every condition. Several conditional rules
+	// of one system call are alternatives (their conditions must not overlap
+	// when their actions differ); a call that meets none is forbidden.
 	When []Cond
 	// Except makes an unconditional Allow rule forbid some argument values.
 	Except *Except
@@ -73,7 +84,8 @@ type Rule struct {
 // rules, or Forbid when it has none. Numbers above KnownThrough and numbers the
 // kernel does not define fail with ENOSYS, so that a C library that probes a
 // newer call falls back, as with runc. Foreign architectures (i386 `int 0x80`)
-// and the x32 ABI are killed (SECCOMP_RET_KILL_PROCESS) whatever the rules say.
+// and the x32 ABI are forbidden (SECCOMP_RET_USER_NOTIF, Violation.Foreign)
+// whatever the rules say: the call never runs.
 type Policy struct {
 	// KnownThrough is the highest x86_64 system call number that the rules
 	// were reviewed against. Raise it only after deciding every call up to it.
@@ -166,7 +178,7 @@ func (p *Policy) Validate() error {
 	}
 	type seen struct {
 		uncond      *Rule
-		conditional bool
+		conditional []*Rule
 		rules       int
 	}
 	bySyscall := map[string]*seen{}
@@ -181,7 +193,7 @@ func (p *Policy) Validate() error {
 			return fmt.Errorf("%s: number %d is above KnownThrough %d", where, nr, p.KnownThrough)
 		}
 		switch r.Action {
-		case Forbid, Allow:
+		case Forbid, Allow, Succeed:
 			if r.Errno != 0 {
 				return fmt.Errorf("%s: Errno set on a %s rule", where, r.Action)
 			}
@@ -192,8 +204,8 @@ func (p *Policy) Validate() error {
 		default:
 			return fmt.Errorf("%s: invalid action %d", where, int(r.Action))
 		}
-		if len(r.When) > 0 && r.Action != Allow {
-			return fmt.Errorf("%s: conditions on a %s rule (only Allow rules may have them)", where, r.Action)
+		if len(r.When) > 0 && r.Action != Allow && r.Action != Succeed {
+			return fmt.Errorf("%s: conditions on a %s rule (only Allow and Succeed rules may have them)", where, r.Action)
 		}
 		if len(r.When) > 0 && r.Except != nil {
 			return fmt.Errorf("%s: both When and Except", where)
@@ -230,7 +242,15 @@ func (p *Policy) Validate() error {
 		}
 		s.rules++
 		if len(r.When) > 0 {
-			s.conditional = true
+			// Conditional rules with different actions must be disjoint:
+			// which one libseccomp tries first is its business, so an
+			// argument value that met both would have no one meaning.
+			for _, o := range s.conditional {
+				if o.Action != r.Action && !disjoint(o.When, r.When) {
+					return fmt.Errorf("%s: a %s rule whose conditions overlap those of a %s rule", where, r.Action, o.Action)
+				}
+			}
+			s.conditional = append(s.conditional, r)
 		} else if s.uncond != nil {
 			return fmt.Errorf("%s: a second unconditional rule (already %s)", where, s.uncond.Action)
 		} else {
@@ -248,6 +268,20 @@ func (p *Policy) Validate() error {
 		}
 	}
 	return errEmptyPolicy
+}
+
+// disjoint reports whether no argument values can meet both condition
+// lists: some argument has a condition in each that wants different values
+// of a bit both look at.
+func disjoint(a, b []Cond) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Arg == y.Arg && (x.Value^y.Value)&x.Mask&y.Mask != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // rulesFor returns the rules of one system call.
@@ -279,6 +313,10 @@ func (p *Policy) decide(nr int, args [6]uint64) uint32 {
 		case Errno:
 			return retErrno | uint32(r.Errno)
 		}
+		ret := uint32(retAllow)
+		if r.Action == Succeed {
+			ret = retSucceed
+		}
 		if r.Except != nil {
 			for _, v := range r.Except.Values {
 				if uint32(args[r.Except.Arg]) == v {
@@ -293,17 +331,25 @@ func (p *Policy) decide(nr int, args [6]uint64) uint32 {
 			}
 		}
 		if ok {
-			return retAllow
+			return ret
 		}
 	}
 	return retForbid
 }
+
+// ABIs as seccomp_data shows them (linux/audit.h, asm/unistd_x32.h).
+const (
+	auditArchX86_64 = 0xc000003e // AUDIT_ARCH_X86_64
+	auditArchI386   = 0x40000003 // AUDIT_ARCH_I386
+	x32SyscallBit   = 0x40000000 // __X32_SYSCALL_BIT
+)
 
 // Seccomp return values (linux/seccomp.h).
 const (
 	retKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS
 	retErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
 	retForbid      = 0x7fc00000 // SECCOMP_RET_USER_NOTIF: what Forbid compiles to
+	retSucceed     = retErrno   // SECCOMP_RET_ERRNO | 0: what Succeed compiles to
 	retAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
 )
 
@@ -336,6 +382,12 @@ const (
 
 	prSetSeccomp = 22 // PR_SET_SECCOMP
 
+	msSync     = 4       // MS_SYNC
+	mapHugetlb = 0x40000 // MAP_HUGETLB
+	mfdHugetlb = 4       // MFD_HUGETLB
+	shmHugetlb = 0o4000  // SHM_HUGETLB
+	shmLock    = 11      // SHM_LOCK
+
 	sIFMT   = 0o170000
 	sIFREG  = 0o100000
 	sIFIFO  = 0o010000
@@ -351,6 +403,20 @@ func allow(names ...string) []Rule {
 	}
 	return rules
 }
+
+func succeed(names ...string) []Rule {
+	rules := make([]Rule, len(names))
+	for i, n := range names {
+		rules[i] = Rule{Syscall: n, Action: Succeed}
+	}
+	return rules
+}
+
+// membarrierPrivate are the membarrier commands that act on the caller's own
+// threads: QUERY, PRIVATE_EXPEDITED (+SYNC_CORE, +RSEQ) and their
+// REGISTER_ commands, GET_REGISTRATIONS. Not GLOBAL (1), GLOBAL_EXPEDITED
+// (2), REGISTER_GLOBAL_EXPEDITED (4).
+var membarrierPrivate = []uint64{0, 8, 16, 32, 64, 128, 256, 512}
 
 func forbid(names ...string) []Rule {
 	rules := make([]Rule, len(names))
@@ -387,8 +453,8 @@ func DefaultPolicy() *Policy {
 		allow("read", "write", "open", "close", "stat", "fstat", "lstat", "lseek",
 			"pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
 			"access", "faccessat", "faccessat2", "pipe", "pipe2", "dup", "dup2", "dup3",
-			"fcntl", "flock", "fsync", "fdatasync", "syncfs", "sync_file_range",
-			"truncate", "ftruncate", "fallocate", "fadvise64", "readahead",
+			"fcntl", "flock",
+			"truncate", "ftruncate", "fallocate", "readahead",
 			"getdents", "getdents64", "getcwd", "chdir", "fchdir",
 			"rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "creat",
 			"link", "linkat", "unlink", "unlinkat", "symlink", "symlinkat", "readlink", "readlinkat",
@@ -399,9 +465,20 @@ func DefaultPolicy() *Policy {
 			"listxattr", "llistxattr", "flistxattr", "removexattr", "lremovexattr", "fremovexattr",
 			"setxattrat", "getxattrat", "listxattrat", "removexattrat",
 			"sendfile", "copy_file_range", "splice", "tee", "vmsplice", "close_range",
-			"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
-			"memfd_create", "cachestat",
+			"cachestat",
 		),
+		// Disk flushes succeed without running (Succeed: ERRNO 0). Every
+		// file a jail can write is on its tmpfs, where they do nothing; on
+		// a read-only host file (/usr) ext4 still sends the host's disk a
+		// cache flush for each call. sync stays forbidden (below).
+		succeed("fsync", "fdatasync", "syncfs", "sync_file_range"),
+		// posix_fadvise is advice the kernel may ignore; POSIX_FADV_DONTNEED
+		// on a /usr file would drop the host's page cache of it (the next
+		// jails' python3 reads it from disk again).
+		succeed("fadvise64"),
+		// memfd_create, but not backed by the host's huge page pool
+		// (MFD_HUGETLB), which no cgroup of ours accounts.
+		allowWhen("memfd_create", 1, mfdHugetlb, 0),
 		// ioctl: anything but pushing input into a terminal (TIOCSTI,
 		// TIOCLINUX; bubblewrap CVE-2017-5226, CVE-2019-10063).
 		[]Rule{{Syscall: "ioctl", Action: Allow, Except: &Except{Arg: 1, Values: []uint32{tiocsti, tioclinux}}}},
@@ -412,9 +489,23 @@ func DefaultPolicy() *Policy {
 		allowWhen("mknodat", 2, sIFMT, 0, sIFREG, sIFIFO, sIFSOCK),
 
 		// Memory.
-		allow("brk", "mmap", "mprotect", "munmap", "mremap", "msync", "mincore", "madvise",
-			"mlock", "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages",
-			"membarrier", "pkey_mprotect", "pkey_alloc", "pkey_free", "mseal", "map_shadow_stack"),
+		// mlock: RLIMIT_MEMLOCK per process, and the pages are the jail's
+		// own memory (its cgroup's limit).
+		allow("brk", "mprotect", "munmap", "mremap", "mincore", "madvise",
+			"mlock", "mlock2", "munlock", "mlockall", "munlockall",
+			"pkey_mprotect", "pkey_alloc", "pkey_free", "mseal", "map_shadow_stack"),
+		// mmap, but not from the host's huge page pool (MAP_HUGETLB).
+		allowWhen("mmap", 3, mapHugetlb, 0),
+		// msync: MS_SYNC on a shared mapping of a host file is an fsync
+		// (a disk flush): it succeeds without running. MS_ASYNC and
+		// MS_INVALIDATE run (libunwind probes addresses with MS_ASYNC).
+		allowWhen("msync", 2, msSync, 0),
+		[]Rule{{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 2, Mask: msSync, Value: msSync}}}},
+		// membarrier on the jail's own threads only: QUERY, the PRIVATE_*
+		// commands and their registrations, GET_REGISTRATIONS. The GLOBAL
+		// ones wait for an RCU grace period of the whole machine or
+		// interrupt every CPU that runs a registered process of anyone.
+		allowWhen("membarrier", 0, mask32, membarrierPrivate...),
 
 		// Processes and threads. clone only without CLONE_NEW* flags (no
 		// nested namespaces); clone3 hides its flags in memory where the
@@ -455,19 +546,23 @@ func DefaultPolicy() *Policy {
 			"timer_create", "timer_settime", "timer_gettime", "timer_getoverrun", "timer_delete",
 			"timerfd_create", "timerfd_settime", "timerfd_gettime"),
 
-		// Waiting: futexes, poll, select, epoll (asyncio), Linux AIO.
+		// Waiting: futexes, poll, select, epoll (asyncio; watches count
+		// against the jail's own host uid and its memory cgroup).
 		allow("futex", "futex_waitv", "futex_wake", "futex_wait", "futex_requeue",
 			"poll", "ppoll", "select", "pselect6",
-			"epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2",
-			"io_setup", "io_destroy", "io_getevents", "io_pgetevents", "io_submit", "io_cancel"),
+			"epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2"),
 
 		// Randomness.
 		allow("getrandom"),
 
-		// System V and POSIX IPC: both are per IPC namespace.
-		allow("shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semctl", "semtimedop",
-			"msgget", "msgsnd", "msgrcv", "msgctl",
-			"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr"),
+		// System V IPC: per IPC namespace. Not SHM_LOCK (its pages count
+		// against RLIMIT_MEMLOCK in the user-namespace chain, up to the
+		// daemon's uid, shared by every jail) nor SHM_HUGETLB (the host's
+		// huge page pool). POSIX message queues are forbidden below.
+		allow("shmat", "shmdt", "semget", "semop", "semctl", "semtimedop",
+			"msgget", "msgsnd", "msgrcv", "msgctl"),
+		allowWhen("shmget", 2, shmHugetlb, 0),
+		[]Rule{{Syscall: "shmctl", Action: Allow, Except: &Except{Arg: 1, Values: []uint32{shmLock}}}},
 
 		// Sockets: operations on any socket the job holds; creation below.
 		allow("connect", "accept", "accept4", "bind", "listen", "shutdown",
@@ -513,6 +608,18 @@ func DefaultPolicy() *Policy {
 			"_sysctl", "ustat", "sysfs", "nfsservctl", "uselib"),
 		// Hardware and x86 oddities.
 		forbid("iopl", "ioperm", "modify_ldt", "set_thread_area", "get_thread_area"),
+		// Host-wide quotas (doc.go, "Host-wide resources"). Linux AIO
+		// contexts count against fs.aio-max-nr, one number for the whole
+		// host. inotify instances and watches, and POSIX message queue
+		// bytes, count against the user namespace's owner in the parent
+		// namespace too, which is the daemon's uid for every jail: one
+		// jail could take the host root's 128 inotify instances or its
+		// RLIMIT_MSGQUEUE. CPython's standard library uses none of them.
+		// remap_file_pages is deprecated (emulated since 3.16) and unused.
+		forbid("io_setup", "io_destroy", "io_getevents", "io_pgetevents", "io_submit", "io_cancel",
+			"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+			"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+			"remap_file_pages"),
 		// NUMA placement (CAP_SYS_NICE in Docker), fanotify, secret memory, LSM attributes.
 		forbid("mbind", "set_mempolicy", "get_mempolicy", "set_mempolicy_home_node", "migrate_pages", "move_pages",
 			"fanotify_init", "fanotify_mark", "memfd_secret",

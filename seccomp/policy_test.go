@@ -41,13 +41,19 @@ func TestValidateRejects(t *testing.T) {
 			Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xff, Value: 1}}}), "together with other rules"},
 		{"conditional then forbid", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xff, Value: 1}}},
 			Rule{Syscall: "socket", Action: Forbid}), "together with other rules"},
-		{"condition on forbid", base(Rule{Syscall: "socket", Action: Forbid, When: []Cond{{Arg: 0, Mask: 1, Value: 1}}}), "only Allow rules"},
+		{"condition on forbid", base(Rule{Syscall: "socket", Action: Forbid, When: []Cond{{Arg: 0, Mask: 1, Value: 1}}}), "only Allow and Succeed rules"},
 		{"mask 0", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0, Value: 0}}}), "mask 0"},
 		{"value outside mask", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xf, Value: 0x10}}}), "can never hold"},
 		{"arg 6", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 6, Mask: 1, Value: 1}}}), "argument index 6"},
 		{"two conds one arg", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 1, Value: 1}, {Arg: 0, Mask: 2, Value: 2}}}), "two conditions"},
 		{"errno 0", base(Rule{Syscall: "clone3", Action: Errno}), "errno 0"},
 		{"errno on allow", base(Rule{Syscall: "clone3", Action: Allow, Errno: syscall.EPERM}), "Errno set"},
+		{"errno on succeed", base(Rule{Syscall: "fsync", Action: Succeed, Errno: syscall.EPERM}), "Errno set"},
+		{"except on succeed", base(Rule{Syscall: "fsync", Action: Succeed, Except: &Except{Arg: 0, Values: []uint32{1}}}), "Except on a succeed"},
+		{"succeed and allow overlap", base(Rule{Syscall: "msync", Action: Allow, When: []Cond{{Arg: 2, Mask: 4, Value: 0}}},
+			Rule{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 2, Mask: 1, Value: 1}}}), "overlap"},
+		{"succeed and allow on different arguments", base(Rule{Syscall: "msync", Action: Allow, When: []Cond{{Arg: 2, Mask: 4, Value: 0}}},
+			Rule{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 1, Mask: 4, Value: 4}}}), "overlap"},
 		{"except on forbid", base(Rule{Syscall: "ioctl", Action: Forbid, Except: &Except{Arg: 1, Values: []uint32{1}}}), "Except on a forbid"},
 		{"except without values", base(Rule{Syscall: "ioctl", Action: Allow, Except: &Except{Arg: 1}}), "Except needs"},
 		{"bad action", base(Rule{Syscall: "ioctl", Action: Action(7)}), "invalid action"},
@@ -72,6 +78,23 @@ func TestDecide(t *testing.T) {
 	require.Equal(t, uint32(retAllow), p.decide(nr("ioctl"), [6]uint64{0, 0x5401}))
 	require.Equal(t, uint32(retAllow), p.decide(nr("socket"), [6]uint64{afInet6, sockStream | 0x800, ipprotoTCP}))
 	require.Equal(t, uint32(retForbid), p.decide(nr("socket"), [6]uint64{afInet6, 3, ipprotoTCP}))
+	// Succeed: ERRNO with errno 0.
+	require.Equal(t, uint32(retErrno), p.decide(nr("fsync"), [6]uint64{}))
+	require.Equal(t, uint32(retErrno), p.decide(nr("msync"), [6]uint64{0, 0, msSync}))
+	require.Equal(t, uint32(retAllow), p.decide(nr("msync"), [6]uint64{0, 0, 1 /* MS_ASYNC */}))
+	require.Equal(t, uint32(retForbid), p.decide(nr("io_setup"), [6]uint64{4096}))
+	require.Equal(t, uint32(retForbid), p.decide(nr("sync"), [6]uint64{}))
+}
+
+func TestValidateAcceptsDisjointActions(t *testing.T) {
+	p := &Policy{KnownThrough: 471, Rules: []Rule{
+		{Syscall: "read", Action: Allow},
+		{Syscall: "msync", Action: Allow, When: []Cond{{Arg: 2, Mask: 4, Value: 0}}},
+		{Syscall: "msync", Action: Succeed, When: []Cond{{Arg: 2, Mask: 4, Value: 4}, {Arg: 0, Mask: 1, Value: 0}}},
+		{Syscall: "fsync", Action: Succeed},
+	}}
+	require.NoError(t, p.Validate())
+	require.Equal(t, "succeed", Succeed.String())
 }
 
 func TestMode(t *testing.T) {
@@ -129,6 +152,31 @@ func TestCollectorReport(t *testing.T) {
 	require.Equal(t, 8000, total)
 }
 
+func TestCollectorForeignAndTotal(t *testing.T) {
+	var c Collector
+	require.Zero(t, c.Total())
+	c.Add(20) // writev
+	require.Equal(t, 2, c.AddViolation(Violation{Number: 20, Arch: auditArchI386, Foreign: true}))
+	c.AddViolation(Violation{Number: x32SyscallBit | 272, Arch: auditArchX86_64, Foreign: true})
+	c.AddViolation(Violation{Number: 20, Arch: auditArchI386, Foreign: true})
+	c.AddViolation(Violation{Number: 5, Arch: 0xc00000b7, Foreign: true})
+	require.Equal(t, 5, c.Total())
+	require.Equal(t, 4, c.Foreign())
+	b, err := json.Marshal(c.Report())
+	require.NoError(t, err)
+	require.JSONEq(t, `{"syscall":"writev","number":20,"calls":[
+		{"syscall":"writev","number":20,"count":1},
+		{"syscall":"","number":20,"count":2,"abi":"i386"},
+		{"syscall":"","number":1073742096,"count":1,"abi":"x32"},
+		{"syscall":"","number":5,"count":1,"abi":"arch 0xc00000b7"}]}`, string(b))
+
+	var f Collector
+	f.AddViolation(Violation{Number: 20, Arch: auditArchI386, Foreign: true})
+	r := f.Report()
+	require.Equal(t, &Report{Syscall: "", Number: 20, ABI: "i386", Calls: []CallCount{{"", 20, 1, "i386"}}}, r)
+	require.Equal(t, "", Violation{Number: 39, Arch: auditArchX86_64}.ABI())
+}
+
 func TestProgramMarshalRoundTrip(t *testing.T) {
 	p := &Program{Instructions: []unix.SockFilter{
 		{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: 4},
@@ -170,8 +218,11 @@ func TestPrefix(t *testing.T) {
 		{input{nr: 157, arch: auditArchX86_64, args: [6]uint64{9<<32 | prSetSeccomp}}, retForbid},
 		{input{nr: 157, arch: auditArchX86_64, args: [6]uint64{38}}, rest},
 		{input{nr: 157, arch: auditArchX86_64, args: [6]uint64{0, prSetSeccomp}}, rest},
-		{input{nr: 16 | x32SyscallBit, arch: auditArchX86_64, args: [6]uint64{0, tiocsti}}, rest},
-		{input{nr: 16, arch: auditArchI386, args: [6]uint64{0, tiocsti}}, rest},
+		{input{nr: 16 | x32SyscallBit, arch: auditArchX86_64, args: [6]uint64{0, tiocsti}}, retForbid},
+		{input{nr: 16, arch: auditArchI386, args: [6]uint64{0, tiocsti}}, retForbid},
+		{input{nr: 31, arch: auditArchX86_64, args: [6]uint64{0, shmLock}}, retForbid},
+		{input{nr: 31, arch: auditArchX86_64, args: [6]uint64{0, 1<<32 | shmLock}}, retForbid},
+		{input{nr: 31, arch: auditArchX86_64, args: [6]uint64{0, 12 /* SHM_UNLOCK */}}, rest},
 		{input{nr: 0, arch: auditArchX86_64}, rest},
 		{input{nr: 336, arch: auditArchX86_64}, rest},
 		{input{nr: 337, arch: auditArchX86_64}, enosysRet},
@@ -181,8 +232,10 @@ func TestPrefix(t *testing.T) {
 		{input{nr: 472, arch: auditArchX86_64}, enosysRet},
 		{input{nr: 0x3fffffff, arch: auditArchX86_64}, enosysRet},
 		{input{nr: -1, arch: auditArchX86_64}, enosysRet},
-		{input{nr: 39 | x32SyscallBit, arch: auditArchX86_64}, rest},
-		{input{nr: 500, arch: auditArchI386}, rest},
+		{input{nr: 39 | x32SyscallBit, arch: auditArchX86_64}, retForbid},
+		{input{nr: 500, arch: auditArchI386}, retForbid},
+		{input{nr: 0, arch: 0xc00000b7 /* aarch64 */}, retForbid},
+		{input{nr: -2, arch: auditArchX86_64}, retForbid},
 	} {
 		got, err := run(prog, tc.in)
 		require.NoError(t, err)

@@ -10,15 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// x86_64 seccomp_data layout and ABI constants.
+// x86_64 seccomp_data layout and the kernel's program size limit.
 const (
-	auditArchX86_64 = 0xc000003e // AUDIT_ARCH_X86_64
-	auditArchI386   = 0x40000003 // AUDIT_ARCH_I386
-	x32SyscallBit   = 0x40000000 // __X32_SYSCALL_BIT
-	offNr           = 0          // seccomp_data.nr
-	offArch         = 4          // seccomp_data.arch
-	offArgs         = 16         // seccomp_data.args[0]; the low word of args[i] is at 16+8i (little-endian)
-	maxInstructions = 4096       // BPF_MAXINSNS
+	offNr           = 0    // seccomp_data.nr
+	offArch         = 4    // seccomp_data.arch
+	offArgs         = 16   // seccomp_data.args[0]; the low word of args[i] is at 16+8i (little-endian)
+	maxInstructions = 4096 // BPF_MAXINSNS
 )
 
 // Program is a compiled filter: classic BPF for seccomp(SECCOMP_SET_MODE_FILTER).
@@ -144,8 +141,10 @@ func (a *assembler) assemble() []unix.SockFilter {
 	return a.prog
 }
 
-// prefix returns the instructions that run before libseccomp's program. They
-// do two things libseccomp 2.5 cannot express:
+// prefix returns the instructions that run before libseccomp's program. It
+// sends a foreign architecture or an x32 number to the Forbid notification
+// (libseccomp's bad-arch action is the same, but the decision should not
+// rest on its layout), and does two things libseccomp 2.5 cannot express:
 //
 //   - ENOSYS for every number the policy does not know (above KnownThrough,
 //     holes in the table, -1), while libseccomp's default action is the
@@ -161,10 +160,10 @@ func (a *assembler) assemble() []unix.SockFilter {
 // With the default policy:
 //
 //	      ld  [arch]
-//	      jeq #AUDIT_ARCH_X86_64, 0, end     ; foreign arch: libseccomp kills it
+//	      jeq #AUDIT_ARCH_X86_64, 0, forbid  ; foreign arch (i386 int 0x80): notify
 //	      ld  [nr]
 //	      jeq #0xffffffff, enosys, 0          ; syscall(-1)
-//	      jge #0x40000000, end, 0             ; x32: libseccomp kills it
+//	      jge #0x40000000, forbid, 0          ; x32 (and every nr above): notify
 //	      jgt #KnownThrough, enosys, 0
 //	      jge #337, 0, 1                      ; undefined 337..423
 //	      jgt #423, 0, enosys
@@ -191,10 +190,10 @@ func prefix(p *Policy) []unix.SockFilter {
 	)
 	var a assembler
 	a.stmt(ldW, offArch)
-	a.jump(jeq, auditArchX86_64, "", "end")
+	a.jump(jeq, auditArchX86_64, "", "forbid")
 	a.stmt(ldW, offNr)
 	a.jump(jeq, 0xffffffff, "enosys", "")
-	a.jump(jge, x32SyscallBit, "end", "")
+	a.jump(jge, x32SyscallBit, "forbid", "")
 	a.jump(jgt, uint32(p.KnownThrough), "enosys", "")
 	for i, h := range holes(p.KnownThrough) {
 		next := fmt.Sprintf("hole%d", i)

@@ -127,6 +127,12 @@ func (g *Group) setV1(l limits) error {
 			// limit_in_bytes first, as the kernel requires.
 			res.Memory.Swap = &l.memory
 		}
+		if g.m.feat.kmemTCP {
+			// v1 counts socket buffers apart from the memory counter,
+			// and only where this limit is set: without it a jail's TCP
+			// buffers were the host's (v2 charges them to the group).
+			res.Memory.KernelTCP = &l.memory
+		}
 	}
 	if l.pids > 0 {
 		res.Pids = &specs.LinuxPids{Limit: &l.pids}

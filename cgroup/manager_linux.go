@@ -67,6 +67,7 @@ type v1ctrl struct {
 type features struct {
 	memory, pids, cpu, cpuacct bool
 	memsw                      bool // v1 memory.memsw.limit_in_bytes (swap accounting on)
+	kmemTCP                    bool // v1 memory.kmem.tcp.limit_in_bytes
 	swapMax                    bool // v2 memory.swap.max
 	oomGroup                   bool // v2 memory.oom.group
 	peak                       bool // v2 memory.peak (5.19)
@@ -145,6 +146,7 @@ func openV1(mounts []mount, pc procCgroup, subtree string) (*Manager, error) {
 		case "memory":
 			m.feat.memory = true
 			m.feat.memsw = exists(filepath.Join(c.base, "memory.memsw.limit_in_bytes"))
+			m.feat.kmemTCP = exists(filepath.Join(c.base, "memory.kmem.tcp.limit_in_bytes"))
 		case "pids":
 			m.feat.pids = true
 			m.feat.pidsPeak = exists(filepath.Join(c.base, "pids.peak"))

@@ -5,16 +5,15 @@
 // clone with CLONE_NEWUSER, which Go does as a full fork of the parent (a
 // daemon's page tables copied on every jail). runc's nsexec is the model.
 //
-//	parent (vfork, exec; no namespace)       bootstrap, before the Go runtime
-//	                                           no supplementary groups,
-//	                                           unshare(CLONE_NEWUSER)
-//	  <--- record AJ_REC_USERNS -------------
-//	  setgroups deny, uid_map, gid_map
-//	  (1000 inside = the jail's host uid)
-//	  ---- byte AJ_MAPPED ------------------>
-//	                                           uid and gid 1000, capabilities
-//	                                           CAP_SYS_ADMIN, CAP_NET_ADMIN,
-//	                                           CAP_SETPCAP only,
+//	parent (vfork, exec; no namespace;       bootstrap, before the Go runtime
+//	the jail's host uid in the environment)
+//	                                           no supplementary groups; become
+//	                                           the jail's host uid and gid;
+//	                                           unshare(CLONE_NEWUSER);
+//	                                           setgroups deny, uid_map, gid_map
+//	                                           (1000 inside = that host uid);
+//	                                           capabilities CAP_SYS_ADMIN,
+//	                                           CAP_NET_ADMIN, CAP_SETPCAP only,
 //	                                           unshare(CLONE_NEWPID),
 //	                                           fork with CLONE_PARENT: the child
 //	                                           is pid 1 and the parent's own child
@@ -26,11 +25,20 @@
 //	                                           protocol of protocol.go; no
 //	                                           Go runtime ever starts here
 //
+// The user namespace is made by the jail's own host uid, not by root: the
+// kernel charges what a user namespace holds (inotify instances, message
+// queues, pending signals, the user namespaces themselves) to its owner as
+// well as to the user in it, so a namespace of root's would let one jail
+// take root's share of every such counter. As its own owner, the jail
+// writes its one-line maps itself: no round trip with the parent.
+//
 // Any failure sends AJ_REC_ERROR (errno and the step) and exits 1. Every
 // other process of this binary returns at once from the constructor.
 
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
@@ -77,9 +85,48 @@ __attribute__((noreturn)) static void aj_fail(const char *stage)
 
 // Priority 101, the first a program may use: no other constructor runs
 // before it in the init stage.
+// aj_write_proc writes content to a file of /proc/self, or fails.
+static void aj_write_proc(const char *path, const char *content)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		aj_fail(path);
+	size_t n = strlen(content);
+	if (write(fd, content, n) != (ssize_t)n) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		aj_fail(path);
+	}
+	close(fd);
+}
+
+// aj_host_uid is the jail's host uid, from AJ_UID_ENV in envp; 0 when it
+// is missing or not a number (never a jail's: Go refuses such a range).
+static uid_t aj_host_uid(char **envp)
+{
+	const size_t n = sizeof AJ_UID_ENV - 1;
+	for (char **e = envp; e && *e; e++) {
+		if (strncmp(*e, AJ_UID_ENV, n) != 0 || (*e)[n] != '=')
+			continue;
+		unsigned long v = 0;
+		const char *p = *e + n + 1;
+		if (*p == 0)
+			return 0;
+		for (; *p; p++) {
+			if (*p < '0' || *p > '9' || v > 0xfffffffful / 10)
+				return 0;
+			v = v * 10 + (unsigned long)(*p - '0');
+		}
+		return v < 0xfffffffful ? (uid_t)v : 0;
+	}
+	return 0;
+}
+
+// Priority 101, the first a program may use: no other constructor runs
+// before it in the init stage.
 __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv, char **envp)
 {
-	(void)envp;
 	if (argc < 1 || argv == NULL || argv[0] == NULL || strcmp(argv[0], AJ_INIT_ARG0) != 0)
 		return;
 
@@ -96,33 +143,50 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	// stage's close_range at the exec of python3.
 	if (syscall(SYS_close_range, AJ_SYNC_FD + 1, ~0U, 0) < 0)
 		aj_fail("close inherited fds");
+	uid_t host = aj_host_uid(envp);
+	if (host == 0) {
+		errno = EINVAL;
+		aj_fail("read the jail's host uid (" AJ_UID_ENV ")");
+	}
+	pid_t parent = getppid();
 	// The parent's supplementary groups (kernel gids: they would still
 	// open group-readable host files) do not enter the jail. The user
 	// namespace's setgroups "deny" forbids it from then on.
 	if (setgroups(0, NULL) < 0)
 		aj_fail("drop supplementary groups");
+	// From root to the jail's own host uid and gid, before its user
+	// namespace: the namespace is that user's, and so are its counters.
+	if (setresgid(host, host, host) < 0)
+		aj_fail("setresgid to the jail's host gid");
+	if (setresuid(host, host, host) < 0)
+		aj_fail("setresuid to the jail's host uid");
+	// A change of credentials resets both; a parent that died before the
+	// parent-death signal was set again is seen here.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		aj_fail("set not dumpable");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		aj_fail("set parent-death signal");
+	if (getppid() != parent)
+		_exit(1);
 	if (unshare(CLONE_NEWUSER) < 0)
 		aj_fail("unshare user namespace");
-	aj_send(AJ_REC_USERNS, 0, NULL);
-	char mapped;
-	for (;;) {
-		ssize_t n = read(AJ_SYNC_FD, &mapped, 1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != 1 || mapped != AJ_MAPPED)
-			_exit(1); // the parent went away or gave up
-		break;
-	}
+	// The files of /proc/self belong to root while this process is not
+	// dumpable, and root is not mapped in the new namespace: dumpable for
+	// the three writes. Nothing else runs as this host uid (it is this
+	// jail's alone), and root could read the process anyway.
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+		aj_fail("set dumpable for the maps");
+	char map[64];
+	snprintf(map, sizeof map, "%d %lu 1\n", AJ_JAIL_ID, (unsigned long)host);
+	aj_write_proc("/proc/self/setgroups", "deny");
+	aj_write_proc("/proc/self/uid_map", map);
+	aj_write_proc("/proc/self/gid_map", map);
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		aj_fail("set not dumpable");
 
-	// From root of the parent's namespace (which has no capability in it
-	// any more) to the jail's user, with the three capabilities of its own
-	// namespace that set-up needs; the init stage drops them before exec.
-	if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
-		aj_fail("keep capabilities");
-	if (setresgid(AJ_JAIL_ID, AJ_JAIL_ID, AJ_JAIL_ID) < 0)
-		aj_fail("setresgid");
-	if (setresuid(AJ_JAIL_ID, AJ_JAIL_ID, AJ_JAIL_ID) < 0)
-		aj_fail("setresuid");
+	// The creator of a user namespace has every capability in it: only
+	// the three that set-up needs are kept (the init stage drops them
+	// before the program starts).
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 	memset(data, 0, sizeof data);
@@ -130,9 +194,6 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		(1u << CAP_SYS_ADMIN) | (1u << CAP_NET_ADMIN) | (1u << CAP_SETPCAP);
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		aj_fail("set capabilities");
-	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
-		aj_fail("keep capabilities");
-	// A change of credentials resets both.
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		aj_fail("set not dumpable");
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)

@@ -69,30 +69,26 @@ const jailID = 1000
 // be initArg0).
 func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
 
+// uidEnv is the environment variable that gives the bootstrap the jail's
+// host uid (bootstrap_linux.h's AJ_UID_ENV).
+const uidEnv = C.AJ_UID_ENV
+
 // bootstrap is the parent's side of bootstrap_linux.c's conversation,
-// right after the start of proc (the bootstrap process): it maps the
-// jail's user namespace and returns the jail's pid 1, a child of this
-// process. proc has been waited for when it returns, whatever the outcome.
+// right after the start of proc (the bootstrap process, started with the
+// jail's host uid in its environment): it returns the jail's pid 1, a
+// child of this process. proc has been waited for when it returns,
+// whatever the outcome.
 //
 // The pid the bootstrap reports names the jail's pid 1 only because that
 // child is not reaped before FindProcess takes a pidfd of it: nothing in
 // this process may wait for any child (wait(-1)) or set SIGCHLD to
 // SIG_IGN (which reaps by itself), and the caller's OS thread stays
 // locked, as the children's parent-death signal needs anyway.
-func bootstrap(sync io.ReadWriter, proc *os.Process, hostUID uint32) (*os.Process, error) {
+func bootstrap(sync io.Reader, proc *os.Process) (*os.Process, error) {
 	reap := func(err error) (*os.Process, error) {
 		_ = proc.Kill()
 		_, _ = proc.Wait()
 		return nil, err
-	}
-	if _, err := readRecord(sync, C.AJ_REC_USERNS); err != nil {
-		return reap(err)
-	}
-	if err := writeIDMaps(proc.Pid, hostUID); err != nil {
-		return reap(err)
-	}
-	if _, err := sync.Write([]byte{C.AJ_MAPPED}); err != nil {
-		return reap(stageErr("bootstrap: send mapped", err))
 	}
 	pid, err := readRecord(sync, C.AJ_REC_PID)
 	if err == nil && pid <= 0 { // Kill would signal a process group
@@ -164,22 +160,6 @@ func readRecord(r io.Reader, want byte) (int32, error) {
 	default:
 		return 0, &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("record %q instead of %q", rec[0], want)}
 	}
-}
-
-// writeIDMaps maps the jail's user and group (jailID inside) to its host
-// uid, after denying setgroups: the jail must never change its groups
-// (dropping one could open a file that group is denied).
-func writeIDMaps(pid int, hostUID uint32) error {
-	m := fmt.Appendf(nil, "%d %d 1\n", jailID, hostUID)
-	for _, w := range []struct {
-		file string
-		data []byte
-	}{{"setgroups", []byte("deny")}, {"uid_map", m}, {"gid_map", m}} {
-		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, w.file), w.data, 0); err != nil {
-			return stageErr("bootstrap: write "+w.file, err)
-		}
-	}
-	return nil
 }
 
 // writeBeneath writes f below dir as the init stage writes /etc, /code and

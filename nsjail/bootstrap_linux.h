@@ -24,12 +24,12 @@ struct aj_record {
 	char msg[128];
 };
 _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
-#define AJ_REC_USERNS 'U' /* the user namespace exists: map it */
 #define AJ_REC_PID 'P'    /* value: host pid of the jail's pid 1 */
 #define AJ_REC_ERROR 'E'  /* value: errno; stage: the step that failed */
 
-/* The one byte the parent sends once the maps are written. */
-#define AJ_MAPPED 'M'
+/* The environment variable that gives the bootstrap the jail's host uid
+   (and gid). */
+#define AJ_UID_ENV "AGENTJAIL_JAIL_UID"
 
 /* The init stage (init_linux.c): protocol.go's fd, message types and
    limits. */

@@ -520,8 +520,11 @@ time.sleep(0.5)
 // tcp_mem; cgroup v2 charges them to the jail, cgroup v1 only with
 // memory.kmem.tcp.limit_in_bytes. A jail that filled the buffers of 100
 // loopback connections held 381 MiB of tcp_mem while its cgroup counted
-// 5 MiB (60 here: 226 MiB). It waits for nsjail on cgroup v1 (a kmem.tcp limit) and must not
-// hold more than its memory limit.
+// 5 MiB (60 here: 226 MiB). On v1 the group's memory.kmem.tcp limit is
+// its memory limit (cgroup.Group), a counter of its own: the buffers stay
+// within it, but for what the kernel forces through whatever the limit
+// (a socket's minimum, an ACK or FIN: 1 to 2 MiB for these 120 sockets,
+// whose number open_files bounds).
 func TestHostwideTCPMemory(t *testing.T) {
 	tcpPages := func() int64 {
 		b, err := os.ReadFile("/proc/net/sockstat")
@@ -562,7 +565,7 @@ time.sleep(0.5)
 	held := (peak - base) * int64(os.Getpagesize())
 	t.Logf("status %s; host tcp_mem %d → %d pages (%d MiB); jail's cgroup peak %d MiB",
 		res.Status, base, peak, held>>20, res.PeakMemoryBytes>>20)
-	assert.LessOrEqual(t, held, int64(limit), "the jail held %d MiB of the host's TCP memory under a %d MiB limit", held>>20, limit>>20)
+	assert.LessOrEqual(t, held, int64(limit+4<<20), "the jail held %d MiB of the host's TCP memory under a %d MiB limit", held>>20, limit>>20)
 }
 
 // TestHostwideForeignABI: a foreign-ABI call is a notification, not a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -131,7 +132,9 @@ func (j *jail) start(b built) error {
 	// user and pid namespaces itself, so this process's page tables are
 	// not copied (Go forks in full for a clone with CLONE_NEWUSER).
 	boot, err := os.StartProcess(exe, []string{initArg0}, &os.ProcAttr{
-		Env:   []string{}, // no Go runtime starts there: init_linux.c
+		// Nothing but the jail's host uid: no Go runtime starts there
+		// (init_linux.c), and the program gets an environment of its own.
+		Env:   []string{uidEnv + "=" + strconv.FormatUint(uint64(j.uid), 10)},
 		Files: append([]*os.File{null, null, null}, extra...),
 		// If this thread dies (the daemon crashed), the bootstrap dies;
 		// the jail's pid 1 ties its own parent-death signal to this same
@@ -146,7 +149,7 @@ func (j *jail) start(b built) error {
 		return stageErr("start init stage", err)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if j.proc, err = bootstrap(j.sync, boot, j.uid); err != nil {
+	if j.proc, err = bootstrap(j.sync, boot); err != nil {
 		return err
 	}
 	j.tmpBytes = b.tmpBytes

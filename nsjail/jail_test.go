@@ -571,10 +571,25 @@ m = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
 m.write(bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3]))
 f = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(m)))
 print("before", flush=True); f(); print("after")`, nil)
+	// The filter notifies a foreign-ABI call; the supervisor ends the
+	// jail before it answers: the call never returns.
 	assert.Equal(t, StatusKilled, res.Status)
 	assert.Equal(t, KillSeccomp, res.KillReason)
-	assert.Equal(t, syscall.SIGSYS, res.Signal)
+	assert.Equal(t, syscall.SIGKILL, res.Signal)
 	assert.Equal(t, "before\n", string(res.Stdout))
+	require.NotNil(t, res.Seccomp)
+	assert.Equal(t, "i386", res.Seccomp.ABI)
+	assert.Equal(t, 20, res.Seccomp.Number)
+}
+
+// A program that sends itself SIGSYS dies of it, and that is not a
+// seccomp kill: only the supervisor's evidence (a notification) is.
+func TestSelfSentSIGSYSIsNoSeccompKill(t *testing.T) {
+	res := jailRun(t, "import os, signal\nsignal.signal(signal.SIGSYS, signal.SIG_DFL)\nos.kill(os.getpid(), signal.SIGSYS)", nil)
+	assert.Equal(t, StatusSignaled, res.Status)
+	assert.Equal(t, syscall.SIGSYS, res.Signal)
+	assert.Equal(t, KillNone, res.KillReason)
+	assert.Nil(t, res.Seccomp)
 }
 
 // corpus is ordinary Python that must not notice the jail or its filter.

@@ -61,7 +61,8 @@ type Result struct {
 	PidsMaxHits      int64 // forks refused by the pids limit
 
 	// Seccomp names the forbidden system calls the program made (nil:
-	// none). A foreign-ABI call kills with SIGSYS and is not named here.
+	// none). A foreign-ABI call is named by its ABI and number, and ends
+	// the jail (KillSeccomp), as does a call past seccomp.MaxNotifications.
 	Seccomp *seccomp.Report
 
 	// Report is what the program wrote to its report channel (Spec.Report),
@@ -106,9 +107,6 @@ func (res *Result) decide(ws syscall.WaitStatus, recorded KillReason) {
 		// The kernel's OOM killer (cgroup v2 memory.oom.group) ended the
 		// jail before we saw an event.
 		res.KillReason = KillMemoryLimit
-	case res.Signal == syscall.SIGSYS:
-		// The seccomp filter's KILL_PROCESS (a foreign-ABI call).
-		res.KillReason = KillSeccomp
 	case res.Signal == syscall.SIGXFSZ:
 		res.KillReason = KillFileSizeLimit
 	case res.Signal == syscall.SIGXCPU:

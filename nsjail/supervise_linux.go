@@ -30,14 +30,16 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	mode := j.spec.OnForbiddenSyscall
 	go func() {
 		defer close(supervised)
-		_ = seccomp.Supervise(supCtx, listener, mode, violations, func(seccomp.Violation) {
-			if mode == seccomp.ModeKill {
-				// Before the call is answered, the jail must be gone: the
-				// kill reaches pid 1 at once, the program (another
-				// process) only as pid 1's end kills the namespace, which
-				// awaitExitFor waits for. Bounded: the kernel's kill does
-				// not wait for the program. (pid 1 is not reaped before
-				// this returns: the supervisor's end is waited for after.)
+		_ = seccomp.Supervise(supCtx, listener, mode, violations, func(v seccomp.Violation) {
+			// Kill mode, a foreign-ABI call (never allowed) and a call
+			// past seccomp.MaxNotifications (the daemon's work for a jail
+			// is bounded) end the jail, before the call is answered: the
+			// kill reaches pid 1 at once, the program (another process)
+			// only as pid 1's end kills the namespace, which
+			// awaitExitFor waits for. Bounded: the kernel's kill does
+			// not wait for the program. (pid 1 is not reaped before this
+			// returns: the supervisor's end is waited for after.)
+			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
 				j.kill(KillSeccomp)
 				awaitExitFor(j.proc.Pid, time.Second)
 			}

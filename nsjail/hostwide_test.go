@@ -611,3 +611,35 @@ print("after", flush=True)
 	require.NotNil(t, res.Seccomp)
 	assert.Equal(t, seccomp.MaxNotifications+1, res.Seccomp.Calls[0].Count)
 }
+
+// TestHostwideNUMAPolicyIsTheJails: mbind, set_mempolicy and
+// get_mempolicy are allowed (OpenBLAS calls mbind at start-up: numpy's
+// every run was reported as a forbidden call), because they set the
+// memory policy of the caller's own pages and threads only. What would
+// reach beyond the jail stays refused: moving pages other processes share
+// (MPOL_MF_MOVE_ALL needs CAP_SYS_NICE, which the kernel checks), and
+// migrate_pages and move_pages of another process (the filter).
+func TestHostwideNUMAPolicyIsTheJails(t *testing.T) {
+	res := jailRun(t, hwPrelude+`import mmap
+m = mmap.mmap(-1, 4 << 12)
+m.write(b"x" * (4 << 12))
+addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+mask = ctypes.c_ulong(1)
+MPOL_BIND, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL = 2, 2, 4
+print("own", sc(237, addr, 4 << 12, MPOL_BIND, ctypes.addressof(mask), 64, MPOL_MF_MOVE))
+print("all", sc(237, addr, 4 << 12, MPOL_BIND, ctypes.addressof(mask), 64, MPOL_MF_MOVE_ALL))
+print("get", sc(239, 0, 0, 0, 0, 0), sc(238, 0, 0, 0))
+print("others", sc(256, 1, 64, ctypes.addressof(mask), ctypes.addressof(mask)), sc(279, 1, 0, 0, 0, 0, 0))
+`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	out := hwLines(t, res)
+	assert.Equal(t, "OK:0", out["own"], "the jail's own pages")
+	assert.Equal(t, "EPERM", out["all"], "pages shared with others: CAP_SYS_NICE")
+	assert.Equal(t, "OK:0 OK:0", out["get"])
+	assert.Equal(t, "EPERM EPERM", out["others"], "migrate_pages, move_pages")
+	calls := map[string]int{}
+	for _, c := range res.Seccomp.Calls {
+		calls[c.Syscall] = c.Count
+	}
+	assert.Equal(t, map[string]int{"migrate_pages": 1, "move_pages": 1}, calls, "only the two that reach other processes are reported")
+}

@@ -314,7 +314,7 @@
 //     (tens of microseconds).
 //   - In ModeKill some harmless library probes end the jail:
 //     getaddrinfo(AI_ADDRCONFIG) and socket.if_nameindex() open AF_NETLINK
-//     sockets, NUMA-aware libraries call get_mempolicy, os.sync() calls sync.
+//     sockets, os.sync() calls sync.
 //     In ModeErrno they get EPERM, which glibc and CPython handle, and are
 //     reported.
 //   - x86_64 only: the name table, the prefix and the rules use x86_64

@@ -494,6 +494,12 @@ func DefaultPolicy() *Policy {
 		allow("brk", "mprotect", "munmap", "mremap", "mincore", "madvise",
 			"mlock", "mlock2", "munlock", "mlockall", "munlockall",
 			"pkey_mprotect", "pkey_alloc", "pkey_free", "mseal", "map_shadow_stack"),
+		// NUMA memory policy of the caller's own pages and threads:
+		// OpenBLAS (numpy) calls mbind at start-up. Moving pages that other
+		// processes share (MPOL_MF_MOVE_ALL) needs CAP_SYS_NICE, which the
+		// kernel checks and a jail never has; migrate_pages and move_pages,
+		// which reach other processes, stay forbidden.
+		allow("mbind", "set_mempolicy", "get_mempolicy", "set_mempolicy_home_node"),
 		// mmap, but not from the host's huge page pool (MAP_HUGETLB).
 		allowWhen("mmap", 3, mapHugetlb, 0),
 		// msync: MS_SYNC on a shared mapping of a host file is an fsync
@@ -620,8 +626,8 @@ func DefaultPolicy() *Policy {
 			"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
 			"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 			"remap_file_pages"),
-		// NUMA placement (CAP_SYS_NICE in Docker), fanotify, secret memory, LSM attributes.
-		forbid("mbind", "set_mempolicy", "get_mempolicy", "set_mempolicy_home_node", "migrate_pages", "move_pages",
+		// Other processes' NUMA placement, fanotify, secret memory, LSM attributes.
+		forbid("migrate_pages", "move_pages",
 			"fanotify_init", "fanotify_mark", "memfd_secret",
 			"lsm_get_self_attr", "lsm_set_self_attr", "lsm_list_modules"),
 		// Numbers Linux reserves but does not implement, and the newest

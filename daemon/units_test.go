@@ -124,7 +124,7 @@ func TestServiceSettings(t *testing.T) {
 	assert.Equal(t, "yes", one("RuntimeDirectoryPreserve"), "stopping the service must not unlink agentjail.socket's socket")
 	assert.Equal(t, "yes", one("NoNewPrivileges"))
 	assert.Equal(t, "strict", one("ProtectSystem"))
-	assert.Equal(t, "CAP_CHOWN CAP_SETUID CAP_SETGID", one("CapabilityBoundingSet"))
+	assert.Equal(t, "CAP_CHOWN CAP_SETUID CAP_SETGID CAP_KILL", one("CapabilityBoundingSet"))
 	stop, err := time.ParseDuration(one("TimeoutStopSec"))
 	require.NoError(t, err)
 	assert.Greater(t, stop, time.Duration(DefaultConfig().Admission.ShutdownGrace)+10*time.Second,
@@ -285,7 +285,12 @@ print(os.getuid(), "lo ok")`)
 			}
 			_, code, out := run(t, fewer, "", "-c", "pass")
 			assert.Equal(t, 125, code, out)
-			assert.Contains(t, out, "operation not permitted")
+			if c == "CAP_KILL" {
+				// Without it no limit could end a jail: refused up front.
+				assert.Contains(t, out, "needs CAP_KILL")
+			} else {
+				assert.Contains(t, out, "operation not permitted")
+			}
 		})
 	}
 

@@ -12,6 +12,11 @@ import (
 // jail: that needs CAP_SETUID in the initial user namespace.
 var ErrNotRoot = errors.New("running jails needs root (to map a dedicated host uid per jail)")
 
+// ErrNoKillCap is returned when this process cannot signal processes of
+// other users: a jail runs as a host uid of its own, in a user namespace
+// that uid owns, and every limit ends a jail with a signal.
+var ErrNoKillCap = errors.New("running jails needs CAP_KILL: each jail runs as a host uid of its own, and agentjail must be able to end it (add CAP_KILL to the service's CapabilityBoundingSet)")
+
 // ErrBuiltWithoutCgo is returned by a binary built with CGO_ENABLED=0: the
 // jail's bootstrap (bootstrap_linux.c) is C that must run before the Go
 // runtime starts.

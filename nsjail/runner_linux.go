@@ -111,6 +111,9 @@ func NewRunner() (*Runner, error) {
 	if !bootstrapBuilt {
 		return nil, ErrBuiltWithoutCgo
 	}
+	if !hasCapability(unix.CAP_KILL) {
+		return nil, ErrNoKillCap
+	}
 	cg, err := cgroup.Open("agentjail")
 	if err != nil {
 		return nil, fmt.Errorf("cgroups: %w", err)
@@ -348,4 +351,15 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 		return nil, errors.Join(err, j.cleanup())
 	}
 	return j.finish(ctx, spec, requestConfigFor(spec, code))
+}
+
+// hasCapability tells whether this process has capability c in its
+// effective set.
+func hasCapability(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return false
+	}
+	return data[c/32].Effective&(1<<(uint(c)%32)) != 0
 }

@@ -105,7 +105,7 @@ func TestExeWithoutBootstrapFailsFast(t *testing.T) {
 // message may carry) says so instead of ending without a word.
 func TestInitReportsAnUnreadableConfig(t *testing.T) {
 	r := freshRunner(t)
-	withJail(t, r, r.build(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+	withJail(t, r, r.build(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes), func(j *jail) {
 		require.NoError(t, j.awaitBuild())
 		null, err := os.Open(os.DevNull)
 		require.NoError(t, err)

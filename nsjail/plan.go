@@ -116,6 +116,7 @@ type buildConfig struct {
 	RootSize int64      // bytes of the root tmpfs: /etc, /code (read-only once the program is in)
 	Binds    []string   // host directories bound read-only at the same path (always /usr)
 	Links    []initLink // symlinks in the new root, e.g. /bin -> usr/bin
+	Etc      *Etc       // /etc beyond agentjail's own files; nil: none
 	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
 	Code     []File     // read-only files under /code that every run has (the daemon's harness)
 	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
@@ -168,10 +169,19 @@ func buildPlan(cfg *buildConfig) []byte {
 		p.op(opSymlink, "symlink "+l.Path).str(l.Target).str(root + l.Path)
 	}
 	p.writeTree(root+"/etc", etcFiles, 0o444)
+	p.etc(root, cfg.Etc)
 	p.writeTree(root+"/code", cfg.Code, 0o444)
 	p.dev(root)
 	p.proc(root) // after /dev: masks bind its /dev/null
 	p.scratch(root, cfg.TmpBytes)
+	if e := cfg.Etc; e != nil && e.MatplotlibCache != "" {
+		// matplotlib's cache directory (MPLCONFIGDIR, libraryEnv) is the
+		// program's own, with a link to the font cache built once for the
+		// environment: read-only and shared, never rebuilt per run.
+		p.mkdir("mkdir /tmp/matplotlib", root+"/tmp/matplotlib", 0o755, false)
+		p.op(opSymlink, "symlink the matplotlib font cache").str("/etc/matplotlib/" + e.MatplotlibCache).
+			str(root + "/tmp/matplotlib/" + e.MatplotlibCache)
+	}
 	p.op(opPivotRoot, "pivot_root").str(root)
 	p.op(opHostname, "sethostname").str("sandbox")
 	p.op(opDomainname, "setdomainname").str("(none)")
@@ -217,6 +227,23 @@ func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 		p.str(e)
 	}
 	return p.b
+}
+
+// etc writes an environment's /etc entries (Etc) into the root's /etc.
+func (p *plan) etc(root string, e *Etc) {
+	if e == nil {
+		return
+	}
+	for _, en := range e.Entries {
+		switch {
+		case en.Dir:
+			p.mkdir("mkdir /etc/"+en.Path, root+"/etc/"+en.Path, 0o755, false)
+		case en.Link != "":
+			p.op(opSymlink, "symlink /etc/"+en.Path).str(en.Link).str(root + "/etc/" + en.Path)
+		default:
+			p.op(opWrite, "write /etc/"+en.Path).str(root + "/etc").str(en.Path).u32(0o444).bytes(en.Content)
+		}
+	}
 }
 
 // The jail's /etc: its own user and host names, and name lookups from

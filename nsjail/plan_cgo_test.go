@@ -77,7 +77,7 @@ func buildWith(t *testing.T, plan []byte) (err error) {
 func TestInitNamesTheFailedStep(t *testing.T) {
 	r := freshRunner(t)
 	missing := "/nonexistent-" + NewID() // where the jail's user can look
-	plan := buildPlan(r.buildConfig(append(binds(&Spec{}), missing), nil, DefaultLimits().TmpBytes))
+	plan := buildPlan(r.buildConfig(jailBase{binds: append(binds(&Spec{}), missing)}, DefaultLimits().TmpBytes))
 	err := buildWith(t, plan)
 	var se *StageError
 	require.ErrorAs(t, err, &se)
@@ -109,7 +109,7 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 	p.mkdir("mkdir", open+"/made", 0o755, false)
 	require.NoError(t, buildWith(t, p.b))
 	require.DirExists(t, open+"/made", "the well-formed plan's step runs")
-	good := buildPlan(r.buildConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
+	good := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes))
 	require.NoError(t, buildWith(t, good))
 	notNUL := slices.Clone(good)
 	stage := bytes.Index(notNUL, []byte("decode seccomp filter"))
@@ -159,7 +159,7 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 // header, before the init stage allocates or reads a byte of it.
 func TestInitRefusesAMessageTooLarge(t *testing.T) {
 	r := freshRunner(t)
-	good := buildPlan(r.buildConfig(binds(&Spec{}), nil, DefaultLimits().TmpBytes))
+	good := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes))
 	withJail(t, r, built{plan: good, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) {
 		require.NoError(t, j.awaitBuild())
 		hdr := []byte{byte(msgRequest), 0, 0, 0, 0}
@@ -183,7 +183,7 @@ func TestInitRefusesAMessageTooLarge(t *testing.T) {
 func TestParentHoldsTheJailsMountNamespace(t *testing.T) {
 	r := freshRunner(t)
 	before := systest.FdCount()
-	j := withJail(t, r, r.build(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+	j := withJail(t, r, r.build(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes), func(j *jail) {
 		require.NoError(t, j.awaitBuild())
 		require.NotNil(t, j.mntns)
 		var held, jails, host syscall.Stat_t
@@ -207,7 +207,7 @@ func TestInitStageHoldsOnlyItsFds(t *testing.T) {
 	leak, err := syscall.Open("/etc/hostname", syscall.O_RDONLY, 0) // no O_CLOEXEC
 	require.NoError(t, err)
 	defer syscall.Close(leak)
-	withJail(t, r, r.build(binds(&Spec{}), nil, DefaultLimits().TmpBytes), func(j *jail) {
+	withJail(t, r, r.build(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes), func(j *jail) {
 		require.NoError(t, j.awaitBuild())
 		// The init stage closes its copy of the mount namespace's fd
 		// just after msgReady has taken it to us: a moment later.

@@ -14,7 +14,7 @@ import (
 // every plan this package builds.
 func FuzzPlanDryPass(f *testing.F) {
 	r := &Runner{RootDir: DefaultRootDir, Seccomp: seccomp.DefaultProgramBytes()}
-	build := buildPlan(r.buildConfig(binds(&Spec{}), []File{{Path: "boot.py", Content: []byte("pass")}}, DefaultLimits().TmpBytes))
+	build := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{}), shared: []File{{Path: "boot.py", Content: []byte("pass")}}}, DefaultLimits().TmpBytes))
 	s := &Spec{Program: []byte("print(1)"), Limits: DefaultLimits(), Report: true, Collect: []string{"*"},
 		Files: []File{{Path: "data/in.csv", Content: []byte("a,b\n1,2\n")}}, Env: map[string]string{"A": "1"}}
 	request := requestPlan(requestConfigFor(s, codeFiles(s)), DefaultLimits().TmpBytes/2)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
@@ -21,8 +22,13 @@ import (
 
 // PreparedTemplate says which requests a Runner's prepared jails fit.
 type PreparedTemplate struct {
-	// ReadOnlyMounts as in Spec: a request must have the same.
+	// Name tells the Runner's pools apart (an environment's name): one
+	// pool per name.
+	Name string
+	// ReadOnlyMounts and Etc as in Spec: a request must have the same
+	// (Etc: the same *Etc).
 	ReadOnlyMounts []string
+	Etc            *Etc
 	// Code are files under /code that every request has, with the same
 	// content (the daemon's harness); they are written ahead.
 	Code []File
@@ -43,8 +49,7 @@ type PreparedTemplate struct {
 
 type preparedPool struct {
 	want    int
-	binds   []string
-	code    []File
+	base    jailBase
 	limits  Limits
 	onError func(error)
 	build   built // the same for every jail of the pool
@@ -78,25 +83,28 @@ type preparedJail struct {
 }
 
 // KeepPrepared keeps n jails prepared for requests that fit t, replacing
-// each as it is taken. It replaces a previous call's pool (its waiting
-// jails end; it waits for runs in progress in them); n = 0 only stops.
-// Close ends them all. The Runner's Seccomp, RootDir, Exe and ExeFile and
-// the host's links are read now: set them before, and call KeepPrepared
-// again after changing one, or prepared jails keep the old ones.
+// each as it is taken. It replaces a previous call's pool of the same
+// t.Name (its waiting jails end; it waits for runs in progress in them);
+// n = 0 only stops that one. Close ends them all. The Runner's Seccomp,
+// RootDir, Exe and ExeFile and the host's links are read now: set them
+// before, and call KeepPrepared again after changing one, or prepared
+// jails keep the old ones.
 func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 	p := &preparedPool{
 		want:    n,
-		binds:   binds(&Spec{ReadOnlyMounts: t.ReadOnlyMounts}),
-		code:    slices.Clone(t.Code),
+		base:    jailBase{binds: binds(&Spec{ReadOnlyMounts: t.ReadOnlyMounts}), etc: t.Etc, shared: slices.Clone(t.Code)},
 		limits:  t.Limits.withDefaults(),
 		onError: t.OnError,
 	}
-	p.build = r.build(p.binds, p.code, p.limits.TmpBytes)
+	p.build = r.build(p.base, p.limits.TmpBytes)
 	r.poolMu.Lock()
-	old := r.pool
-	r.pool = p
+	if r.pools == nil {
+		r.pools = map[string]*preparedPool{}
+	}
+	old := r.pools[t.Name]
+	r.pools[t.Name] = p
 	if n <= 0 {
-		r.pool = nil
+		delete(r.pools, t.Name)
 	}
 	r.poolMu.Unlock()
 	if old != nil {
@@ -113,28 +121,31 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 // finished jails' mount namespaces.
 func (r *Runner) Close() {
 	r.poolMu.Lock()
-	p := r.pool
-	r.pool = nil
+	pools := r.pools
+	r.pools = nil
 	r.poolMu.Unlock()
-	if p != nil {
+	for _, p := range pools {
 		p.close()
 	}
 	r.teardowns.Wait()
 }
 
-// PreparedStats tells how many jails are prepared and waiting, and the
-// last error that kept one from being prepared (nil when the last start
-// worked).
+// PreparedStats tells how many jails are prepared and waiting, in every
+// pool, and the last error that kept one from being prepared (nil when
+// the last start of each pool worked).
 func (r *Runner) PreparedStats() (ready int, lastErr error) {
 	r.poolMu.Lock()
-	p := r.pool
+	pools := slices.Collect(maps.Values(r.pools))
 	r.poolMu.Unlock()
-	if p == nil {
-		return 0, nil
+	for _, p := range pools {
+		p.mu.Lock()
+		ready += len(p.ready)
+		if p.lastErr != nil {
+			lastErr = p.lastErr
+		}
+		p.mu.Unlock()
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.ready), p.lastErr
+	return ready, lastErr
 }
 
 func (p *preparedPool) close() {
@@ -231,17 +242,23 @@ func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 	return ok
 }
 
-// takePrepared returns a prepared jail that fits a run with these binds
-// and /code files, and the files it still lacks; nil when none is ready.
-// Its replacement starts when its run has ended.
-func (r *Runner) takePrepared(binds []string, code []File) (*preparedJail, []File) {
+// takePrepared returns a prepared jail that fits a run with these binds,
+// /etc and /code files, and the files it still lacks; nil when none is
+// ready. Its replacement starts when its run has ended.
+func (r *Runner) takePrepared(binds []string, etc *Etc, code []File) (*preparedJail, []File) {
 	r.poolMu.Lock()
-	p := r.pool
+	var p *preparedPool
+	for _, q := range r.pools {
+		if q.base.etc == etc && slices.Equal(q.base.binds, binds) {
+			p = q
+			break
+		}
+	}
 	r.poolMu.Unlock()
-	if p == nil || !slices.Equal(p.binds, binds) {
+	if p == nil {
 		return nil, nil
 	}
-	rest, ok := withoutShared(code, p.code)
+	rest, ok := withoutShared(code, p.base.shared)
 	if !ok {
 		return nil, nil
 	}

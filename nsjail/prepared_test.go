@@ -396,10 +396,12 @@ func readyJails(r *Runner) []*preparedJail {
 	return slices.Clone(p.ready)
 }
 
+// poolOf is the Runner's pool of the unnamed template, the one these
+// tests keep.
 func poolOf(r *Runner) *preparedPool {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
-	return r.pool
+	return r.pools[""]
 }
 
 // freshRunner is a Runner of its own (no prepared jails yet) that shares
@@ -410,8 +412,8 @@ func poolOf(r *Runner) *preparedPool {
 // during a test that counts its own.
 func quietFdCount(t *testing.T) int {
 	base := testRunner(t)
-	if base.pool != nil {
-		waitPrepared(t, base, base.pool.want)
+	if p := poolOf(base); p != nil {
+		waitPrepared(t, base, p.want)
 	}
 	base.teardowns.Wait()
 	return systest.FdCount()

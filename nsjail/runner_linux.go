@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +52,7 @@ type Runner struct {
 	Log *slog.Logger
 
 	poolMu sync.Mutex
-	pool   *preparedPool // KeepPrepared; nil: every run starts its own jail
+	pools  map[string]*preparedPool // KeepPrepared, by template name; none: every run starts its own jail
 
 	teardowns pending // jails' mount namespaces being released (jail.cleanup)
 }
@@ -209,9 +212,47 @@ func hostLinks() []initLink {
 
 var hostLinksOnce = sync.OnceValue(hostLinks)
 
-// baseEnv is the whole environment of the program before the request's
-// own variables: nothing of the caller's environment ever enters.
+// baseEnv is the whole environment of the program before the
+// environment's and the request's own variables: nothing of the caller's
+// environment ever enters. The libraries' part (libraryEnv) follows it.
 var baseEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/workspace", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+
+// libraryEnv are defaults that keep common libraries within a jail: a
+// display-less matplotlib whose configuration and cache are on the
+// scratch tmpfs (never a failing write to a read-only home), and BLAS and
+// OpenMP thread pools as large as the jail's CPU bandwidth, not the
+// host's CPU count (a library's own start-up must not meet the pids
+// limit on a many-core host). The environment and the request may set
+// each of them otherwise.
+func libraryEnv(cpus float64) []string {
+	threads := strconv.Itoa(max(1, int(math.Ceil(cpus))))
+	return []string{"MPLBACKEND=Agg", "MPLCONFIGDIR=/tmp/matplotlib",
+		"OPENBLAS_NUM_THREADS=" + threads, "OMP_NUM_THREADS=" + threads, "MKL_NUM_THREADS=" + threads}
+}
+
+// programEnv is the program's environment: baseEnv, libraryEnv, then the
+// environment's variables, then the request's, a later one replacing an
+// earlier one of the same name (Spec.Validate keeps the request from
+// replacing baseEnv's).
+func programEnv(s *Spec) []string {
+	env := append(append([]string{}, baseEnv...), libraryEnv(s.Limits.CPUs)...)
+	at := make(map[string]int, len(env))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		at[k] = i
+	}
+	for _, m := range []map[string]string{s.DefaultEnv, s.Env} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if i, ok := at[k]; ok {
+				env[i] = k + "=" + m[k]
+				continue
+			}
+			at[k] = len(env)
+			env = append(env, k+"="+m[k])
+		}
+	}
+	return env
+}
 
 // binds are the host directories a spec's jail binds read-only.
 func binds(s *Spec) []string { return append(append([]string{}, runtimeBinds...), s.ReadOnlyMounts...) }
@@ -229,26 +270,36 @@ type built struct {
 	tmpBytes int64
 }
 
-func (r *Runner) build(binds []string, shared []File, tmpBytes int64) built {
-	return built{plan: buildPlan(r.buildConfig(binds, shared, tmpBytes)), tmpBytes: tmpBytes}
+// jailBase is what every jail of one runtime shares, known before any
+// request: the host directories it binds, its /etc, and the files under
+// /code that every run has (the daemon's harness).
+type jailBase struct {
+	binds  []string
+	etc    *Etc
+	shared []File
+}
+
+func (r *Runner) build(b jailBase, tmpBytes int64) built {
+	return built{plan: buildPlan(r.buildConfig(b, tmpBytes)), tmpBytes: tmpBytes}
 }
 
 // buildConfig is the part of a jail that does not depend on a request:
 // binds, links, /etc, the shared code, the filter.
-func (r *Runner) buildConfig(binds []string, shared []File, tmpBytes int64) *buildConfig {
+func (r *Runner) buildConfig(b jailBase, tmpBytes int64) *buildConfig {
 	// The root is read-only once the program is in: its size only has to
 	// hold what the request's plan writes, at most maxMsg.
-	rootSize := int64(1<<20) + maxMsg
-	for _, f := range shared {
+	rootSize := int64(1<<20) + maxMsg + b.etc.bytes()
+	for _, f := range b.shared {
 		rootSize += int64(len(f.Content)) + 4096
 	}
 	return &buildConfig{
 		RootDir:  r.RootDir,
 		RootSize: rootSize,
-		Binds:    binds,
+		Binds:    b.binds,
 		Links:    hostLinksOnce(),
+		Etc:      b.etc,
 		TmpBytes: tmpBytes,
-		Code:     shared,
+		Code:     b.shared,
 		Seccomp:  r.seccomp(),
 	}
 }
@@ -256,10 +307,6 @@ func (r *Runner) buildConfig(binds []string, shared []File, tmpBytes int64) *bui
 // requestConfigFor is the request's part: code holds the files of /code
 // the jail does not have yet.
 func requestConfigFor(s *Spec, code []File) *requestConfig {
-	env := append([]string{}, baseEnv...)
-	for k, v := range s.Env {
-		env = append(env, k+"="+v)
-	}
 	l := s.Limits
 	cpuSoft := uint64(math.Ceil(l.CPUTime.Seconds())) + 1 // a per-process backstop: the cgroup watchdog is the real limit
 	return &requestConfig{
@@ -269,7 +316,7 @@ func requestConfigFor(s *Spec, code []File) *requestConfig {
 		Report:   s.Report,
 		Collect:  len(s.Collect) > 0,
 		Argv:     []string{s.Python, "-I", "-u", "/code/" + s.programName()},
-		Env:      env,
+		Env:      programEnv(s),
 		Rlimits: []initRlimit{
 			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
 			{unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)},
@@ -318,7 +365,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 		return nil, err
 	}
 	code := codeFiles(&spec)
-	if pj, rest := r.takePrepared(b, code); pj != nil {
+	if pj, rest := r.takePrepared(b, spec.Etc, code); pj != nil {
 		res, err := pj.run(ctx, &spec, rest)
 		// Not delivered means that nothing of the program ran (it is
 		// started only after msgGo), and finish has removed the jail and
@@ -347,7 +394,7 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	j := &jail{runner: r, uid: uid}
-	if err := j.start(r.build(binds, nil, spec.Limits.TmpBytes)); err != nil {
+	if err := j.start(r.build(jailBase{binds: binds, etc: spec.Etc}, spec.Limits.TmpBytes)); err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}
 	return j.finish(ctx, spec, requestConfigFor(spec, code))

@@ -140,6 +140,12 @@ type Spec struct {
 	// ReadOnlyMounts are extra host directories bound read-only, nosuid,
 	// nodev at the same path (for example a virtualenv). /usr is always bound.
 	ReadOnlyMounts []string
+	// Etc is what the jail's /etc holds beyond agentjail's own files: what
+	// the runtime's libraries resolve through (HostEtc). nil: nothing more.
+	Etc *Etc
+	// DefaultEnv are the environment's variables: the program gets them
+	// unless Env sets the same name. They may set PATH, not HOME or TMPDIR.
+	DefaultEnv map[string]string
 }
 
 // DefaultPython is Debian's interpreter; the python3 on a developer's PATH

@@ -32,7 +32,10 @@ const (
 	Seccomp   Need = "seccomp user notification"
 	Python    Need = "/usr/bin/python3"
 	KVM       Need = "/dev/kvm"
-	MultiCPU  Need = "at least 2 CPUs"
+	// Scientific is Debian's python3-numpy, python3-pandas and
+	// python3-matplotlib (scripts/deps --scientific installs them).
+	Scientific Need = "python3-numpy, python3-pandas and python3-matplotlib"
+	MultiCPU   Need = "at least 2 CPUs"
 )
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
@@ -79,6 +82,12 @@ func missing(n Need) string {
 	case MultiCPU:
 		if runtime.NumCPU() < 2 {
 			return "this host has 1 CPU"
+		}
+	case Scientific:
+		for _, m := range []string{"numpy", "pandas", "matplotlib"} {
+			if _, err := os.Stat("/usr/lib/python3/dist-packages/" + m); err != nil {
+				return "Debian's python3-" + m + " is not installed (scripts/deps --scientific)"
+			}
 		}
 	case KVM:
 		if _, err := os.Stat("/dev/kvm"); err != nil {

@@ -1,0 +1,188 @@
+package nsjail
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Etc is what a jail's /etc holds beyond agentjail's own files (passwd,
+// group, hosts, hostname, nsswitch.conf): the entries of the host's /etc
+// that the runtime's libraries resolve through (HostEtc), and files the
+// daemon adds for an environment (a matplotlib font cache built once).
+// It is made once per environment and shared, read-only, by every jail of
+// it: its entries are never changed once it is in use.
+type Etc struct {
+	Entries []EtcEntry // each directory before what it holds
+	// MatplotlibCache, when set, names a font cache file among Entries,
+	// below "matplotlib/": the jail's matplotlib (MPLCONFIGDIR=/tmp/matplotlib)
+	// finds it there through a link, instead of building its own on every
+	// run.
+	MatplotlibCache string
+}
+
+// EtcEntry is one entry of a jail's /etc.
+type EtcEntry struct {
+	Path    string // below /etc, e.g. "alternatives/libblas.so.3-x86_64-linux-gnu"
+	Dir     bool   // a directory (mode 0755)
+	Link    string // a symbolic link's target, as on the host
+	Content []byte // a regular file's bytes (mode 0444), unless Dir or Link
+}
+
+// Bounds of what HostEtc copies: the jail's root file system has 1024
+// inodes and is sized for what it holds.
+const (
+	maxEtcEntries = 512
+	maxEtcBytes   = 4 << 20
+	maxEtcFile    = 1 << 20
+)
+
+// etcTrees are the parts of the host's /etc that libraries of a Python
+// runtime read their configuration from: matplotlib's matplotlibrc
+// (Debian's python3-matplotlib keeps it there) and fontconfig's
+// configuration (fonts.conf and the conf.d links into
+// /usr/share/fontconfig). Each is copied when the host has it.
+var etcTrees = []string{"matplotlibrc", "fonts"}
+
+// HostEtc is the /etc a jail with these read-only binds needs from the
+// host: every link of /etc/alternatives that a library or program in the
+// binds resolves through (Debian's BLAS and LAPACK are such links:
+// /usr/lib/x86_64-linux-gnu/libblas.so.3 -> /etc/alternatives/...) and
+// whose target is inside the binds, and etcTrees. Nothing else of the
+// host's /etc enters a jail.
+func HostEtc(binds []string) (*Etc, error) {
+	return hostEtc("/etc", binds)
+}
+
+func hostEtc(etc string, binds []string) (*Etc, error) {
+	e := &Etc{}
+	var bytes int
+	add := func(en EtcEntry) error {
+		if len(e.Entries) >= maxEtcEntries {
+			return fmt.Errorf("the jail's /etc would hold more than %d entries (at %s)", maxEtcEntries, en.Path)
+		}
+		if bytes += len(en.Content); bytes > maxEtcBytes {
+			return fmt.Errorf("the jail's /etc would hold more than %d bytes (at %s)", maxEtcBytes, en.Path)
+		}
+		e.Entries = append(e.Entries, en)
+		return nil
+	}
+	alts, err := alternativesUsed(etc, binds)
+	if err != nil {
+		return nil, err
+	}
+	if len(alts) > 0 {
+		if err := add(EtcEntry{Path: "alternatives", Dir: true}); err != nil {
+			return nil, err
+		}
+		for _, a := range alts {
+			if err := add(a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, tree := range etcTrees {
+		root := filepath.Join(etc, tree)
+		if _, err := os.Lstat(root); os.IsNotExist(err) {
+			continue
+		}
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(etc, p)
+			switch t := d.Type(); {
+			case t.IsDir():
+				return add(EtcEntry{Path: rel, Dir: true})
+			case t&fs.ModeSymlink != 0:
+				target, err := os.Readlink(p)
+				if err != nil {
+					return err
+				}
+				return add(EtcEntry{Path: rel, Link: target})
+			case t.IsRegular():
+				b, err := readSmall(p)
+				if err != nil {
+					return err
+				}
+				return add(EtcEntry{Path: rel, Content: b})
+			}
+			return nil // a socket or device: nothing a library reads
+		})
+		if err != nil {
+			return nil, fmt.Errorf("copying /etc/%s into the jail's /etc: %w", tree, err)
+		}
+	}
+	return e, nil
+}
+
+// alternativesUsed are the links of etc/alternatives that a symbolic link
+// in the binds' program and library directories points at, and whose
+// final target is inside the binds (a link to nothing the jail has would
+// only say what the host has installed).
+func alternativesUsed(etc string, binds []string) ([]EtcEntry, error) {
+	prefix := etc + "/alternatives/"
+	names := map[string]bool{}
+	for _, b := range binds {
+		dirs := []string{b, b + "/bin", b + "/sbin", b + "/lib", b + "/lib64"}
+		multi, _ := filepath.Glob(b + "/lib/*-linux-gnu")
+		for _, d := range append(dirs, multi...) {
+			ents, err := os.ReadDir(d)
+			if err != nil {
+				continue // not there: nothing links from it
+			}
+			for _, en := range ents {
+				if en.Type()&fs.ModeSymlink == 0 {
+					continue
+				}
+				t, err := os.Readlink(filepath.Join(d, en.Name()))
+				if err == nil && strings.HasPrefix(t, prefix) && !strings.Contains(t[len(prefix):], "/") {
+					names[t[len(prefix):]] = true
+				}
+			}
+		}
+	}
+	var out []EtcEntry
+	for n := range names {
+		p := prefix + n
+		target, err := os.Readlink(p)
+		if err != nil {
+			continue // a dangling reference on the host: nothing to give
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil || !slices.ContainsFunc(binds, func(b string) bool { return within(real, b) }) {
+			continue
+		}
+		out = append(out, EtcEntry{Path: "alternatives/" + n, Link: target})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// readSmall reads a regular file of at most maxEtcFile bytes.
+func readSmall(p string) ([]byte, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxEtcFile {
+		return nil, fmt.Errorf("%s is %d bytes, more than a jail's /etc takes (%d)", p, st.Size(), maxEtcFile)
+	}
+	return os.ReadFile(p)
+}
+
+// bytes is what the entries take in the jail's root file system.
+func (e *Etc) bytes() int64 {
+	if e == nil {
+		return 0
+	}
+	var n int64
+	for _, en := range e.Entries {
+		n += int64(len(en.Content)) + 4096 // a page and an inode's worth each
+	}
+	return n
+}

@@ -31,3 +31,12 @@ func DefaultProgram() (*Program, error) { return embeddedProgram() }
 // DefaultProgramBytes is DefaultProgram as MarshalBinary encodes it, which is
 // how it travels to a jail's init stage.
 func DefaultProgramBytes() []byte { return defaultBPF }
+
+// zygoteBPF is ZygotePolicy compiled, as defaultBPF is DefaultPolicy.
+//
+//go:embed zygote.bpf
+var zygoteBPF []byte
+
+// ZygoteProgramBytes is the compiled ZygotePolicy, as MarshalBinary
+// encodes it: the filter of a zygote's init stage.
+func ZygoteProgramBytes() []byte { return zygoteBPF }

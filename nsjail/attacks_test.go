@@ -282,6 +282,13 @@ func poolSettled(t *testing.T, r *Runner) {
 	t.Helper()
 	p := poolOf(r)
 	if p == nil {
+		r.poolMu.Lock()
+		if w := r.warm["default"]; w != nil {
+			p = w.pool
+		}
+		r.poolMu.Unlock()
+	}
+	if p == nil {
 		return
 	}
 	require.Eventually(t, func() bool {
@@ -1592,9 +1599,10 @@ print("I01 proc-environ", sorted(k.split(b"=")[0] for k in open("/proc/self/envi
 			},
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
-				// agentjail's allowlist: PATH, HOME, TMPDIR, LANG.
-				assert.Equal(t, "['HOME', 'LANG', 'PATH', 'TMPDIR']", out.line(t, "I01 env"))
-				assert.Equal(t, "[b'HOME', b'LANG', b'PATH', b'TMPDIR']", out.line(t, "I01 proc-environ"))
+				// agentjail's allowlist: PATH, HOME, TMPDIR, LANG, and
+				// the libraries' defaults (libraryEnv).
+				assert.Equal(t, "['HOME', 'LANG', 'MKL_NUM_THREADS', 'MPLBACKEND', 'MPLCONFIGDIR', 'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'PATH', 'TMPDIR']", out.line(t, "I01 env"))
+				assert.Equal(t, "[b'HOME', b'LANG', b'MKL_NUM_THREADS', b'MPLBACKEND', b'MPLCONFIGDIR', b'OMP_NUM_THREADS', b'OPENBLAS_NUM_THREADS', b'PATH', b'TMPDIR']", out.line(t, "I01 proc-environ"))
 			},
 		},
 		{

@@ -101,6 +101,16 @@ static void aj_write_proc(const char *path, const char *content)
 	close(fd);
 }
 
+// aj_has_env tells whether envp holds name=1.
+static int aj_has_env(char **envp, const char *name)
+{
+	size_t n = strlen(name);
+	for (char **e = envp; e && *e; e++)
+		if (strncmp(*e, name, n) == 0 && strcmp(*e + n, "=1") == 0)
+			return 1;
+	return 0;
+}
+
 // aj_host_uid is the jail's host uid, from AJ_UID_ENV in envp; 0 when it
 // is missing or not a number (never a jail's: Go refuses such a range).
 static uid_t aj_host_uid(char **envp)
@@ -149,6 +159,7 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		aj_fail("read the jail's host uid (" AJ_UID_ENV ")");
 	}
 	pid_t parent = getppid();
+	int zygote = aj_has_env(envp, AJ_ZYGOTE_ENV);
 	// The parent's supplementary groups (kernel gids: they would still
 	// open group-readable host files) do not enter the jail. The user
 	// namespace's setgroups "deny" forbids it from then on.
@@ -170,19 +181,37 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		_exit(1);
 	if (unshare(CLONE_NEWUSER) < 0)
 		aj_fail("unshare user namespace");
-	// The files of /proc/self belong to root while this process is not
-	// dumpable, and root is not mapped in the new namespace: dumpable for
-	// the three writes. Nothing else runs as this host uid (it is this
-	// jail's alone), and root could read the process anyway.
-	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
-		aj_fail("set dumpable for the maps");
-	char map[64];
-	snprintf(map, sizeof map, "%d %lu 1\n", AJ_JAIL_ID, (unsigned long)host);
-	aj_write_proc("/proc/self/setgroups", "deny");
-	aj_write_proc("/proc/self/uid_map", map);
-	aj_write_proc("/proc/self/gid_map", map);
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		aj_fail("set not dumpable");
+	if (zygote) {
+		// A zygote's namespace maps more than its own uid (the uids of
+		// the runs it will fork), which only the parent, with CAP_SETUID
+		// where the map is written from, may write. This process is not
+		// dumpable: its /proc files are root's, which the parent is.
+		aj_send(AJ_REC_USERNS, 0, NULL);
+		char mapped;
+		for (;;) {
+			ssize_t n = read(AJ_SYNC_FD, &mapped, 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n != 1 || mapped != AJ_MAPPED)
+				_exit(1); // the parent went away or gave up
+			break;
+		}
+	} else {
+		// The files of /proc/self belong to root while this process is
+		// not dumpable, and root is not mapped in the new namespace:
+		// dumpable for the three writes. Nothing else runs as this host
+		// uid (it is this jail's alone), and root could read the process
+		// anyway.
+		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+			aj_fail("set dumpable for the maps");
+		char map[64];
+		snprintf(map, sizeof map, "%d %lu 1\n", AJ_JAIL_ID, (unsigned long)host);
+		aj_write_proc("/proc/self/setgroups", "deny");
+		aj_write_proc("/proc/self/uid_map", map);
+		aj_write_proc("/proc/self/gid_map", map);
+		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+			aj_fail("set not dumpable");
+	}
 
 	// The creator of a user namespace has every capability in it: only
 	// the three that set-up needs are kept (the init stage drops them
@@ -191,7 +220,8 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 	memset(data, 0, sizeof data);
 	data[0].permitted = data[0].effective =
-		(1u << CAP_SYS_ADMIN) | (1u << CAP_NET_ADMIN) | (1u << CAP_SETPCAP);
+		(1u << CAP_SYS_ADMIN) | (1u << CAP_NET_ADMIN) | (1u << CAP_SETPCAP) |
+		(zygote ? (1u << CAP_SETUID) | (1u << CAP_SETGID) : 0);
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		aj_fail("set capabilities");
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)

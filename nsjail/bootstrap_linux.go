@@ -56,6 +56,7 @@ var (
 	_ = [1]int{}[C.AJ_OP_STDIO-opStdio]
 	_ = [1]int{}[C.AJ_OP_RLIMIT-opRlimit]
 	_ = [1]int{}[C.AJ_OP_EXEC-opExec]
+	_ = [1]int{}[C.AJ_OP_KEEP_CAPS-opKeepCaps]
 	_ = [1]int{}[C.AJ_OP_LAST-opLast]
 )
 
@@ -70,8 +71,13 @@ const jailID = 1000
 func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
 
 // uidEnv is the environment variable that gives the bootstrap the jail's
-// host uid (bootstrap_linux.h's AJ_UID_ENV).
-const uidEnv = C.AJ_UID_ENV
+// host uid (bootstrap_linux.h's AJ_UID_ENV); zygoteEnv=1 has the
+// bootstrap wait for its parent to write its maps (a zygote's, of many
+// ids) and keep CAP_SETUID and CAP_SETGID.
+const (
+	uidEnv    = C.AJ_UID_ENV
+	zygoteEnv = C.AJ_ZYGOTE_ENV
+)
 
 // bootstrap is the parent's side of bootstrap_linux.c's conversation,
 // right after the start of proc (the bootstrap process, started with the
@@ -84,11 +90,26 @@ const uidEnv = C.AJ_UID_ENV
 // this process may wait for any child (wait(-1)) or set SIGCHLD to
 // SIG_IGN (which reaps by itself), and the caller's OS thread stays
 // locked, as the children's parent-death signal needs anyway.
-func bootstrap(sync io.Reader, proc *os.Process) (*os.Process, error) {
+//
+// idMap, when not empty, is the jail's uid and gid map, which this process
+// writes (the bootstrap was started with zygoteEnv): a zygote's
+// namespace maps more ids than its own.
+func bootstrap(sync io.ReadWriter, proc *os.Process, idMap string) (*os.Process, error) {
 	reap := func(err error) (*os.Process, error) {
 		_ = proc.Kill()
 		_, _ = proc.Wait()
 		return nil, err
+	}
+	if idMap != "" {
+		if _, err := readRecord(sync, C.AJ_REC_USERNS); err != nil {
+			return reap(err)
+		}
+		if err := writeIDMaps(proc.Pid, idMap); err != nil {
+			return reap(err)
+		}
+		if _, err := sync.Write([]byte{C.AJ_MAPPED}); err != nil {
+			return reap(stageErr("bootstrap: send mapped", err))
+		}
 	}
 	pid, err := readRecord(sync, C.AJ_REC_PID)
 	if err == nil && pid <= 0 { // Kill would signal a process group
@@ -160,6 +181,19 @@ func readRecord(r io.Reader, want byte) (int32, error) {
 	default:
 		return 0, &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("record %q instead of %q", rec[0], want)}
 	}
+}
+
+// writeIDMaps writes the uid and gid map of process pid's user namespace
+// (the same for both: a jail's uid is its gid), after denying setgroups:
+// the jail must never change its groups (dropping one could open a file
+// that group is denied).
+func writeIDMaps(pid int, m string) error {
+	for _, w := range []struct{ file, data string }{{"setgroups", "deny"}, {"uid_map", m}, {"gid_map", m}} {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/%s", pid, w.file), []byte(w.data), 0); err != nil {
+			return stageErr("write "+w.file, err)
+		}
+	}
+	return nil
 }
 
 // writeBeneath writes f below dir as the init stage writes /etc, /code and

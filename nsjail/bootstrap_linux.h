@@ -24,12 +24,19 @@ struct aj_record {
 	char msg[128];
 };
 _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
+#define AJ_REC_USERNS 'U' /* the user namespace exists: map it (AJ_ZYGOTE_ENV) */
 #define AJ_REC_PID 'P'    /* value: host pid of the jail's pid 1 */
 #define AJ_REC_ERROR 'E'  /* value: errno; stage: the step that failed */
 
 /* The environment variable that gives the bootstrap the jail's host uid
    (and gid). */
 #define AJ_UID_ENV "AGENTJAIL_JAIL_UID"
+/* Set to 1: a zygote's bootstrap. The parent writes the maps (of many
+   ids), on AJ_REC_USERNS, and answers AJ_MAPPED; CAP_SETUID and
+   CAP_SETGID of the namespace are kept too (its forks become their runs'
+   uids with them). */
+#define AJ_ZYGOTE_ENV "AGENTJAIL_ZYGOTE"
+#define AJ_MAPPED 'M'
 
 /* The init stage (init_linux.c): protocol.go's fd, message types and
    limits. */
@@ -67,6 +74,7 @@ enum {
 	AJ_OP_STDIO,        // count u32: the message's fds become fds 0 to count-1
 	AJ_OP_RLIMIT,       // resource u32, soft u64, hard u64
 	AJ_OP_EXEC,         // report u32, collect u32, argc u32, argv..., envc u32, env...
+	AJ_OP_KEEP_CAPS,    // mask u64: capabilities the program keeps (a zygote's), 0 by default
 	AJ_OP_LAST
 };
 

@@ -29,7 +29,7 @@ func (j *jail) send(typ msgType, payload []byte, fds []int) error {
 
 // receive reads the init stage's next message.
 func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
-	typ, payload, fds, err = readMsgFds(j.sync)
+	typ, payload, fds, j.sender, err = readMsgCreds(j.sync)
 	if err == nil {
 		j.trace("<-", typ, len(payload), len(fds))
 	} else if j.runner.Log != nil {
@@ -184,19 +184,29 @@ func closeFds(fds []int) {
 // initFailure explains a broken conversation with the init stage, with
 // its exit status when it died.
 func (j *jail) initFailure(stage string, err error) error {
+	if j.proc == nil { // a warm run whose init's pid is not known yet
+		return stageErr(stage, err)
+	}
 	_ = j.proc.Kill()
 	if werr := j.wait(); werr != nil {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, werr)}
 	}
-	if !j.state.Success() {
+	if j.state != nil && !j.state.Success() {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, j.state)}
 	}
 	return stageErr(stage, err)
 }
 
-// wait waits for the jail's pid 1 once, recording its end.
+// wait waits for the jail's pid 1 once, recording its end. A warm run's
+// pid 1 is not this process's child: its end is seen on its pidfd, and
+// its status is not known (the program's comes with msgExit).
 func (j *jail) wait() error {
-	if j.state != nil {
+	if j.state != nil || j.ended {
+		return nil
+	}
+	if j.warm {
+		awaitPidfd(j.pidfd)
+		j.ended = true
 		return nil
 	}
 	awaitExit(j.proc.Pid)
@@ -224,6 +234,12 @@ func awaitExit(pid int) {
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
 	defer f.Close()
+	awaitPidfd(f)
+}
+
+// awaitPidfd parks the calling goroutine in the runtime's poller until
+// the process of the pidfd f (non-blocking) has ended.
+func awaitPidfd(f *os.File) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return
@@ -247,6 +263,12 @@ func awaitExitFor(pid int, timeout time.Duration) bool {
 		return err == unix.ESRCH // reaped already
 	}
 	defer unix.Close(fd)
+	return pollPidfd(fd, timeout)
+}
+
+// pollPidfd waits at most timeout, on this thread, for the process of
+// pidfd fd to end.
+func pollPidfd(fd int, timeout time.Duration) bool {
 	p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
 	for deadline := time.Now().Add(timeout); ; {
 		n, err := unix.Poll(p, int(max(time.Until(deadline), 0)/time.Millisecond))

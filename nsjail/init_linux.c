@@ -257,6 +257,7 @@ struct aj_state {
 	unsigned short filter_len;
 	int report, collect;
 	char **argv, **envp;
+	uint64_t keep_caps; // AJ_OP_KEEP_CAPS: a zygote's
 };
 
 // aj_mkdir makes a directory, or finds one (not another file) there.
@@ -659,6 +660,17 @@ static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, i
 			ok = 1;
 			break;
 		}
+		case AJ_OP_KEEP_CAPS:
+			x = aj_uint(&r, 8);
+			if (r.bad)
+				AJ_BAD(r.bad);
+			if (x & ~((1ull << CAP_SETUID) | (1ull << CAP_SETGID)))
+				AJ_BAD("only CAP_SETUID and CAP_SETGID may be kept");
+			if (skip)
+				break;
+			s->keep_caps = x;
+			ok = 1;
+			break;
 		default:
 			AJ_BAD("an unknown step");
 		}
@@ -787,8 +799,12 @@ __attribute__((noreturn)) static void aj_start_program(struct aj_state *s, int *
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		aj_fail("unshare cgroup namespace", errno, NULL);
 
-	// The bounding set needs CAP_SETPCAP: it goes first.
+	// The bounding set needs CAP_SETPCAP: it goes first. A zygote keeps
+	// CAP_SETUID and CAP_SETGID of its own user namespace (keep_caps), as
+	// ambient capabilities across its exec; every other program none.
 	for (int c = 0; c <= 63; c++) {
+		if (s->keep_caps & (1ull << c))
+			continue;
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
 			if (errno == EINVAL) // past the kernel's last capability
 				break;
@@ -802,8 +818,12 @@ __attribute__((noreturn)) static void aj_start_program(struct aj_state *s, int *
 	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
 	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
 	memset(data, 0, sizeof data);
+	data[0].effective = data[0].permitted = data[0].inheritable = (uint32_t)s->keep_caps;
 	if (syscall(SYS_capset, &hdr, data) < 0)
 		aj_fail("capset", errno, NULL);
+	for (int c = 0; c <= 31; c++)
+		if ((s->keep_caps & (1ull << c)) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0)
+			aj_fail("keep capabilities", errno, NULL);
 
 	int workspace = -1;
 	if (s->collect) {

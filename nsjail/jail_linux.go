@@ -68,6 +68,26 @@ type jail struct {
 	lightTeardown bool
 	building      bool  // msgBuild sent, its msgReady not read yet
 	tmpBytes      int64 // the size of the scratch tmpfs msgBuild mounted
+	// idMap, when set before start, is the uid and gid map this process
+	// writes for the jail (a zygote's, of its own uid and its runs'); by
+	// default the jail maps its own uid itself.
+	idMap string
+	// control, when set before deliver, is the program's fd 3 instead of a
+	// report pipe: a zygote's control socket.
+	control *os.File
+	// filter, when set before start, is the jail's seccomp filter instead
+	// of the Runner's (a zygote's).
+	filter []byte
+
+	// A warm run (zygote_linux.go): its pid 1 is a fork of a zygote, not
+	// this process's child; it is known by its pid from the credentials
+	// of its first message (sender), held by a pidfd, and waited for on it
+	// (ended).
+	warm   bool
+	zygote *zygote // the warm run's zygote, until cleanup
+	pidfd  *os.File
+	ended  bool
+	sender int32 // pid of the last message's sender, when its credentials came with it
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail
@@ -134,7 +154,7 @@ func (j *jail) start(b built) error {
 	boot, err := os.StartProcess(exe, []string{initArg0}, &os.ProcAttr{
 		// Nothing but the jail's host uid: no Go runtime starts there
 		// (init_linux.c), and the program gets an environment of its own.
-		Env:   []string{uidEnv + "=" + strconv.FormatUint(uint64(j.uid), 10)},
+		Env:   j.bootstrapEnv(),
 		Files: append([]*os.File{null, null, null}, extra...),
 		// If this thread dies (the daemon crashed), the bootstrap dies;
 		// the jail's pid 1 ties its own parent-death signal to this same
@@ -149,7 +169,7 @@ func (j *jail) start(b built) error {
 		return stageErr("start init stage", err)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if j.proc, err = bootstrap(j.sync, boot); err != nil {
+	if j.proc, err = bootstrap(j.sync, boot, j.idMap); err != nil {
 		return err
 	}
 	j.tmpBytes = b.tmpBytes
@@ -158,6 +178,14 @@ func (j *jail) start(b built) error {
 	}
 	j.building = true
 	return nil
+}
+
+func (j *jail) bootstrapEnv() []string {
+	env := []string{uidEnv + "=" + strconv.FormatUint(uint64(j.uid), 10)}
+	if j.idMap != "" {
+		env = append(env, zygoteEnv+"=1")
+	}
+	return env
 }
 
 // awaitBuild waits for the end of the init stage's build, if start's
@@ -174,6 +202,9 @@ func (j *jail) awaitBuild() error {
 	// Taken for the jail's mount namespace unchecked: only the init stage
 	// can send it, before any of the request's code has run.
 	j.mntns = os.NewFile(uintptr(fds[0]), "mntns")
+	if j.warm {
+		return j.adoptInit()
+	}
 	return nil
 }
 
@@ -293,7 +324,10 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 	if err := j.awaitBuild(); err != nil {
 		return nil, err
 	}
-	if j.spec.Report { // no report: fd 3 is closed in the jail
+	switch {
+	case j.control != nil:
+		stdio = append(stdio, int(j.control.Fd()))
+	case j.spec.Report: // no report: fd 3 is closed in the jail
 		if pio.report, reportW, err = os.Pipe(); err != nil {
 			return nil, stageErr("report pipe", err)
 		}
@@ -410,10 +444,20 @@ func (j *jail) cleanup() error {
 	j.closers = nil
 	closeFds(j.join)
 	j.join = nil
-	if j.proc != nil && j.state == nil {
+	if j.proc != nil && j.state == nil && !j.ended {
 		// Set-up failed after the start: the init stage must not outlive us.
 		_ = j.proc.Kill()
 		_ = j.wait()
+	}
+	if j.warm && j.proc != nil {
+		// Not a child: never waited for, which would release the handle's
+		// pidfd; it is released here, not at the garbage collector's will.
+		_ = j.proc.Release()
+		j.proc = nil
+	}
+	if j.zygote != nil {
+		j.zygote.runEnded()
+		j.zygote = nil
 	}
 	// The file system goes before the cgroup: a heavy jail's tmpfs pages
 	// are uncharged from a live group, not left to a dying one.

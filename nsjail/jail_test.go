@@ -156,6 +156,11 @@ print(open("/proc/self/cgroup").read().strip().splitlines()[-1])`, nil)
 	require.Nil(t, testRunner(t).Seccomp)
 	assert.Contains(t, out, "Seccomp 2\n")
 	uid := fmt.Sprint(res.HostUID)
+	if res.Start == StartWarm {
+		// A warm run's map is read in its zygote's namespace's terms:
+		// where the zygote maps the run's host uid (zygoteIDMap).
+		uid = fmt.Sprint(zygoteInside + res.HostUID - testRunner(t).UIDs.Base)
+	}
 	assert.Contains(t, out, fmt.Sprintf("['1000', '%s', '1'] ['1000', '%s', '1'] deny", uid, uid))
 	assert.NotEqual(t, uint32(0), res.HostUID)
 	assert.NotEqual(t, uint32(os.Getuid()), res.HostUID)
@@ -323,7 +328,10 @@ func TestEnvironmentScrubbed(t *testing.T) {
 	t.Setenv("AGENTJAIL_SECRET_TOKEN", "hunter2")
 	res := jailRun(t, `import os; print(sorted(os.environ.items()))`, func(s *Spec) { s.Env = map[string]string{"MY_FLAG": "1"} })
 	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
-	assert.Equal(t, "[('HOME', '/workspace'), ('LANG', 'C.UTF-8'), ('MY_FLAG', '1'), ('PATH', '/usr/local/bin:/usr/bin:/bin'), ('TMPDIR', '/tmp')]\n", string(res.Stdout))
+	assert.Equal(t, "[('HOME', '/workspace'), ('LANG', 'C.UTF-8'), ('MKL_NUM_THREADS', '1'), ('MPLBACKEND', 'Agg'), "+
+		"('MPLCONFIGDIR', '/tmp/matplotlib'), ('MY_FLAG', '1'), ('OMP_NUM_THREADS', '1'), ('OPENBLAS_NUM_THREADS', '1'), "+
+		"('PATH', '/usr/local/bin:/usr/bin:/bin'), ('TMPDIR', '/tmp')]\n", string(res.Stdout),
+		"the jail's own variables, the libraries' defaults (libraryEnv) and the request's; nothing of the caller's")
 }
 
 func TestFdsClosed(t *testing.T) {
@@ -656,7 +664,7 @@ while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 	// files of its own while it starts: site-packages' .pth files).
 	var pid int
 	require.Eventually(t, func() bool {
-		pid = childPython()
+		pid = jailProgram(id)
 		_, err := os.Stat(fmt.Sprintf("/proc/%d/root/tmp/up", pid))
 		return pid != 0 && err == nil
 	}, 3*time.Second, 5*time.Millisecond, "jail process not found, or not past its start")
@@ -714,20 +722,34 @@ while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 	assert.Equal(t, StatusOK, o.res.Status)
 }
 
-// childPython is the host pid of a jail's python3: the child of a jail's
-// init, which is this process's child in a pid namespace of its own (0:
-// none). Other tests run python3 on the host too.
-func childPython() int {
-	own, _ := os.Readlink("/proc/self/ns/pid")
-	for _, pid := range systest.Children(os.Getpid()) {
-		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-		if err != nil || ns == own {
+// jailProgram is the host pid of the python3 of the running jail whose
+// cgroup is named id (0: none yet): of the processes in the group, the
+// one whose parent is in it too (the jail's init is; a warm run's init is
+// a python3 as well, whose parent is its zygote).
+func jailProgram(id string) int {
+	dirs := systest.CgroupDirs(id)
+	if len(dirs) == 0 {
+		return 0
+	}
+	b, _ := os.ReadFile(dirs[0] + "/cgroup.procs")
+	in := map[int]bool{}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			in[pid] = true
+		}
+	}
+	for pid := range in {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
 			continue
 		}
-		for _, kid := range systest.Children(pid) {
-			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", kid)); string(comm) == "python3\n" {
-				return kid
-			}
+		comm, rest, _ := strings.Cut(string(st), ") ")
+		f := strings.Fields(rest)
+		if len(f) < 2 || !strings.HasSuffix(comm, "(python3") {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); in[ppid] {
+			return pid
 		}
 	}
 	return 0
@@ -741,11 +763,12 @@ func childPython() int {
 func TestWaitHoldsNoThread(t *testing.T) {
 	r := testRunner(t)
 	done := make(chan error, 1)
+	id := NewID()
 	go func() {
-		_, err := r.Run(t.Context(), &Spec{Program: []byte("import time; time.sleep(0.6)"), Limits: DefaultLimits()})
+		_, err := r.Run(t.Context(), &Spec{ID: id, Program: []byte("import time; time.sleep(0.6)"), Limits: DefaultLimits()})
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return childPython() != 0 }, 5*time.Second, time.Millisecond, "the jail's python3")
+	require.Eventually(t, func() bool { return jailProgram(id) != 0 }, 5*time.Second, time.Millisecond, "the jail's python3")
 	// A thread seen in waitid in three samples in a row waits for a run:
 	// other waits (a prepared jail's bootstrap, which ends at once) are
 	// over within a sample.

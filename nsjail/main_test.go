@@ -45,19 +45,43 @@ var (
 // testRunner is the shared Runner of the integration tests, which need
 // root, user namespaces and a memory cgroup. It keeps two jails prepared,
 // as the daemon does; AGENTJAIL_TEST_COLD=1 runs the same tests with a jail
-// started for each run, as `agentjail run` does (scripts/test runs both).
+// started for each run, as `agentjail run` does, and AGENTJAIL_TEST_WARM=1
+// with every run a fork of a zygote of the default runtime, as the
+// daemon's warm runs are (scripts/test runs all three).
 func testRunner(t *testing.T) *Runner {
 	t.Helper()
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
 	runnerOnce.Do(func() {
 		runner, runnerErr = NewRunner()
-		if runnerErr == nil && os.Getenv("AGENTJAIL_TEST_COLD") == "" {
+		switch {
+		case runnerErr != nil:
+		case testWarm:
+			runner.KeepWarm(ZygoteSpec{Name: "default", Ahead: 2, Etc: testEtc()})
+			deadline := time.Now().Add(time.Minute)
+			for up, _, _, _ := runner.WarmStats(); up == 0 && time.Now().Before(deadline); up, _, _, _ = runner.WarmStats() {
+				time.Sleep(10 * time.Millisecond)
+			}
+		case os.Getenv("AGENTJAIL_TEST_COLD") == "":
 			runner.KeepPrepared(2, PreparedTemplate{})
 		}
 	})
 	require.NoError(t, runnerErr)
 	return runner
 }
+
+// testWarm: AGENTJAIL_TEST_WARM=1, every test run is warm (testRunner).
+var testWarm = os.Getenv("AGENTJAIL_TEST_WARM") == "1"
+
+// testEtc is the host's /etc for the default runtime (HostEtc), one for
+// every test: the warm test runner's zygote has it, and a run fits a
+// zygote only with the same *Etc.
+var testEtc = sync.OnceValue(func() *Etc {
+	e, err := HostEtc(binds(&Spec{}))
+	if err != nil {
+		panic(err)
+	}
+	return e
+})
 
 // jailRun runs code with the default limits changed by mod, and checks the
 // host afterwards: no process, cgroup or mount may be left behind.
@@ -83,12 +107,21 @@ func runIn(t *testing.T, r *Runner, s *Spec) *Result {
 	if s.ID == "" {
 		s.ID = NewID()
 	}
+	if testWarm && s.Start == "" && r == runner { // other runners test their own kind
+		s.Start = StartWarm
+		if s.Etc == nil && len(s.ReadOnlyMounts) == 0 {
+			s.Etc = testEtc()
+		}
+	}
 	mounts := systest.MountCount()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res, err := r.Run(ctx, s)
 	require.NoError(t, err)
 	require.NotNil(t, res)
+	if s.Start == StartWarm && r == runner {
+		require.Equal(t, StartWarm, res.Start, "the test runner's zygote is up")
+	}
 	systest.NoLeftovers(t, res.HostUID, s.ID, mounts)
 	return res
 }

@@ -42,6 +42,7 @@ const (
 	opStdio                 // count u32: the message's fds become 0 … count-1
 	opRlimit                // resource u32, soft u64, hard u64
 	opExec                  // report u32, collect u32, argc u32, argv…, envc u32, env…
+	opKeepCaps              // mask u64: capabilities the program keeps (a zygote's)
 	opLast
 )
 
@@ -120,13 +121,38 @@ type buildConfig struct {
 	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
 	Code     []File     // read-only files under /code that every run has (the daemon's harness)
 	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
+	// RunProc: a zygote's: a proc file system of its pid namespace, with
+	// nothing masked, at runProcDir, which its runs need to mount their own
+	// /proc (the kernel lets a user namespace mount proc only where one is
+	// fully visible), and through which its forks write their maps; and
+	// warmRootDir, where each run builds its own root.
+	RunProc bool
+	// Warm: a warm run's build, in a copy of its zygote's mount namespace
+	// (whose mounts the kernel locks: they can be covered or left, not
+	// removed one by one). It builds a root of its own as a cold jail does,
+	// binding what it needs of the zygote's (the same /usr, /etc, devices),
+	// and leaves the zygote's whole tree behind at pivot_root. Its user,
+	// mount and UTS namespaces come from the fork, not from this plan.
+	Warm bool
 }
+
+// runProcDir is where a zygote keeps its unmasked proc for its runs, and
+// warmRootDir the empty directory on which each run mounts its root.
+const (
+	runProcDir  = "/.runproc"
+	warmRootDir = "/.root"
+)
 
 // requestConfig is one request's part: requestPlan turns it into
 // msgRequest's plan, which goes with the program's stdio fds.
 type requestConfig struct {
-	TmpBytes int64    // scratch tmpfs size; remounted when it differs from buildConfig's
-	Code     []File   // the rest of /code: the program and its own code files
+	TmpBytes int64  // scratch tmpfs size; remounted when it differs from buildConfig's
+	Code     []File // the rest of /code: the program and its own code files
+	// KeepCaps are the capabilities (bits of 1<<CAP_*) the program keeps
+	// in its user namespace, as ambient ones across its exec: a zygote's
+	// CAP_SETUID and CAP_SETGID, with which its forks become their runs'
+	// uids. Every other program keeps none.
+	KeepCaps uint64
 	Files    []File   // written into /workspace
 	Report   bool     // keep reportFd open for the program
 	Collect  bool     // send a directory fd of /workspace with the listener
@@ -155,10 +181,12 @@ func buildPlan(cfg *buildConfig) []byte {
 	p := &plan{}
 	// First: a jail never runs without its filter.
 	p.op(opSeccomp, "decode seccomp filter").bytes(cfg.Seccomp)
-	p.op(opUnshare, "unshare namespaces").u32(nsUnshared)
+	if !cfg.Warm {
+		p.op(opUnshare, "unshare namespaces").u32(nsUnshared)
+		// Nothing done here may propagate to the host's mount namespace.
+		p.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+	}
 	root := cfg.RootDir
-	// Nothing done here may propagate to the host's mount namespace.
-	p.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 	p.mount("mount root tmpfs", "tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 		fmt.Sprintf("size=%d,nr_inodes=1024,mode=0755", cfg.RootSize))
 	for _, b := range cfg.Binds {
@@ -168,28 +196,53 @@ func buildPlan(cfg *buildConfig) []byte {
 	for _, l := range cfg.Links {
 		p.op(opSymlink, "symlink "+l.Path).str(l.Target).str(root + l.Path)
 	}
-	p.writeTree(root+"/etc", etcFiles, 0o444)
-	p.etc(root, cfg.Etc)
+	if cfg.Warm {
+		// The zygote's /etc holds what a cold jail's does, for the
+		// same runtime: bound, not written again.
+		p.mkdir("mkdir /etc", root+"/etc", 0o755, false)
+		p.bindReadOnly("/etc", root+"/etc", unix.MS_NOEXEC)
+	} else {
+		p.writeTree(root+"/etc", etcFiles, 0o444)
+		p.etc(root, cfg.Etc)
+	}
 	p.writeTree(root+"/code", cfg.Code, 0o444)
 	p.dev(root)
+	p.mkdir("mkdir /proc", root+"/proc", 0o555, false)
 	p.proc(root) // after /dev: masks bind its /dev/null
-	p.scratch(root, cfg.TmpBytes)
-	if e := cfg.Etc; e != nil && e.MatplotlibCache != "" {
-		// matplotlib's cache directory (MPLCONFIGDIR, libraryEnv) is the
-		// program's own, with a link to the font cache built once for the
-		// environment: read-only and shared, never rebuilt per run.
-		p.mkdir("mkdir /tmp/matplotlib", root+"/tmp/matplotlib", 0o755, false)
-		p.op(opSymlink, "symlink the matplotlib font cache").str("/etc/matplotlib/" + e.MatplotlibCache).
-			str(root + "/tmp/matplotlib/" + e.MatplotlibCache)
+	if cfg.RunProc {
+		d := root + runProcDir
+		p.mkdir("mkdir "+runProcDir, d, 0o555, false)
+		// Writable: a fork writes its own maps through it (the zygote's
+		// /proc is read-only).
+		p.mount("mount "+runProcDir, "proc", d, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+		p.mkdir("mkdir "+warmRootDir, root+warmRootDir, 0o755, false)
 	}
+	p.scratch(root, cfg.TmpBytes)
+	p.matplotlibCache(root, cfg.Etc)
 	p.op(opPivotRoot, "pivot_root").str(root)
-	p.op(opHostname, "sethostname").str("sandbox")
-	p.op(opDomainname, "setdomainname").str("(none)")
+	if !cfg.Warm {
+		// A warm run's UTS namespace is a copy of its zygote's, named so.
+		p.op(opHostname, "sethostname").str("sandbox")
+		p.op(opDomainname, "setdomainname").str("(none)")
+	}
 	// lo is the only interface of the jail's network namespace: up, so
 	// that programs can use localhost among themselves.
 	p.op(opLoopbackUp, "bring lo up")
 	p.op(opChdir, "chdir /workspace").str("/workspace")
 	return p.b
+}
+
+// matplotlibCache makes matplotlib's cache directory (MPLCONFIGDIR,
+// libraryEnv) on the scratch tmpfs, the program's own, with a link to the
+// font cache built once for the environment (Etc.MatplotlibCache):
+// read-only and shared, never rebuilt per run.
+func (p *plan) matplotlibCache(root string, e *Etc) {
+	if e == nil || e.MatplotlibCache == "" {
+		return
+	}
+	p.mkdir("mkdir /tmp/matplotlib", root+"/tmp/matplotlib", 0o755, false)
+	p.op(opSymlink, "symlink the matplotlib font cache").str("/etc/matplotlib/" + e.MatplotlibCache).
+		str(root + "/tmp/matplotlib/" + e.MatplotlibCache)
 }
 
 // requestPlan adds one request to a built jail (whose scratch tmpfs has
@@ -217,6 +270,9 @@ func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 	p.writeFiles("/workspace", cfg.Files, 0o644) // the scratch tmpfs's
 	for _, r := range cfg.Rlimits {
 		p.op(opRlimit, fmt.Sprintf("setrlimit %d", r.Resource)).u32(uint32(r.Resource)).u64(r.Cur).u64(r.Max)
+	}
+	if cfg.KeepCaps != 0 {
+		p.op(opKeepCaps, "keep capabilities").u64(cfg.KeepCaps)
 	}
 	p.op(opExec, "exec").u32(boolU32(cfg.Report)).u32(boolU32(cfg.Collect)).u32(uint32(len(cfg.Argv)))
 	for _, a := range cfg.Argv {
@@ -265,9 +321,10 @@ var (
 	procReadOnly    = []string{"bus", "fs", "irq", "sys", "sysrq-trigger"}
 )
 
+// proc mounts a proc of the jail's pid namespace at root/proc (a
+// directory that exists), with runc's masks.
 func (p *plan) proc(root string) {
 	d := root + "/proc"
-	p.mkdir("mkdir /proc", d, 0o555, false)
 	// Read-only: a program has nothing to write there (its writable
 	// entries, like /proc/self/comm, are knobs, not data); opening
 	// /proc/self/fd/N for writing still works because it reaches the file
@@ -309,6 +366,24 @@ func (p *plan) dev(root string) {
 	p.mkdir("mkdir /dev/shm", d+"/shm", 0o755, false)
 }
 
+// scratchBinds makes /workspace, /tmp and /dev/shm directories of the
+// scratch tmpfs mounted at s and binds them at root's mount points.
+func (p *plan) scratchBinds(s, root string) {
+	for _, b := range []struct {
+		dir, target string
+		mode        uint32
+	}{{"workspace", "/workspace", 0o755}, {"tmp", "/tmp", 0o1777}, {"shm", "/dev/shm", 0o1777}} {
+		src := s + "/" + b.dir
+		p.mkdir("mkdir "+b.target, src, b.mode, false)
+		p.op(opChmod, "chmod "+b.target).str(src).u32(b.mode) // not masked by the umask
+		t := root + b.target
+		if root != "" && b.target != "/dev/shm" {
+			p.mkdir("mkdir "+b.target, t, 0o755, false)
+		}
+		p.mount("bind "+b.target, src, t, "", unix.MS_BIND, "")
+	}
+}
+
 // scratch mounts one tmpfs of tmpBytes and binds three of its directories
 // at /workspace, /tmp and /dev/shm, so that one limit bounds everything
 // the program can store. Its pages are charged to the jail's memory
@@ -318,19 +393,7 @@ func (p *plan) scratch(root string, tmpBytes int64) {
 	p.mkdir("mkdir scratch", s, 0o700, false)
 	p.mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 		fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", tmpBytes, scratchInodes))
-	for _, b := range []struct {
-		dir, target string
-		mode        uint32
-	}{{"workspace", "/workspace", 0o755}, {"tmp", "/tmp", 0o1777}, {"shm", "/dev/shm", 0o1777}} {
-		src := s + "/" + b.dir
-		p.mkdir("mkdir "+b.target, src, b.mode, false)
-		p.op(opChmod, "chmod "+b.target).str(src).u32(b.mode) // not masked by the umask
-		t := root + b.target
-		if b.target != "/dev/shm" {
-			p.mkdir("mkdir "+b.target, t, 0o755, false)
-		}
-		p.mount("bind "+b.target, src, t, "", unix.MS_BIND, "")
-	}
+	p.scratchBinds(s, root)
 	p.op(opUmount, "detach scratch").str(s).u32(unix.MNT_DETACH)
 	p.op(opRmdir, "rmdir scratch").str(s)
 	// /dev is complete: make it read-only (the device binds keep their own flags).

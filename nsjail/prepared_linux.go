@@ -53,6 +53,9 @@ type preparedPool struct {
 	limits  Limits
 	onError func(error)
 	build   built // the same for every jail of the pool
+	// start, when set, starts each jail with build instead of jail.start
+	// (a warm runtime's: a fork of its zygote).
+	start func(j *jail, b built) error
 
 	mu       sync.Mutex
 	ready    []*preparedJail
@@ -121,11 +124,14 @@ func (r *Runner) KeepPrepared(n int, t PreparedTemplate) {
 // finished jails' mount namespaces.
 func (r *Runner) Close() {
 	r.poolMu.Lock()
-	pools := r.pools
-	r.pools = nil
+	pools, warm := r.pools, r.warm
+	r.pools, r.warm = nil, nil
 	r.poolMu.Unlock()
 	for _, p := range pools {
 		p.close()
+	}
+	for _, w := range warm {
+		w.close()
 	}
 	r.teardowns.Wait()
 }
@@ -186,7 +192,11 @@ func (p *preparedPool) keep(r *Runner) {
 		return
 	}
 	j := &jail{runner: r, uid: uid}
-	err = j.start(p.build)
+	if p.start != nil {
+		err = p.start(j, p.build)
+	} else {
+		err = j.start(p.build)
+	}
 	if err == nil {
 		err = j.awaitBuild()
 	}
@@ -208,8 +218,8 @@ func (p *preparedPool) keep(r *Runner) {
 		return
 	}
 	// The replacement starts only now: a start (exec, namespaces, mounts)
-	// beside a running jail slows that jail's set-up and its python by 2
-	// ms (measured, 2 CPUs).
+	// beside a running jail slows that jail's set-up and its python
+	// (BENCHMARKS.md).
 	p.fill(r)
 }
 
@@ -262,19 +272,25 @@ func (r *Runner) takePrepared(binds []string, etc *Etc, code []File) (*preparedJ
 	if !ok {
 		return nil, nil
 	}
-	p.mu.Lock()
-	var pj *preparedJail
-	// The oldest first: no jail waits for ever under a steady load (with
-	// binds made, and a start time set, long before its request).
-	if len(p.ready) > 0 && !p.closed {
-		pj = p.ready[0]
-		p.ready = slices.Delete(p.ready, 0, 1)
-	}
-	p.mu.Unlock()
+	pj := p.take()
 	if pj == nil {
 		return nil, nil
 	}
 	return pj, rest
+}
+
+// take is a ready jail of the pool, nil when none is.
+func (p *preparedPool) take() *preparedJail {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// The oldest first: no jail waits for ever under a steady load (with
+	// binds made, and a start time set, long before its request).
+	if len(p.ready) == 0 || p.closed {
+		return nil
+	}
+	pj := p.ready[0]
+	p.ready = slices.Delete(p.ready, 0, 1)
+	return pj
 }
 
 // withoutShared is code without the shared files, which must all be in
@@ -302,6 +318,11 @@ func withoutShared(code, shared []File) ([]File, bool) {
 // run runs the request in the jail, then lets its goroutine go, also
 // when finish panics (after it has waited for the jail).
 func (pj *preparedJail) run(ctx context.Context, spec *Spec, code []File) (*Result, error) {
+	return pj.runWith(ctx, spec, requestConfigFor(spec, code))
+}
+
+// runWith is run with the request's config made.
+func (pj *preparedJail) runWith(ctx context.Context, spec *Spec, cfg *requestConfig) (*Result, error) {
 	defer func() {
 		// The jail has been waited for and cleaned up: its uid is free
 		// before the answer goes out, so that neither the next request
@@ -309,7 +330,7 @@ func (pj *preparedJail) run(ctx context.Context, spec *Spec, code []File) (*Resu
 		pj.j.runner.UIDs.Release(pj.j.uid)
 		pj.ended <- true
 	}()
-	res, err := pj.j.finish(ctx, spec, requestConfigFor(spec, code))
+	res, err := pj.j.finish(ctx, spec, cfg)
 	if res != nil {
 		res.Prepared = true
 	}

@@ -543,7 +543,7 @@ while os.path.exists("/tmp/up"): time.sleep(0.005)`), Limits: DefaultLimits()})
 	}()
 	var pid int
 	require.Eventually(t, func() bool {
-		pid = childPython()
+		pid = jailProgram(id)
 		_, err := os.Stat(fmt.Sprintf("/proc/%d/root/tmp/up", pid))
 		return pid != 0 && err == nil
 	}, 5*time.Second, 5*time.Millisecond)

@@ -73,9 +73,10 @@ type Result struct {
 	// Files are the collected files (Spec.Collect), in path order.
 	Files []CollectedFile
 
-	CgroupVersion string // "v1" or "v2"
-	HostUID       uint32 // the host uid the jail ran as (uid 1000 inside)
-	Prepared      bool   // the jail was prepared ahead of the request (Runner.KeepPrepared)
+	CgroupVersion string    // "v1" or "v2"
+	HostUID       uint32    // the host uid the jail ran as (uid 1000 inside)
+	Prepared      bool      // the jail was prepared ahead of the request (Runner.KeepPrepared, or a warm run forked ahead)
+	Start         StartMode // how the interpreter started: StartWarm or StartCold
 }
 
 // decide sets status, exit code, signal and kill reason from the wait

@@ -53,6 +53,7 @@ type Runner struct {
 
 	poolMu sync.Mutex
 	pools  map[string]*preparedPool // KeepPrepared, by template name; none: every run starts its own jail
+	warm   map[string]*warmRuntime  // KeepWarm, by environment name
 
 	teardowns pending // jails' mount namespaces being released (jail.cleanup)
 }
@@ -277,6 +278,17 @@ type jailBase struct {
 	binds  []string
 	etc    *Etc
 	shared []File
+	filter []byte // the seccomp filter; nil: the Runner's
+	// runProc: a zygote's, which keeps a proc for its runs (buildConfig.RunProc)
+	runProc bool
+}
+
+// seccomp is the base's filter, or the Runner's.
+func (b jailBase) seccomp(r *Runner) []byte {
+	if b.filter != nil {
+		return b.filter
+	}
+	return r.seccomp()
 }
 
 func (r *Runner) build(b jailBase, tmpBytes int64) built {
@@ -300,7 +312,8 @@ func (r *Runner) buildConfig(b jailBase, tmpBytes int64) *buildConfig {
 		Etc:      b.etc,
 		TmpBytes: tmpBytes,
 		Code:     b.shared,
-		Seccomp:  r.seccomp(),
+		Seccomp:  b.seccomp(r),
+		RunProc:  b.runProc,
 	}
 }
 
@@ -315,7 +328,7 @@ func requestConfigFor(s *Spec, code []File) *requestConfig {
 		Files:    s.Files,
 		Report:   s.Report,
 		Collect:  len(s.Collect) > 0,
-		Argv:     []string{s.Python, "-I", "-u", "/code/" + s.programName()},
+		Argv:     append([]string{s.Python, "-I", "-u", "/code/" + s.programName()}, s.Args...),
 		Env:      programEnv(s),
 		Rlimits: []initRlimit{
 			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
@@ -365,13 +378,21 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 		return nil, err
 	}
 	code := codeFiles(&spec)
+	if spec.Start == StartWarm {
+		if res, err, ok := r.runWarm(ctx, &spec, b, code); ok {
+			return res, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
 	if pj, rest := r.takePrepared(b, spec.Etc, code); pj != nil {
 		res, err := pj.run(ctx, &spec, rest)
 		// Not delivered means that nothing of the program ran (it is
 		// started only after msgGo), and finish has removed the jail and
 		// its cgroup: a retry has nothing of this one to clean.
 		if !errors.Is(err, errNotDelivered) {
-			return res, err
+			return markCold(res), err
 		}
 		// The prepared jail was gone before it got the request (killed
 		// while it waited): nothing of the request ran; start afresh.
@@ -379,7 +400,15 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 			return nil, err
 		}
 	}
-	return r.runCold(ctx, &spec, b, code)
+	res, err := r.runCold(ctx, &spec, b, code)
+	return markCold(res), err
+}
+
+func markCold(res *Result) *Result {
+	if res != nil {
+		res.Start = StartCold
+	}
+	return res
 }
 
 // runCold starts a jail for this spec alone and runs it.

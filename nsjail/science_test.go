@@ -22,9 +22,7 @@ import (
 func scienceSpec(t *testing.T, code string, mod func(*Spec)) *Spec {
 	t.Helper()
 	systest.Require(t, systest.Scientific)
-	etc, err := HostEtc(binds(&Spec{}))
-	require.NoError(t, err)
-	s := &Spec{Program: []byte(code), Limits: DefaultLimits(), Etc: etc}
+	s := &Spec{Program: []byte(code), Limits: DefaultLimits(), Etc: testEtc()}
 	if mod != nil {
 		mod(s)
 	}

@@ -146,6 +146,12 @@ type Spec struct {
 	// DefaultEnv are the environment's variables: the program gets them
 	// unless Env sets the same name. They may set PATH, not HOME or TMPDIR.
 	DefaultEnv map[string]string
+	// Args are more arguments of the program, after its path.
+	Args []string
+	// Start is how the interpreter starts: StartWarm, a fork of the zygote
+	// of the spec's runtime (Runner.KeepWarm), when one is up; otherwise,
+	// and for "" or StartCold, a fresh python3 in a fresh jail.
+	Start StartMode
 }
 
 // DefaultPython is Debian's interpreter; the python3 on a developer's PATH

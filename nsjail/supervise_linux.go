@@ -41,7 +41,11 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 			// returns: the supervisor's end is waited for after.)
 			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
 				j.kill(KillSeccomp)
-				awaitExitFor(j.proc.Pid, time.Second)
+				if j.pidfd != nil {
+					pollPidfd(int(j.pidfd.Fd()), time.Second)
+				} else {
+					awaitExitFor(j.proc.Pid, time.Second)
+				}
 			}
 		})
 	}()
@@ -144,9 +148,14 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
 	}
 	// The program's own end when pid 1 saw it; else pid 1's, which a kill
-	// of the whole jail ended.
+	// of the whole jail ended (a warm run's pid 1 is not this process's
+	// child: its end is known to be a kill, SIGKILL, or an init that died).
 	ws, ok := j.programStatus()
-	if !ok {
+	switch {
+	case ok:
+	case j.warm:
+		ws = syscall.WaitStatus(syscall.SIGKILL)
+	default:
 		ws = j.state.Sys().(syscall.WaitStatus)
 	}
 	res.decide(ws, j.killReason())

@@ -1,0 +1,720 @@
+package nsjail
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"agentjail/seccomp"
+)
+
+// Warm runs. A zygote is a python3 of one environment, in a jail of its
+// own (a cold jail under seccomp's ZygotePolicy), that imported the
+// environment's modules ahead and never runs request code. Each warm run
+// is a fork of it that makes, before any of the request's code runs,
+// everything a cold jail has: its own user namespace (the run's own host
+// uid, seen as 1000 inside), pid, mount, network, IPC, UTS and cgroup
+// namespaces, its own cgroup, a fresh /proc, /code and scratch tmpfs, no
+// capability, no_new_privs and the run's seccomp filter with its own
+// listener. The fork's steps are zygote.py's; from its msgBuild on, the
+// run speaks protocol.go's conversation as a cold jail's init stage does,
+// and this package runs it with the same code (deliver, supervise).
+//
+//	daemon                         zygote (fd 3: its control socket)
+//	  -- zFork + the run's socket
+//	     (payload: the run's uid in the
+//	     zygote's namespace) -------->
+//	                                 fork: that uid and gid (the zygote holds
+//	                                 CAP_SETUID, CAP_SETGID for this only),
+//	                                 unshare(CLONE_NEWUSER), map itself as
+//	                                 1000, three capabilities, unshare mount,
+//	                                 net, ipc, uts, pid; fork the run's init
+//	                                 (pid 1 of its pid namespace), exit (the
+//	                                 zygote, a subreaper, adopts the init)
+//	  -- msgBuild (warmBuildPlan) ------------------> the run's init
+//	  <-- msgReady + mount namespace (its credentials: the init's pid) --
+//	  ... as a cold jail, from msgRequest to msgExit (protocol.go)
+//
+// The run's init is not this process's child: it is held by a pidfd, its
+// end seen on it, and its status not known (the program's comes with
+// msgExit; without it the run was killed as a whole). A zygote dies with
+// this process (its own pid 1's parent-death signal), and its runs with
+// it: they live in descendants of its pid namespace.
+
+//go:embed zygote.py
+var zygotePy []byte
+
+// zygoteName is the zygote's program under its /code.
+const zygoteName = "agentjail_zygote.py"
+
+// The zygote's messages on its control socket (zygote.py's Z_*).
+const (
+	zReady msgType = 101 // the zygote's imports are done: ZygoteInfo as JSON
+	zFork  msgType = 102 // fork a run: the run's socket (SCM_RIGHTS)
+)
+
+// StartMode says how a run's interpreter starts.
+type StartMode string
+
+const (
+	StartCold StartMode = "cold" // a fresh python3 is exec'd in a fresh jail
+	StartWarm StartMode = "warm" // a fork of the environment's zygote, in fresh namespaces
+)
+
+// ZygoteSpec is one environment's warm interpreter.
+type ZygoteSpec struct {
+	Name           string            // the environment's name (the Runner keeps one zygote per name)
+	Python         string            // as Spec.Python
+	ReadOnlyMounts []string          // as Spec.ReadOnlyMounts
+	Etc            *Etc              // as Spec.Etc
+	Env            map[string]string // the environment's variables (Spec.DefaultEnv); the zygote's too
+	Preload        []string          // modules the zygote imports ahead
+	// Code are files under /code that every run has (the daemon's
+	// harness); Entry, when not "", is one of them that the zygote loads:
+	// its zygote() is called once, its main() runs each run's program
+	// (else the program file is run as __main__).
+	Code  []File
+	Entry string
+	// Limits are the zygote's own: memory for its imports and its runs'
+	// set-up, pids for the runs it has forked and not yet handed over
+	// (zero fields: zygoteLimits).
+	Limits Limits
+	// RunLimits are the limits most runs have (the daemon's defaults): the
+	// scratch tmpfs of runs forked ahead, and their cgroup made ahead on
+	// v1 (PreparedTemplate.Limits).
+	RunLimits Limits
+	Ahead     int // runs forked and built ahead of requests
+	MaxForks  int // forks before the zygote is retired and replaced (0: never)
+	// OnEvent, when set, hears of the zygote's life: started, failed (with
+	// the error), retired. It runs on the zygote's own goroutines: it must
+	// return soon.
+	OnEvent func(event string, err error)
+}
+
+// ZygoteInfo is what a zygote reports once its imports are done.
+type ZygoteInfo struct {
+	Python  string            `json:"python"`  // python's version, e.g. "3.11.2"
+	Preload map[string]string `json:"preload"` // module -> "" when it imported, else the error
+	Entry   string            `json:"entry"`   // the entry's error, "" when it loaded
+}
+
+// zygoteLimits are a zygote's own limits where ZygoteSpec.Limits leaves
+// one at zero.
+func zygoteLimits(l Limits, ahead int) Limits {
+	// No wall or CPU watchdog ever runs for a zygote: those two only
+	// have to be valid. Its CPU bandwidth is the host's, so that its runs'
+	// set-up (done in its group until they join their own) is not slowed.
+	d := Limits{
+		MemoryBytes: 4 << 30, WallTime: time.Hour, CPUTime: time.Hour, Pids: int64(64 + 4*ahead),
+		OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 1024, FileSizeBytes: 1 << 20,
+		CPUs: float64(runtime.NumCPU()),
+	}
+	if l.MemoryBytes > 0 {
+		d.MemoryBytes = l.MemoryBytes
+	}
+	if l.Pids > 0 {
+		d.Pids = l.Pids
+	}
+	if l.CPUs > 0 {
+		d.CPUs = l.CPUs
+	}
+	return d
+}
+
+// warmRuntime is one environment's zygote and its runs forked ahead.
+type warmRuntime struct {
+	r    *Runner
+	spec ZygoteSpec
+	base jailBase // the runs': binds, /etc, the shared code
+	pool *preparedPool
+
+	mu       sync.Mutex
+	cur      *zygote // nil while none is up
+	starting bool
+	closed   bool
+	backoff  time.Duration
+	restarts atomic.Int64 // zygotes started after the first
+	fallback atomic.Int64 // warm requests run cold (no zygote up)
+	wg       sync.WaitGroup
+}
+
+// zygote is one started zygote.
+type zygote struct {
+	w     *warmRuntime
+	j     *jail
+	ctl   *os.File // the daemon's end of its control socket
+	ctlMu sync.Mutex
+	info  ZygoteInfo
+	forks atomic.Int64
+	done  chan struct{} // closed when the zygote's jail has ended
+
+	mu       sync.Mutex
+	runs     int  // runs forked and not yet cleaned up
+	retiring bool // no more forks; ends when runs is 0
+}
+
+// KeepWarm keeps a zygote of s and s.Ahead runs forked from it ahead of
+// requests, replacing the zygote when it dies or after s.MaxForks forks.
+// It replaces a previous call's zygote of the same name (which ends once
+// its runs have). Close ends them all. A request whose Spec.Start is
+// StartWarm and whose runtime (Python, ReadOnlyMounts, Etc) is this one's
+// runs warm; while no zygote is up it runs cold (WarmStats counts it).
+func (r *Runner) KeepWarm(s ZygoteSpec) {
+	if s.Python == "" {
+		s.Python = DefaultPython
+	}
+	w := &warmRuntime{r: r, spec: s}
+	w.spec.Limits = zygoteLimits(s.Limits, s.Ahead)
+	w.base = jailBase{binds: binds(&Spec{ReadOnlyMounts: s.ReadOnlyMounts}), etc: s.Etc, shared: slices.Clone(s.Code)}
+	tmp := s.RunLimits.withDefaults().TmpBytes
+	w.pool = &preparedPool{
+		want:    s.Ahead,
+		base:    w.base,
+		limits:  s.RunLimits.withDefaults(),
+		onError: func(err error) { w.event("fork failed", err) },
+		build:   built{plan: buildPlan(w.warmBuildConfig(tmp)), tmpBytes: tmp},
+		start:   w.startRun,
+	}
+	r.poolMu.Lock()
+	if r.warm == nil {
+		r.warm = map[string]*warmRuntime{}
+	}
+	old := r.warm[s.Name]
+	r.warm[s.Name] = w
+	r.poolMu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	w.startZygote()
+}
+
+// WarmStats tells, over every environment's zygote: how many are up, how
+// many runs wait forked ahead, how many zygotes were started after the
+// first (restarts, retirements), and how many warm requests ran cold.
+func (r *Runner) WarmStats() (up, ahead int, restarts, fallbacks int64) {
+	r.poolMu.Lock()
+	ws := slices.Collect(mapValues(r.warm))
+	r.poolMu.Unlock()
+	for _, w := range ws {
+		w.mu.Lock()
+		if w.cur != nil {
+			up++
+		}
+		w.mu.Unlock()
+		w.pool.mu.Lock()
+		ahead += len(w.pool.ready)
+		w.pool.mu.Unlock()
+		restarts += w.restarts.Load()
+		fallbacks += w.fallback.Load()
+	}
+	return up, ahead, restarts, fallbacks
+}
+
+// WarmInfo is what the zygote of environment name reported (ok false
+// while none is up).
+func (r *Runner) WarmInfo(name string) (ZygoteInfo, bool) {
+	r.poolMu.Lock()
+	w := r.warm[name]
+	r.poolMu.Unlock()
+	if w == nil {
+		return ZygoteInfo{}, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur == nil {
+		return ZygoteInfo{}, false
+	}
+	return w.cur.info, true
+}
+
+func mapValues[K comparable, V any](m map[K]V) func(func(V) bool) {
+	return func(yield func(V) bool) {
+		for _, v := range m {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+func (w *warmRuntime) event(e string, err error) {
+	if w.spec.OnEvent != nil {
+		w.spec.OnEvent(e, err)
+	}
+	if l := w.r.Log; l != nil {
+		if err != nil {
+			l.Warn("zygote "+e, "environment", w.spec.Name, "err", err)
+		} else {
+			l.Info("zygote "+e, "environment", w.spec.Name)
+		}
+	}
+}
+
+// warmBuildConfig is the build of the runtime's warm runs: a root of
+// their own at warmRootDir of the zygote's file system, with the shared
+// code written (each run's own /code), the Runner's filter.
+func (w *warmRuntime) warmBuildConfig(tmpBytes int64) *buildConfig {
+	cfg := w.r.buildConfig(w.base, tmpBytes)
+	cfg.RootDir, cfg.Warm = warmRootDir, true
+	return cfg
+}
+
+// warmFor is the warm runtime whose runs fit these binds and /etc.
+func (r *Runner) warmFor(binds []string, etc *Etc) *warmRuntime {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	for _, w := range r.warm {
+		if w.base.etc == etc && slices.Equal(w.base.binds, binds) {
+			return w
+		}
+	}
+	return nil
+}
+
+// current is the zygote to fork from, with a run counted on it (runEnded
+// gives it back); nil when none is up.
+func (w *warmRuntime) current() *zygote {
+	w.mu.Lock()
+	z := w.cur
+	w.mu.Unlock()
+	if z == nil || !z.take() {
+		return nil
+	}
+	if max := w.spec.MaxForks; max > 0 && z.forks.Add(1) == int64(max) {
+		w.retire(z)
+	} else if max <= 0 {
+		z.forks.Add(1)
+	}
+	return z
+}
+
+// take counts a run on z, unless it is retiring.
+func (z *zygote) take() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.retiring {
+		return false
+	}
+	z.runs++
+	return true
+}
+
+// runEnded gives a run back to its zygote; a retired zygote ends with its
+// last run.
+func (z *zygote) runEnded() {
+	z.mu.Lock()
+	z.runs--
+	last := z.retiring && z.runs == 0
+	z.mu.Unlock()
+	if last {
+		z.stop()
+	}
+}
+
+// retire stops forking from z and starts its replacement; z ends once its
+// runs have.
+func (w *warmRuntime) retire(z *zygote) {
+	z.mu.Lock()
+	z.retiring = true
+	idle := z.runs == 0
+	z.mu.Unlock()
+	w.mu.Lock()
+	if w.cur == z {
+		w.cur = nil
+	}
+	w.mu.Unlock()
+	w.event("retired", nil)
+	w.restarts.Add(1)
+	w.startZygote()
+	if idle {
+		z.stop()
+	}
+}
+
+// stop closes the zygote's control socket: it exits, and its jail ends.
+func (z *zygote) stop() {
+	z.ctlMu.Lock()
+	z.ctl.Close()
+	z.ctlMu.Unlock()
+}
+
+func (w *warmRuntime) close() {
+	w.mu.Lock()
+	w.closed = true
+	z := w.cur
+	w.cur = nil
+	w.mu.Unlock()
+	w.pool.close()
+	if z != nil {
+		z.mu.Lock()
+		z.retiring = true
+		idle := z.runs == 0
+		z.mu.Unlock()
+		if idle {
+			z.stop()
+		}
+	}
+	w.wg.Wait()
+}
+
+// startZygote starts a zygote on a goroutine of its own, which holds its
+// OS thread locked for the zygote's whole life (its pid 1's parent-death
+// signal is tied to that thread); the runs forked ahead are filled once it
+// is up.
+func (w *warmRuntime) startZygote() {
+	w.mu.Lock()
+	if w.starting || w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.starting = true
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		z, err := w.launch()
+		w.mu.Lock()
+		w.starting = false
+		closed := w.closed
+		if err == nil && !closed {
+			w.cur, w.backoff = z, 0
+		}
+		w.mu.Unlock()
+		if err != nil {
+			w.event("failed", err)
+			w.retryLater()
+			return
+		}
+		if closed {
+			z.stop()
+		} else {
+			w.event("started", nil)
+			w.pool.fill(w.r)
+		}
+		<-z.done
+		w.mu.Lock()
+		dead := w.cur == z
+		if dead {
+			w.cur = nil
+		}
+		w.mu.Unlock()
+		if dead { // not retired: it died
+			w.event("died", errors.New("the zygote's jail ended"))
+			w.restarts.Add(1)
+			w.retryLater()
+		}
+	}()
+}
+
+// retryLater starts a zygote again after a back-off (1 s, doubling to a
+// minute).
+func (w *warmRuntime) retryLater() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.backoff = min(max(2*w.backoff, minRetry), maxRetry)
+	d := w.backoff
+	w.mu.Unlock()
+	time.AfterFunc(d, w.startZygote)
+}
+
+// launch starts a zygote's jail and waits until its imports are done. The
+// caller's OS thread is locked; the jail is waited for on it (z.done).
+func (w *warmRuntime) launch() (*zygote, error) {
+	r, s := w.r, w.spec
+	uid, err := r.UIDs.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	cfg, _ := json.Marshal(map[string]any{"preload": s.Preload, "entry": entryPath(s.Entry)})
+	// A library sizes its thread pools when it is imported, in the
+	// zygote: as for its runs (libraryEnv of their CPUs), not for the
+	// zygote's own bandwidth, unless the environment says otherwise.
+	env := maps.Clone(s.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for _, kv := range libraryEnv(s.RunLimits.withDefaults().CPUs) {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, set := env[k]; !set {
+			env[k] = v
+		}
+	}
+	spec := &Spec{
+		ID: "zygote-" + NewID(), Python: s.Python, Program: zygotePy, ProgramName: zygoteName, CodeFiles: s.Code,
+		Args: []string{string(cfg)}, DefaultEnv: env, ReadOnlyMounts: s.ReadOnlyMounts, Etc: s.Etc,
+		Limits: s.Limits, OnForbiddenSyscall: seccomp.ModeErrno,
+		Report: true, // fd 3: its control socket (jail.control)
+	}
+	rc := requestConfigFor(spec, codeFiles(spec))
+	rc.KeepCaps = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID
+	// Its runs set their own rlimits, lower: none can raise one above the
+	// zygote's (that needs CAP_SYS_RESOURCE of the host). So the zygote's
+	// are this process's own hard limit of open files, and no limit of
+	// file size or CPU time (it lives long, and writes nothing).
+	var nofile unix.Rlimit
+	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
+	rc.Rlimits = []initRlimit{
+		{unix.RLIMIT_NOFILE, nofile.Max, nofile.Max},
+		{unix.RLIMIT_FSIZE, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
+		{unix.RLIMIT_CORE, 0, 0},
+		{unix.RLIMIT_CPU, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
+	}
+	// Its namespace maps its own uid, as 1000, and every other uid of the
+	// range, which its runs' namespaces map to: only those are written by
+	// this process, with the fork's own one-line map.
+	j := &jail{runner: r, uid: uid, idMap: zygoteIDMap(uid, r.UIDs.Base, r.UIDs.Size), filter: seccomp.ZygoteProgramBytes()}
+	z := &zygote{w: w, j: j, done: make(chan struct{})}
+	fail := func(err error) (*zygote, error) {
+		_ = j.cleanup()
+		r.UIDs.Release(uid)
+		return nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(stageErr("socketpair", err))
+	}
+	z.ctl = os.NewFile(uintptr(fds[0]), "zygote-control")
+	j.control = os.NewFile(uintptr(fds[1]), "zygote-control-child")
+	j.closers = append(j.closers, j.control)
+	j.spec = spec
+	if err := j.start(r.build(jailBase{binds: w.base.binds, etc: s.Etc, shared: nil, filter: j.filter, runProc: true}, s.Limits.TmpBytes)); err != nil {
+		z.ctl.Close()
+		return fail(err)
+	}
+	pio, err := j.deliver(rc)
+	if err != nil {
+		z.ctl.Close()
+		return fail(err)
+	}
+	j.control.Close() // the zygote holds its own copy
+	listener, _, err := j.awaitExec()
+	if err != nil {
+		z.ctl.Close()
+		return fail(err)
+	}
+	// Its forbidden calls while it imports are ours to know of (a zygote
+	// makes none): logged, never killed. Then its listener is closed: the
+	// kernel lets a process install a filter with a listener of its own
+	// (each run's) only when no filter above it has one open. A forbidden
+	// call of the zygote's fails with ENOSYS from then on.
+	supCtx, stopSupervising := context.WithCancel(context.Background())
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		_ = seccomp.Supervise(supCtx, listener, seccomp.ModeErrno, nil, func(v seccomp.Violation) {
+			if l := r.Log; l != nil {
+				l.Warn("zygote made a forbidden system call", "environment", s.Name, "syscall", v.Syscall, "number", v.Number)
+			}
+		})
+	}()
+	defer func() {
+		stopSupervising()
+		<-supervised
+	}()
+	go logOutput(r.Log, s.Name, pio.out)
+	go logOutput(r.Log, s.Name, pio.err)
+	_ = z.ctl.SetReadDeadline(time.Now().Add(zygoteStartTimeout))
+	typ, payload, fds2, err := readMsgFds(z.ctl)
+	closeFds(fds2)
+	if err == nil && typ != zReady {
+		err = fmt.Errorf("the zygote sent %v instead of its readiness", typ)
+	}
+	if err == nil {
+		err = json.Unmarshal(payload, &z.info)
+	}
+	if err == nil && z.info.Entry != "" {
+		err = fmt.Errorf("the zygote could not load its entry %s: %s", s.Entry, z.info.Entry)
+	}
+	if err != nil {
+		z.ctl.Close()
+		_ = j.proc.Kill()
+		_ = j.wait()
+		return fail(fmt.Errorf("zygote of environment %q: %w", s.Name, err))
+	}
+	_ = z.ctl.SetReadDeadline(time.Time{})
+	go func() {
+		// The zygote's life: its end (it exits when its control socket
+		// closes, or dies) ends its jail.
+		_ = j.wait()
+		z.ctl.Close()
+		_ = j.cleanup()
+		r.UIDs.Release(uid)
+		close(z.done)
+	}()
+	return z, nil
+}
+
+// zygoteStartTimeout bounds a zygote's imports.
+const zygoteStartTimeout = 2 * time.Minute
+
+// entryPath is the entry's path in the zygote's jail ("" for none).
+func entryPath(entry string) string {
+	if entry == "" {
+		return ""
+	}
+	return "/code/" + entry
+}
+
+// zygoteIDMap is a zygote's uid (and gid) map: its own uid as 1000 inside,
+// and every other uid of the range [base, base+size) after 100000, so
+// that its runs' namespaces can map theirs.
+func zygoteIDMap(own, base, size uint32) string {
+	m := fmt.Sprintf("%d %d 1\n", jailID, own)
+	if own > base {
+		m += fmt.Sprintf("%d %d %d\n", zygoteInside, base, own-base)
+	}
+	if end := base + size; own+1 < end {
+		m += fmt.Sprintf("%d %d %d\n", zygoteInside+own+1-base, own+1, end-own-1)
+	}
+	return m
+}
+
+// zygoteInside is where a zygote's namespace maps the uid range: host uid
+// base+i is zygoteInside+i there.
+const zygoteInside = 100000
+
+// logOutput logs what a zygote writes on stdout or stderr, line by line
+// (it writes nothing unless something went wrong).
+func logOutput(l *slog.Logger, name string, f *os.File) {
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if l != nil {
+			l.Warn("zygote output", "environment", name, "line", sc.Text())
+		}
+	}
+}
+
+// startRun forks a run from the current zygote into j (whose uid is
+// acquired) and has it build itself with b: the start of a warm jail, as
+// jail.start is a cold one's. awaitBuild follows.
+func (w *warmRuntime) startRun(j *jail, b built) error {
+	z := w.current()
+	if z == nil {
+		return errNoZygote
+	}
+	j.warm, j.zygote = true, z
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return stageErr("socketpair", err)
+	}
+	child := os.NewFile(uintptr(fds[1]), "run-child")
+	defer child.Close()
+	// Every message the run sends comes with its sender's credentials:
+	// the pids of the fork and of the run's init, in this process's pid
+	// namespace.
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		unix.Close(fds[0])
+		return stageErr("socketpair", err)
+	}
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		return stageErr("socketpair", err)
+	}
+	j.sync = os.NewFile(uintptr(fds[0]), "sync")
+	j.closers = append(j.closers, j.sync)
+	// The fork becomes the run's uid, as mapped in the zygote's namespace
+	// (zygoteIDMap), makes its own user namespace and maps itself there.
+	inside := make([]byte, 4)
+	binary.LittleEndian.PutUint32(inside, zygoteInside+j.uid-w.r.UIDs.Base)
+	z.ctlMu.Lock()
+	err = sendMsgFds(z.ctl, zFork, inside, []int{int(child.Fd())})
+	z.ctlMu.Unlock()
+	if err != nil {
+		return stageErr("send fork to the zygote", err)
+	}
+	child.Close()
+	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
+	j.tmpBytes = b.tmpBytes
+	if err := j.send(msgBuild, b.plan, nil); err != nil {
+		return stageErr("send build plan", err)
+	}
+	j.building = true
+	return nil
+}
+
+var errNoZygote = errors.New("no zygote is up")
+
+// adoptInit takes the warm run's init, which sent the last message (its
+// pid from its credentials): a handle and a pidfd of it. It is alive: it
+// waits for this process's next message.
+func (j *jail) adoptInit() error {
+	if j.sender <= 0 {
+		return &StageError{Stage: "init", Msg: "no pid in the run's init's credentials"}
+	}
+	fd, err := unix.PidfdOpen(int(j.sender), unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return stageErr("pidfd of the run's init", err)
+	}
+	j.pidfd = os.NewFile(uintptr(fd), "pidfd")
+	j.closers = append(j.closers, j.pidfd)
+	p, err := os.FindProcess(int(j.sender))
+	if err != nil {
+		return stageErr("the run's init", err)
+	}
+	j.proc = p
+	return nil
+}
+
+// runWarm runs s as a fork of its runtime's zygote: a run forked ahead
+// when one waits, else one forked now. ok is false when none could be
+// had (no zygote up): the caller runs it cold.
+func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) (res *Result, err error, ok bool) {
+	w := r.warmFor(b, s.Etc)
+	if w == nil {
+		return nil, nil, false
+	}
+	rest, fits := withoutShared(code, w.base.shared)
+	if !fits {
+		return nil, nil, false
+	}
+	cfg := requestConfigFor(s, rest)
+	if pj := w.pool.take(); pj != nil {
+		res, err := pj.runWith(ctx, s, cfg)
+		if !errors.Is(err, errNotDelivered) {
+			return markWarm(res), err, true
+		}
+	}
+	uid, err := r.UIDs.Acquire()
+	if err != nil {
+		return nil, err, true
+	}
+	defer r.UIDs.Release(uid)
+	j := &jail{runner: r, uid: uid}
+	if err := w.startRun(j, w.pool.build); err != nil {
+		_ = j.cleanup()
+		if errors.Is(err, errNoZygote) {
+			w.fallback.Add(1)
+			return nil, nil, false
+		}
+		return nil, err, true
+	}
+	res, err = j.finish(ctx, s, cfg)
+	return markWarm(res), err, true
+}
+
+func markWarm(res *Result) *Result {
+	if res != nil {
+		res.Start = StartWarm
+	}
+	return res
+}

@@ -1,6 +1,9 @@
 package daemon
 
-import "agentjail/nsjail"
+import (
+	"agentjail/daemon/harness"
+	"agentjail/nsjail"
+)
 
 // Policy is what the configuration decides for every request.
 func (c *Config) Policy() Policy {
@@ -21,7 +24,7 @@ func (c *Config) Policy() Policy {
 func (c *Config) PreparedTemplate() nsjail.PreparedTemplate {
 	return nsjail.PreparedTemplate{
 		ReadOnlyMounts: c.Jail.ReadOnlyMounts,
-		Code:           harnessShared,
+		Code:           harness.SharedFiles(),
 		Limits:         c.DefaultLimits(),
 	}
 }

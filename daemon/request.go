@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 	"agentjail/seccomp"
 )
@@ -26,7 +27,7 @@ type Request struct {
 	Files              []RequestFile     `json:"files,omitempty"`
 	Collect            []string          `json:"collect,omitempty"`
 	Limits             *RequestLimits    `json:"limits,omitempty"`
-	Tests              *Tests            `json:"tests,omitempty"`
+	Tests              *harness.Tests    `json:"tests,omitempty"`
 	OnForbiddenSyscall string            `json:"on_forbidden_syscall,omitempty"`
 }
 
@@ -147,7 +148,7 @@ type Policy struct {
 // Job is a validated request, ready to run.
 type Job struct {
 	Spec  nsjail.Spec
-	Tests *Tests
+	Tests *harness.Tests
 }
 
 // Job validates the request against the policy and builds the jail's spec.
@@ -176,7 +177,7 @@ func (r *Request) Job(p Policy) (*Job, error) {
 	}
 	j := &Job{Tests: r.Tests}
 	s := &j.Spec
-	s.Program, s.ProgramName, s.CodeFiles = HarnessProgram([]byte(*r.Code), r.Tests)
+	s.Program, s.ProgramName, s.CodeFiles = harness.Program([]byte(*r.Code), r.Tests)
 	s.Report = true
 	s.Python = p.Python
 	s.ReadOnlyMounts = p.ReadOnlyMounts

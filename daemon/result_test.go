@@ -50,22 +50,3 @@ func TestResultJSONShape(t *testing.T) {
 	assert.Equal(t, []any{}, m["feedback"])
 	assert.Equal(t, "", m["signal"])
 }
-
-func TestFeedbackNamesTheLimit(t *testing.T) {
-	for reason, want := range map[nsjail.KillReason]string{
-		nsjail.KillWallTimeout:   "wall-clock",
-		nsjail.KillCPUTimeout:    "CPU time",
-		nsjail.KillOutputLimit:   "output limit",
-		nsjail.KillSeccomp:       "foreign ABI",
-		nsjail.KillCancelled:     "cancelled",
-		nsjail.KillShutdown:      "shutting down",
-		nsjail.KillFileSizeLimit: "file size",
-	} {
-		fb := Feedback(&nsjail.Result{Status: nsjail.StatusKilled, KillReason: reason, WallTime: time.Second})
-		require.NotEmpty(t, fb, reason)
-		assert.Contains(t, fb[0], want, reason)
-	}
-	fb := Feedback(&nsjail.Result{Status: nsjail.StatusOK, PidsMaxHits: 3})
-	require.Len(t, fb, 1)
-	assert.Contains(t, fb[0], "process limit")
-}

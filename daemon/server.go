@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"agentjail/daemon/internal/jsontext"
 	"agentjail/nsjail"
 )
 
@@ -415,7 +416,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, 
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := marshalText(v)
+	b, err := jsontext.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"code":"internal","message":"cannot encode the answer"}}` + "\n")

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"agentjail/daemon"
+	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 	"agentjail/seccomp"
 )
@@ -351,7 +352,7 @@ func printVerdicts(w io.Writer, r *daemon.Result) {
 		if f.Error != "" {
 			fmt.Fprintf(w, "agentjail: not collected %s: %s\n", f.Path, f.Error)
 		} else {
-			fmt.Fprintf(w, "agentjail: collected %s (%s; --json returns the content)\n", f.Path, daemon.Bytes(f.Size))
+			fmt.Fprintf(w, "agentjail: collected %s (%s; --json returns the content)\n", f.Path, harness.Bytes(f.Size))
 		}
 	}
 	if r.Status != string(nsjail.StatusOK) || r.Tests != nil && !r.Tests.AllPassed {
@@ -375,11 +376,11 @@ func summary(r *daemon.Result) string {
 		fmt.Fprintf(&b, "exit %d", r.ExitCode)
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	fmt.Fprintf(&b, " · wall %s · cpu %s", daemon.Duration(ms(r.WallTimeMs)), daemon.Duration(ms(r.CPUTimeMs)))
+	fmt.Fprintf(&b, " · wall %s · cpu %s", harness.Duration(ms(r.WallTimeMs)), harness.Duration(ms(r.CPUTimeMs)))
 	if r.PeakMemoryBytes != nil {
-		fmt.Fprintf(&b, " · peak %s", daemon.Bytes(*r.PeakMemoryBytes))
+		fmt.Fprintf(&b, " · peak %s", harness.Bytes(*r.PeakMemoryBytes))
 		if r.KillReason == string(nsjail.KillMemoryLimit) {
-			fmt.Fprintf(&b, " of %s", daemon.Bytes(r.MemoryLimitBytes))
+			fmt.Fprintf(&b, " of %s", harness.Bytes(r.MemoryLimitBytes))
 		}
 	}
 	if r.StdoutTruncated || r.StderrTruncated {

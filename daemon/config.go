@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"encoding"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
 	"golang.org/x/sys/unix"
 
 	"agentjail/nsjail"
@@ -282,7 +280,7 @@ func (c *Config) ForbiddenSyscallMode() seccomp.Mode {
 }
 
 // maxPreparedJails bounds jail.prepared_jails, its default included: each
-// waiting jail is a process with 1.4 MiB of its own and a uid.
+// waiting jail is a process with memory of its own and a uid.
 const maxPreparedJails = 1024
 
 // Prepared is how many jails the daemon keeps prepared ahead of requests:
@@ -475,278 +473,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// decodeError turns an error of go-toml into a ConfigError.
-func decodeError(err error) *ConfigError {
-	var de *toml.DecodeError
-	var se *toml.StrictMissingError
-	switch {
-	case errors.As(err, &se) && len(se.Errors) > 0:
-		line, _ := se.Errors[0].Position()
-		return &ConfigError{Key: strings.Join(se.Errors[0].Key(), "."), Line: line, Unknown: true}
-	case errors.As(err, &de):
-		line, _ := de.Position()
-		return &ConfigError{Line: line, Msg: strings.TrimPrefix(de.Error(), "toml: ")}
-	}
-	return &ConfigError{Msg: strings.TrimPrefix(err.Error(), "toml: ")}
-}
-
-// keyLines maps every key the document sets, and every table it names,
-// to the line where that happens first. It also reports a key set twice,
-// which go-toml reports without a line.
-func keyLines(data []byte) (map[string]int, *ConfigError) {
-	lines := map[string]int{}
-	var p unstable.Parser
-	p.Reset(data)
-	lineOf := func(n *unstable.Node) int { return p.Shape(n.Raw).Start.Line }
-	parts := func(it unstable.Iterator) (ks []string, first *unstable.Node) {
-		for it.Next() {
-			if first == nil {
-				first = it.Node()
-			}
-			ks = append(ks, string(it.Node().Data))
-		}
-		return ks, first
-	}
-	// record sets the line of key and of each table above it.
-	record := func(ks []string, line int) {
-		for i := 1; i <= len(ks); i++ {
-			if k := strings.Join(ks[:i], "."); lines[k] == 0 {
-				lines[k] = line
-			}
-		}
-	}
-	var dup *ConfigError
-	seen := map[string]int{}
-	var keyval func(prefix []string, kv *unstable.Node, inArray bool)
-	keyval = func(prefix []string, kv *unstable.Node, inArray bool) {
-		ks, first := parts(kv.Key())
-		full := append(append([]string{}, prefix...), ks...)
-		line := lineOf(first)
-		k := strings.Join(full, ".")
-		if prev, ok := seen[k]; ok && !inArray && dup == nil {
-			dup = &ConfigError{Key: k, Line: line, Msg: fmt.Sprintf("is set twice (first on line %d)", prev)}
-		}
-		seen[k] = line
-		record(full, line)
-		if v := kv.Value(); v.Kind == unstable.InlineTable {
-			for it := v.Children(); it.Next(); {
-				keyval(full, it.Node(), inArray)
-			}
-		}
-	}
-	var table []string
-	inArray := false
-	headers := map[string]int{}
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			ks, first := parts(e.Key())
-			table, inArray = ks, e.Kind == unstable.ArrayTable
-			line := lineOf(first)
-			k := strings.Join(ks, ".")
-			if prev, ok := headers[k]; ok && !inArray && dup == nil {
-				dup = &ConfigError{Key: k, Line: line, Msg: fmt.Sprintf("table [%s] is given twice (first on line %d)", k, prev)}
-			}
-			headers[k] = line
-			record(ks, line)
-		case unstable.KeyValue:
-			keyval(table, e, inArray)
-		}
-	}
-	// A syntax error is left to go-toml, which reports it with its line.
-	return lines, dup
-}
-
-// quoteHints are for the string keys whose values look like numbers.
-var quoteHints = map[string]string{
-	"socket.mode":              `write it quoted, e.g. "0660"`,
-	"socket.group":             `write it quoted, e.g. "agentjail" or "1001"`,
-	"admission.shutdown_grace": `write it quoted, e.g. "10s"`,
-}
-
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-
-// checkTable checks the untyped table m against struct type t, key by key.
-func checkTable(m map[string]any, t reflect.Type, prefix string, lines map[string]int, errs *[]*ConfigError) {
-	fields := map[string]reflect.Type{}
-	var names []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("toml"), ","); name != "" && name != "-" {
-			fields[name] = f.Type
-			names = append(names, name)
-		}
-	}
-	for k, v := range m {
-		key := prefix + k
-		ft, ok := fields[k]
-		if !ok {
-			e := &ConfigError{Key: key, Line: lines[key], Unknown: true}
-			if s := nearest(k, names); s != "" {
-				e.Msg = fmt.Sprintf("(did you mean %q?)", prefix+s)
-			}
-			*errs = append(*errs, e)
-			continue
-		}
-		if ft.Kind() == reflect.Struct {
-			sub, ok := v.(map[string]any)
-			if !ok {
-				*errs = append(*errs, &ConfigError{Key: key, Line: lines[key], Msg: "must be a table ([" + key + "]), got " + describe(v)})
-				continue
-			}
-			checkTable(sub, ft, key+".", lines, errs)
-			continue
-		}
-		if msg := checkValue(v, ft); msg != "" {
-			if h := quoteHints[key]; h != "" {
-				if _, isString := v.(string); !isString {
-					msg += "; " + h
-				}
-			}
-			*errs = append(*errs, &ConfigError{Key: key, Line: lines[key], Msg: msg})
-		}
-	}
-}
-
-// checkValue says what is wrong with the untyped value v for a field of
-// type t, or "" when go-toml will decode it without loss.
-func checkValue(v any, t reflect.Type) string {
-	if reflect.PointerTo(t).Implements(textUnmarshaler) {
-		s, ok := v.(string)
-		if !ok {
-			return "must be a string, got " + describe(v)
-		}
-		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return err.Error()
-		}
-		return ""
-	}
-	switch t.Kind() {
-	case reflect.Pointer: // an optional value: absent means "derived from others"
-		return checkValue(v, t.Elem())
-	case reflect.String:
-		if _, ok := v.(string); !ok {
-			return "must be a string, got " + describe(v)
-		}
-	case reflect.Int, reflect.Int64:
-		n, ok := v.(int64)
-		if !ok {
-			return "must be an integer, got " + describe(v)
-		}
-		if reflect.New(t).Elem().OverflowInt(n) {
-			return fmt.Sprintf("%d is out of range", n)
-		}
-	case reflect.Uint32:
-		n, ok := v.(int64)
-		if !ok {
-			return "must be an integer, got " + describe(v)
-		}
-		if n < 0 || n > math.MaxUint32 {
-			return fmt.Sprintf("%d is out of range (0 to %d)", n, uint32(math.MaxUint32))
-		}
-	case reflect.Float64:
-		switch v.(type) {
-		case int64, float64:
-		default:
-			return "must be a number, got " + describe(v)
-		}
-	case reflect.Slice:
-		a, ok := v.([]any)
-		if !ok {
-			return "must be an array, got " + describe(v)
-		}
-		for i, el := range a {
-			if msg := checkValue(el, t.Elem()); msg != "" {
-				return fmt.Sprintf("element %d: %s", i, msg)
-			}
-		}
-	default:
-		return "has a type the configuration cannot hold" // a field type this function lacks: a bug
-	}
-	return ""
-}
-
-// describe names the TOML type of an untyped value, with the value when short.
-func describe(v any) string {
-	switch x := v.(type) {
-	case string:
-		if len(x) > 40 {
-			return "a string"
-		}
-		return fmt.Sprintf("a string (%q)", x)
-	case int64:
-		return fmt.Sprintf("an integer (%d)", x)
-	case float64:
-		return fmt.Sprintf("a float (%v)", x)
-	case bool:
-		return fmt.Sprintf("a boolean (%v)", x)
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "a table"
-	}
-	return "a date or time"
-}
-
-// nearest is the name closest to k by edit distance, if it is a likely typo.
-func nearest(k string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(k, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-// TrustedOwner tells whether uid is root or this process's user: the only
-// owners trusted for what decides who runs code (the config file, the
-// socket's directories and links) and for the daemon a client talks to.
-func TrustedOwner(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
-
 // minJailUID keeps jails away from the uids of system and login accounts
 // (and nobody, 65534), which a jail must never share.
 const minJailUID = 65536
-
-// maxSocketPath is the longest socket path Listen takes: a Unix socket
-// path holds 107 bytes, and Listen binds path+".tmp-<pid>" first, the pid
-// in 7 digits (pid_max is at most 4194304).
-const maxSocketPath = 107 - len(".tmp-4194304")
-
-// CheckSocketPath says what is wrong with a socket path for Listen (the
-// config's socket.path, serve's --socket): it must be clean, so that the
-// directory Listen checks is the one the kernel binds in (a ".." after a
-// link would lead elsewhere), absolute, and short enough.
-func CheckSocketPath(p string) error {
-	switch {
-	case !path.IsAbs(p) || path.Clean(p) != p:
-		return fmt.Errorf("%q must be a clean absolute path", p)
-	case len(p) > maxSocketPath:
-		return fmt.Errorf("is %d bytes long; at most %d (a Unix socket path holds 107, and the daemon binds a temporary name up to 12 bytes longer first)", len(p), maxSocketPath)
-	}
-	return nil
-}
 
 // Validate checks every value; each error names its key. It returns every
 // problem at once (errors.As gives the first *ConfigError).

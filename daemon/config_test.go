@@ -3,7 +3,6 @@ package daemon
 import (
 	"encoding/binary"
 	"errors"
-	"golang.org/x/sys/unix"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -40,7 +40,7 @@ type Config struct {
 	Socket    SocketConfig    `toml:"socket"`
 	Peers     PeersConfig     `toml:"peers"`
 	Admission AdmissionConfig `toml:"admission"`
-	Limits    LimitsSection   `toml:"limits"`
+	Limits    LimitsConfig    `toml:"limits"`
 	Jail      JailConfig      `toml:"jail"`
 	Collect   CollectConfig   `toml:"collect"`
 	Log       LogConfig       `toml:"log"`
@@ -71,16 +71,18 @@ type AdmissionConfig struct {
 	ShutdownGrace   ConfigDuration `toml:"shutdown_grace"`    // on SIGTERM, how long running jails may finish before they are killed; default "10s"
 }
 
-// LimitsSection holds the limits a request gets when it omits one
+// LimitsConfig holds the limits a request gets when it omits one
 // (Default) and the most it may ask for (Max; above it is a 400).
-type LimitsSection struct {
-	Default Limits `toml:"default"` // default: CONTRACT §3's (nsjail.DefaultLimits)
-	Max     Limits `toml:"max"`     // default: memory 4 GiB, wall 300 s, cpu 300 s, pids 1024, output 64 MiB, tmp 1 GiB, open_files 4096, file_size 1 GiB, cpus 1024
+type LimitsConfig struct {
+	Default LimitValues `toml:"default"` // default: CONTRACT §3's (nsjail.DefaultLimits)
+	Max     LimitValues `toml:"max"`     // default: the limits table's (limits.go): memory 4 GiB, wall 300 s, cpu 300 s, pids 1024, output 64 MiB, tmp 1 GiB, open_files 4096, file_size 1 GiB, cpus 1024
 }
 
-// Limits has the names and units of the request's "limits" (CONTRACT §3).
-// A zero field is one the file does not set: it takes the section's default.
-type Limits struct {
+// LimitValues has the names and units of the request's "limits" (CONTRACT
+// §3): a field for each row of the limits table (limits.go), named by its
+// key. A zero field is one the file does not set: it takes the section's
+// default.
+type LimitValues struct {
 	MemoryBytes   int64   `toml:"memory_bytes"`    // cgroup memory limit in bytes, swap off; at least 16 MiB; default 256 MiB
 	WallTimeMs    int64   `toml:"wall_time_ms"`    // wall clock in ms from the exec of python3; default 10000
 	CPUTimeMs     int64   `toml:"cpu_time_ms"`     // CPU time in ms of all the jail's processes; default 10000
@@ -135,20 +137,13 @@ func (d *ConfigDuration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// maxLimits are the default maxima: generous for one program, and small
-// enough that a few jails at the maximum cannot take the host down.
-func maxLimits() Limits {
-	return Limits{
-		MemoryBytes:   4 << 30,
-		WallTimeMs:    300_000,
-		CPUTimeMs:     300_000,
-		Pids:          1024,
-		OutputBytes:   64 << 20,
-		TmpBytes:      1 << 30,
-		OpenFiles:     4096,
-		FileSizeBytes: 1 << 30,
-		CPUs:          1024, // requests cannot set cpus (yet): this only bounds limits.default.cpus
+// maxLimits are the default maxima (the limits table's).
+func maxLimits() LimitValues {
+	var v LimitValues
+	for _, d := range limitTable {
+		d.setConfig(&v, d.maxValue())
 	}
+	return v
 }
 
 // DefaultConfig returns a Config with every default filled in.
@@ -163,7 +158,7 @@ func DefaultConfig() *Config {
 			MaxQueuedBytes:  512 << 20,
 			ShutdownGrace:   ConfigDuration(10 * time.Second),
 		},
-		Limits: LimitsSection{Default: limitsOf(nsjail.DefaultLimits()), Max: maxLimits()},
+		Limits: LimitsConfig{Default: limitsOf(nsjail.DefaultLimits()), Max: maxLimits()},
 		Jail: JailConfig{
 			Python:             nsjail.DefaultPython,
 			ReadOnlyMounts:     []string{},
@@ -176,37 +171,26 @@ func DefaultConfig() *Config {
 	}
 }
 
-func limitsOf(l nsjail.Limits) Limits {
-	return Limits{
-		MemoryBytes: l.MemoryBytes, WallTimeMs: l.WallTime.Milliseconds(), CPUTimeMs: l.CPUTime.Milliseconds(),
-		Pids: l.Pids, OutputBytes: l.OutputBytes, TmpBytes: l.TmpBytes, OpenFiles: l.OpenFiles,
-		FileSizeBytes: l.FileSizeBytes, CPUs: l.CPUs,
+// limitsOf is l in the configuration's units.
+func limitsOf(l nsjail.Limits) LimitValues {
+	var v LimitValues
+	for _, d := range limitTable {
+		d.setConfig(&v, d.get(&l))
 	}
+	return v
 }
 
 // nsjail converts l, taking each zero field from def.
-func (l Limits) nsjail(def Limits) nsjail.Limits {
-	pick := func(v, d int64) int64 {
-		if v == 0 {
-			return d
+func (l LimitValues) nsjail(def LimitValues) nsjail.Limits {
+	var n nsjail.Limits
+	for _, d := range limitTable {
+		v := d.config(&l)
+		if v.zero() {
+			v = d.config(&def)
 		}
-		return v
+		d.set(&n, v)
 	}
-	cpus := l.CPUs
-	if cpus == 0 {
-		cpus = def.CPUs
-	}
-	return nsjail.Limits{
-		MemoryBytes:   pick(l.MemoryBytes, def.MemoryBytes),
-		WallTime:      time.Duration(pick(l.WallTimeMs, def.WallTimeMs)) * time.Millisecond,
-		CPUTime:       time.Duration(pick(l.CPUTimeMs, def.CPUTimeMs)) * time.Millisecond,
-		Pids:          pick(l.Pids, def.Pids),
-		OutputBytes:   pick(l.OutputBytes, def.OutputBytes),
-		TmpBytes:      pick(l.TmpBytes, def.TmpBytes),
-		OpenFiles:     pick(l.OpenFiles, def.OpenFiles),
-		FileSizeBytes: pick(l.FileSizeBytes, def.FileSizeBytes),
-		CPUs:          cpus,
-	}
+	return n
 }
 
 // DefaultLimits are the limits a request gets for each limit it omits.
@@ -525,13 +509,9 @@ func (c *Config) Validate() error {
 	def, defOK := c.checkLimits("limits.default", c.Limits.Default, limitsOf(nsjail.DefaultLimits()), &errs)
 	max, maxOK := c.checkLimits("limits.max", c.Limits.Max, maxLimits(), &errs)
 	if defOK && maxOK {
-		for _, f := range limitPairs(def, max) {
-			if f.def > f.max {
-				show := func(v int64) string { return strconv.FormatInt(v, 10) }
-				if f.name == "cpus" {
-					show = func(v int64) string { return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64) }
-				}
-				bad("limits.default."+f.name, "%s is above limits.max.%s (%s)", show(f.def), f.name, show(f.max))
+		for _, d := range limitTable {
+			if dv, mv := d.get(&def), d.get(&max); d.above(dv, mv) {
+				bad("limits.default."+d.Key, "%s is above limits.max.%s (%s)", d.format(dv), d.Key, d.format(mv))
 			}
 		}
 	}
@@ -608,13 +588,10 @@ const maxMs = math.MaxInt64 / int64(time.Millisecond)
 
 // checkLimits validates one limits section with nsjail's rules, naming the
 // section's keys, and returns it converted.
-func (c *Config) checkLimits(section string, l, def Limits, errs *[]*ConfigError) (nsjail.Limits, bool) {
-	for _, f := range []struct {
-		name string
-		ms   int64
-	}{{"wall_time_ms", l.WallTimeMs}, {"cpu_time_ms", l.CPUTimeMs}} {
-		if f.ms > maxMs {
-			*errs = append(*errs, &ConfigError{Key: section + "." + f.name, Msg: fmt.Sprintf("%d is out of range (at most %d)", f.ms, maxMs)})
+func (c *Config) checkLimits(section string, l, def LimitValues, errs *[]*ConfigError) (nsjail.Limits, bool) {
+	for _, d := range limitTable {
+		if v := d.config(&l); d.Unit == UnitMs && v.n > maxMs {
+			*errs = append(*errs, &ConfigError{Key: section + "." + d.Key, Msg: fmt.Sprintf("%d is out of range (at most %d)", v.n, maxMs)})
 			return nsjail.Limits{}, false
 		}
 	}
@@ -629,30 +606,6 @@ func (c *Config) checkLimits(section string, l, def Limits, errs *[]*ConfigError
 		return n, false
 	}
 	return n, true
-}
-
-// limitPairs lists def and max side by side, by key name (times in ms,
-// CPUs in thousandths).
-func limitPairs(def, max nsjail.Limits) []struct {
-	name     string
-	def, max int64
-} {
-	ms := func(d time.Duration) int64 { return d.Milliseconds() }
-	milli := func(c float64) int64 { return int64(math.Round(c * 1000)) }
-	return []struct {
-		name     string
-		def, max int64
-	}{
-		{"memory_bytes", def.MemoryBytes, max.MemoryBytes},
-		{"wall_time_ms", ms(def.WallTime), ms(max.WallTime)},
-		{"cpu_time_ms", ms(def.CPUTime), ms(max.CPUTime)},
-		{"pids", def.Pids, max.Pids},
-		{"output_bytes", def.OutputBytes, max.OutputBytes},
-		{"tmp_bytes", def.TmpBytes, max.TmpBytes},
-		{"open_files", def.OpenFiles, max.OpenFiles},
-		{"file_size_bytes", def.FileSizeBytes, max.FileSizeBytes},
-		{"cpus", milli(def.CPUs), milli(max.CPUs)},
-	}
 }
 
 // hasACL reports whether f carries a POSIX access ACL (beyond its mode).

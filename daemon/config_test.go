@@ -143,9 +143,9 @@ format = "json"
 		Socket:    SocketConfig{Path: "/run/aj/s.sock", Group: "daemon", Mode: "0640"},
 		Peers:     PeersConfig{UIDs: []uint32{0, 1000}, GIDs: []uint32{1001}},
 		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, MaxQueuedBytes: 4 << 20, ShutdownGrace: ConfigDuration(90 * time.Second)},
-		Limits: LimitsSection{
-			Default: Limits{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
-			Max:     Limits{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
+		Limits: LimitsConfig{
+			Default: LimitValues{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
+			Max:     LimitValues{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
 		},
 		Jail:    JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, PreparedJails: ptr(1), OnForbiddenSyscall: "kill"},
 		Collect: CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},

@@ -11,7 +11,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"agentjail/daemon/harness"
@@ -39,7 +38,8 @@ type RequestFile struct {
 }
 
 // RequestLimits are the request's limits; a nil field takes the daemon's
-// default. Units are in the names.
+// default. Units are in the names. A field for each row of the limits
+// table (limits.go) that has a flag, named by its key.
 type RequestLimits struct {
 	MemoryBytes   *int64 `json:"memory_bytes,omitempty"`
 	WallTimeMs    *int64 `json:"wall_time_ms,omitempty"`
@@ -227,42 +227,26 @@ func (rl *RequestLimits) apply(def nsjail.Limits, max *nsjail.Limits) (nsjail.Li
 	if rl == nil {
 		return l, l.Validate()
 	}
-	type field struct {
-		name      string
-		req       *int64
-		dst, ceil *int64
-	}
 	var m nsjail.Limits
 	if max != nil {
 		m = *max
 	}
-	wall, cpu := int64(def.WallTime/time.Millisecond), int64(def.CPUTime/time.Millisecond)
-	wallMax, cpuMax := int64(m.WallTime/time.Millisecond), int64(m.CPUTime/time.Millisecond)
-	for _, f := range []field{
-		{"memory_bytes", rl.MemoryBytes, &l.MemoryBytes, &m.MemoryBytes},
-		{"wall_time_ms", rl.WallTimeMs, &wall, &wallMax},
-		{"cpu_time_ms", rl.CPUTimeMs, &cpu, &cpuMax},
-		{"pids", rl.Pids, &l.Pids, &m.Pids},
-		{"output_bytes", rl.OutputBytes, &l.OutputBytes, &m.OutputBytes},
-		{"tmp_bytes", rl.TmpBytes, &l.TmpBytes, &m.TmpBytes},
-		{"open_files", rl.OpenFiles, &l.OpenFiles, &m.OpenFiles},
-		{"file_size_bytes", rl.FileSizeBytes, &l.FileSizeBytes, &m.FileSizeBytes},
-	} {
-		if f.req == nil {
+	for _, d := range limitTable {
+		p := d.request(rl)
+		if p == nil || *p == nil {
 			continue
 		}
-		if max != nil && *f.req > *f.ceil {
-			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("%d is above this daemon's maximum of %d", *f.req, *f.ceil)}
+		v, ceil, field := **p, d.get(&m).n, "limits."+d.Key
+		if max != nil && v > ceil {
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%d is above this daemon's maximum of %d", v, ceil)}
 		}
-		if *f.req > maxLimitValue {
-			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("%d is absurdly large", *f.req)}
+		if v > maxLimitValue {
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%d is absurdly large", v)}
 		}
-		if *f.req <= 0 {
-			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("must be positive, got %d", *f.req)}
+		if v <= 0 {
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("must be positive, got %d", v)}
 		}
-		*f.dst = *f.req
+		d.set(&l, limitValue{n: v})
 	}
-	l.WallTime = time.Duration(wall) * time.Millisecond
-	l.CPUTime = time.Duration(cpu) * time.Millisecond
 	return l, l.Validate()
 }

@@ -28,11 +28,11 @@ import (
 // Default paths of CONTRACT.md.
 const (
 	DefaultConfigPath = "/etc/agentjail/config.toml"
-	DefaultSocketPath = "/run/agentjail/agentjail.sock"
+	defaultSocketPath = "/run/agentjail/agentjail.sock"
 )
 
 // Config is the daemon's configuration file (TOML, DefaultConfigPath). It
-// is plain data: DefaultConfig gives every default, ParseConfig lays a
+// is plain data: DefaultConfig gives every default, parseConfig lays a
 // file over them and Validate checks the result. The accessor methods
 // treat a zero field as its default, so a zero Config behaves like the
 // defaults wherever a zero would make no sense.
@@ -137,8 +137,8 @@ func (d *ConfigDuration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// maxLimits are the default maxima (the limits table's).
-func maxLimits() LimitValues {
+// defaultMaxima are the default of [limits.max] (the limits table's).
+func defaultMaxima() LimitValues {
 	var v LimitValues
 	for _, d := range limitTable {
 		d.setConfig(&v, d.maxValue())
@@ -149,7 +149,7 @@ func maxLimits() LimitValues {
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() *Config {
 	return &Config{
-		Socket: SocketConfig{Path: DefaultSocketPath, Group: "", Mode: "0660"},
+		Socket: SocketConfig{Path: defaultSocketPath, Group: "", Mode: "0660"},
 		Peers:  PeersConfig{UIDs: []uint32{0}, GIDs: []uint32{}},
 		Admission: AdmissionConfig{
 			MaxConcurrent:   runtime.NumCPU(),
@@ -158,7 +158,7 @@ func DefaultConfig() *Config {
 			MaxQueuedBytes:  512 << 20,
 			ShutdownGrace:   ConfigDuration(10 * time.Second),
 		},
-		Limits: LimitsConfig{Default: limitsOf(nsjail.DefaultLimits()), Max: maxLimits()},
+		Limits: LimitsConfig{Default: limitsOf(nsjail.DefaultLimits()), Max: defaultMaxima()},
 		Jail: JailConfig{
 			Python:             nsjail.DefaultPython,
 			ReadOnlyMounts:     []string{},
@@ -193,13 +193,13 @@ func (l LimitValues) nsjail(def LimitValues) nsjail.Limits {
 	return n
 }
 
-// DefaultLimits are the limits a request gets for each limit it omits.
-func (c *Config) DefaultLimits() nsjail.Limits {
+// defaultLimits are the limits a request gets for each limit it omits.
+func (c *Config) defaultLimits() nsjail.Limits {
 	return c.Limits.Default.nsjail(limitsOf(nsjail.DefaultLimits()))
 }
 
-// MaxLimits are the most a request may ask for.
-func (c *Config) MaxLimits() nsjail.Limits { return c.Limits.Max.nsjail(maxLimits()) }
+// maxLimits are the most a request may ask for.
+func (c *Config) maxLimits() nsjail.Limits { return c.Limits.Max.nsjail(defaultMaxima()) }
 
 // SocketMode is the socket's permission bits; 0660 when Mode is empty (or
 // invalid, which Validate reports).
@@ -254,9 +254,9 @@ func (c *Config) SlogLevel() slog.Level {
 	return slog.LevelInfo
 }
 
-// ForbiddenSyscallMode is the default of on_forbidden_syscall; errno when
+// forbiddenSyscallMode is the default of on_forbidden_syscall; errno when
 // the field is empty.
-func (c *Config) ForbiddenSyscallMode() seccomp.Mode {
+func (c *Config) forbiddenSyscallMode() seccomp.Mode {
 	if m, err := seccomp.ParseMode(c.Jail.OnForbiddenSyscall); err == nil {
 		return m
 	}
@@ -293,7 +293,7 @@ func (c *Config) UIDRange() *nsjail.UIDRange {
 
 // ConfigError is one problem in a configuration: the key it is about, the
 // line of the file that sets that key (0 when unknown, or when the value
-// is a default), and what is wrong. ParseConfig, LoadConfig and Validate
+// is a default), and what is wrong. parseConfig, LoadConfig and Validate
 // return one or more of them (errors.As finds the first).
 type ConfigError struct {
 	Key     string // e.g. "limits.default.memory_bytes"; "" for a syntax error
@@ -406,7 +406,7 @@ func LoadConfig(path string) (*Config, error) {
 	if _, err := buf.ReadFrom(f); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	c, err := ParseConfig(buf.Bytes())
+	c, err := parseConfig(buf.Bytes())
 	if err != nil {
 		var ce *configErrors
 		if errors.As(err, &ce) {
@@ -418,10 +418,10 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig lays the TOML document data over DefaultConfig and validates
+// parseConfig lays the TOML document data over DefaultConfig and validates
 // the result. Unknown keys, values of the wrong type and invalid values are
 // errors that name their key and, where the file sets it, its line.
-func ParseConfig(data []byte) (*Config, error) {
+func parseConfig(data []byte) (*Config, error) {
 	lines, dup := keyLines(data)
 	if dup != nil {
 		return nil, joinErrors([]*ConfigError{dup})
@@ -507,7 +507,7 @@ func (c *Config) Validate() error {
 	}
 
 	def, defOK := c.checkLimits("limits.default", c.Limits.Default, limitsOf(nsjail.DefaultLimits()), &errs)
-	max, maxOK := c.checkLimits("limits.max", c.Limits.Max, maxLimits(), &errs)
+	max, maxOK := c.checkLimits("limits.max", c.Limits.Max, defaultMaxima(), &errs)
 	if defOK && maxOK {
 		for _, d := range limitTable {
 			if dv, mv := d.get(&def), d.get(&max); d.above(dv, mv) {

@@ -28,7 +28,7 @@ func (j *Job) Run(ctx context.Context, jl Jailer) (*Result, *nsjail.Result, erro
 }
 
 func (j *Job) result(jr *nsjail.Result) *Result {
-	res := FromJail(jr)
+	res := fromJail(jr)
 	rep := harness.ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
 	res.Exception = rep.UncaughtException(jr)
 	res.Tests = rep.Verdicts(j.Tests, jr)

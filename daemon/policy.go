@@ -7,13 +7,13 @@ import (
 
 // Policy is what the configuration decides for every request.
 func (c *Config) Policy() Policy {
-	max := c.MaxLimits()
+	max := c.maxLimits()
 	return Policy{
-		Defaults:           c.DefaultLimits(),
+		Defaults:           c.defaultLimits(),
 		Max:                &max,
 		Python:             c.Jail.Python,
 		ReadOnlyMounts:     c.Jail.ReadOnlyMounts,
-		OnForbiddenSyscall: c.ForbiddenSyscallMode(),
+		OnForbiddenSyscall: c.forbiddenSyscallMode(),
 		Collect:            nsjail.CollectLimits{FileBytes: c.Collect.FileBytes, TotalBytes: c.Collect.TotalBytes, Files: c.Collect.Files},
 	}
 }
@@ -25,6 +25,6 @@ func (c *Config) PreparedTemplate() nsjail.PreparedTemplate {
 	return nsjail.PreparedTemplate{
 		ReadOnlyMounts: c.Jail.ReadOnlyMounts,
 		Code:           harness.SharedFiles(),
-		Limits:         c.DefaultLimits(),
+		Limits:         c.defaultLimits(),
 	}
 }

@@ -53,13 +53,10 @@ type RequestLimits struct {
 	// limits.default.cpus is every jail's share of the host.
 }
 
-// DecodeRequest reads one request strictly: an unknown field, a name
+// decodeRequest reads one request strictly: an unknown field, a name
 // given twice or in another case, a wrong type or trailing data is an
-// error that names what to fix.
-func DecodeRequest(r io.Reader) (*Request, error) { return decodeRequest(r, -1) }
-
-// decodeRequest is DecodeRequest for a body that declares its size
-// (-1: unknown), read into a buffer of that size at once.
+// error that names what to fix. size is what the body declares (-1:
+// unknown); the body is read into a buffer of that size at once.
 func decodeRequest(r io.Reader, size int64) (*Request, error) {
 	var buf bytes.Buffer
 	if size >= 0 {

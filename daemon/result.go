@@ -43,8 +43,8 @@ type Result struct {
 	Files     []ResultFile         `json:"files"`
 }
 
-// FromJail converts a jail's result into the contract's result object.
-func FromJail(r *nsjail.Result) *Result {
+// fromJail converts a jail's result into the contract's result object.
+func fromJail(r *nsjail.Result) *Result {
 	out := &Result{
 		ID:               r.ID,
 		Status:           string(r.Status),

@@ -19,7 +19,7 @@ func TestResultJSONShape(t *testing.T) {
 		Stdout: []byte("45\n"), WallTime: 31200 * time.Microsecond, CPUTime: 18400 * time.Microsecond,
 		PeakMemoryBytes: 9539584, PeakMemorySource: "memory.peak", MemoryLimitBytes: 268435456, PidsPeak: -1,
 		Seccomp: &seccomp.Report{Syscall: "ptrace", Number: 101, Calls: []seccomp.CallCount{{Syscall: "ptrace", Number: 101, Count: 2}}}}
-	b, err := json.Marshal(FromJail(r))
+	b, err := json.Marshal(fromJail(r))
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
@@ -42,7 +42,7 @@ func TestResultJSONShape(t *testing.T) {
 	assert.Contains(t, m["feedback"].([]any)[1], "ptrace failed with EPERM")
 
 	// Unknown peak is null; a clean run has no feedback and a null seccomp.
-	ok := FromJail(&nsjail.Result{Status: nsjail.StatusOK, PeakMemoryBytes: -1, PidsPeak: 3})
+	ok := fromJail(&nsjail.Result{Status: nsjail.StatusOK, PeakMemoryBytes: -1, PidsPeak: 3})
 	b, _ = json.Marshal(ok)
 	require.NoError(t, json.Unmarshal(b, &m))
 	assert.Nil(t, m["peak_memory_bytes"])

@@ -37,13 +37,13 @@ type Options struct {
 	// PreparedReady, when set, tells how many prepared jails wait now
 	// (nsjail.Runner.PreparedStats), for the metrics.
 	PreparedReady func() int
-	// BodyTimeout bounds the reading of a request's body, which holds its
-	// size of the bytes that may be decoded at once; AnswerTimeout bounds the writing of a
-	// result to a client that does not read it, which holds the result's
-	// memory and keeps Shutdown waiting. Neither can be http.Server's
-	// ReadTimeout or WriteTimeout, which would count the run. 0: 30 s and
-	// 1 min.
-	BodyTimeout, AnswerTimeout time.Duration
+	// bodyTimeout bounds the reading of a request's body, which holds its
+	// size of the bytes that may be decoded at once; answerTimeout bounds
+	// the writing of a result to a client that does not read it, which
+	// holds the result's memory and keeps Shutdown waiting. Neither can be
+	// http.Server's ReadTimeout or WriteTimeout, which would count the
+	// run. Always 30 s and 1 min, but in tests.
+	bodyTimeout, answerTimeout time.Duration
 }
 
 // Server is the HTTP API of CONTRACT.md §2 on a Unix socket, shaped like
@@ -82,11 +82,11 @@ func NewServer(o Options, jailer Jailer) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = 30 * time.Second
+	if o.bodyTimeout <= 0 {
+		o.bodyTimeout = 30 * time.Second
 	}
-	if o.AnswerTimeout <= 0 {
-		o.AnswerTimeout = time.Minute
+	if o.answerTimeout <= 0 {
+		o.answerTimeout = time.Minute
 	}
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
@@ -291,7 +291,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, s
 	}
 	// net/http clears the deadline when, the body read, it reads on to
 	// see the client leave.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.bodyTimeout))
 	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)}
 	req, err := decodeRequest(body, r.ContentLength)
 	s.decoding.release(share)
@@ -302,7 +302,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, s
 		return nil, 0, false
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the request body did not arrive within %v (%d bytes of it came): send the whole body at once, with a Content-Length that matches it", s.opts.BodyTimeout, body.n))
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the request body did not arrive within %v (%d bytes of it came): send the whole body at once, with a Content-Length that matches it", s.opts.bodyTimeout, body.n))
 		return nil, 0, false
 	case err != nil:
 		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
@@ -437,10 +437,10 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *Result
 	}
 	n := e.len()
 	// A client that does not read its answer frees the handler (and so
-	// Shutdown) within AnswerTimeout. The deadline covers net/http's
+	// Shutdown) within answerTimeout. The deadline covers net/http's
 	// flush of the answer's end after the handler returns, and net/http
 	// clears it before the connection's next request.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.AnswerTimeout))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.answerTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 	w.WriteHeader(http.StatusOK)

@@ -40,7 +40,7 @@ func TestDecodeRequestNames(t *testing.T) {
 		`{"code":"x",}`:                                                "body: invalid JSON at byte 13",
 		strings.Repeat("[", 20000) + strings.Repeat("]", 20000): "body: invalid JSON",
 	} {
-		req, err := DecodeRequest(strings.NewReader(body))
+		req, err := decodeRequest(strings.NewReader(body), -1)
 		if want == "" {
 			require.NoError(t, err, "%.80s", body)
 			assert.NotNil(t, req.Code, "%.80s", body)
@@ -98,6 +98,6 @@ func TestDecodeRequestCostIsLinear(t *testing.T) {
 		t.Logf("%s: %d bytes, %d allocated", what, len(body), alloc)
 		assert.Less(t, alloc, uint64(len(body))+1<<20, what)
 	}
-	_, err := DecodeRequest(strings.NewReader(`{"code":"x","` + strings.Repeat("a", 8<<20) + `":1}`))
+	_, err := decodeRequest(strings.NewReader(`{"code":"x","`+strings.Repeat("a", 8<<20)+`":1}`), -1)
 	assert.Less(t, len(err.Error()), 200, "the message carries a cut name")
 }

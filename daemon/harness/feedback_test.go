@@ -37,7 +37,7 @@ func TestProgramFeedback(t *testing.T) {
 
 	// 1000 failing cases make a handful of sentences, with their calls.
 	tests := &Tests{Function: "add"}
-	for i := 0; i < MaxTestCases; i++ {
+	for i := 0; i < maxTestCases; i++ {
 		tests.Cases = append(tests.Cases, TestCase{Args: rawArgs(fmt.Sprint(i), `null`, `[true, {"k": "v"}]`), Kwargs: map[string]json.RawMessage{"z": json.RawMessage(`false`)}, Expected: json.RawMessage(fmt.Sprint(i + 1))})
 	}
 	lines := []string{fmt.Sprintf(started, len(tests.Cases))}

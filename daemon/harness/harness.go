@@ -39,7 +39,7 @@
 // # The report channel
 //
 // File descriptor 3 of the jail's python3 is the write end of a pipe to the
-// daemon, which reads at most MaxReportBytes of it. The harness makes it
+// daemon, which reads at most maxReportBytes of it. The harness makes it
 // non-inheritable before anything else, so a child process never holds it,
 // and writes nothing from a process the program forked. It carries JSON
 // objects, one per line (ASCII, ending in "\n"); "t" names the record:
@@ -123,9 +123,9 @@ const (
 	testsName      = "tests.json"
 )
 
-// MaxReportBytes is how much of the report channel the jail returns (the
+// maxReportBytes is how much of the report channel the jail returns (the
 // jail's own cap); a report cut there fails the cases it did not reach.
-const MaxReportBytes = nsjail.MaxReportBytes
+const maxReportBytes = nsjail.MaxReportBytes
 
 // Program returns what the jail runs for one request: the harness as
 // the entry program and the read-only files it reads under /code (the

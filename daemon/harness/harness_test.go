@@ -93,7 +93,7 @@ func runPython(t *testing.T, args []string, stdin string, channel bool) *run {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			b, _ := io.ReadAll(io.LimitReader(pr, MaxReportBytes))
+			b, _ := io.ReadAll(io.LimitReader(pr, maxReportBytes))
 			r.report = b
 			n, _ := io.Copy(io.Discard, pr)
 			r.truncated = n > 0
@@ -740,7 +740,7 @@ func TestHarnessTestsNotRun(t *testing.T) {
 	requireDetail(t, tr, 2, "not run: 'add' is an object of type int, not a function")
 }
 
-// A report past MaxReportBytes is cut; the cases past the cut fail.
+// A report past maxReportBytes is cut; the cases past the cut fail.
 func TestHarnessReportCut(t *testing.T) {
 	tests := &Tests{Function: "big"}
 	for i := 0; i < 20; i++ {

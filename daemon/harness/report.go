@@ -93,7 +93,7 @@ type record struct {
 }
 
 // ParseReport reads the report channel's bytes (truncated: the daemon cut
-// them at MaxReportBytes) for a request whose tests are t (nil: none). It
+// them at maxReportBytes) for a request whose tests are t (nil: none). It
 // never fails: whatever it cannot use is ignored, or fails the case it names.
 func ParseReport(data []byte, truncated bool, t *Tests) *Report {
 	r := &Report{truncated: truncated}

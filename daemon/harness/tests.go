@@ -51,9 +51,9 @@ type TestResult struct {
 
 // Limits of a request's tests.
 const (
-	MaxTestCases    = 1000
-	MaxTestsBytes   = 8 << 20 // args, kwargs and expected values of all cases together
-	MaxTestNameLen  = 200
+	maxTestCases    = 1000
+	maxTestsBytes   = 8 << 20 // args, kwargs and expected values of all cases together
+	maxTestNameLen  = 200
 	maxOutputBytes  = 16 << 10 // of one TestResult.Output
 	maxShownBytes   = 300      // of a value quoted in a detail or a feedback sentence
 	maxFeedbackFail = 5        // failed cases that feedback describes one by one
@@ -80,8 +80,8 @@ func (t *Tests) Validate() error {
 	if len(t.Cases) == 0 {
 		return testsErr("tests.cases", "must have at least one case")
 	}
-	if len(t.Cases) > MaxTestCases {
-		return testsErr("tests.cases", "has %d cases, more than the limit of %d", len(t.Cases), MaxTestCases)
+	if len(t.Cases) > maxTestCases {
+		return testsErr("tests.cases", "has %d cases, more than the limit of %d", len(t.Cases), maxTestCases)
 	}
 	seen := make(map[string]int, len(t.Cases))
 	size := 0
@@ -89,8 +89,8 @@ func (t *Tests) Validate() error {
 		f := fmt.Sprintf("tests.cases[%d]", i)
 		name := t.caseName(i)
 		switch {
-		case len(c.Name) > MaxTestNameLen:
-			return testsErr(f+".name", "is longer than %d bytes", MaxTestNameLen)
+		case len(c.Name) > maxTestNameLen:
+			return testsErr(f+".name", "is longer than %d bytes", maxTestNameLen)
 		case strings.IndexFunc(c.Name, unicode.IsControl) >= 0:
 			return testsErr(f+".name", "contains a control character")
 		}
@@ -126,8 +126,8 @@ func (t *Tests) Validate() error {
 			}
 		}
 	}
-	if size > MaxTestsBytes {
-		return testsErr("tests.cases", "args, kwargs and expected values take %d bytes, more than the limit of %d", size, MaxTestsBytes)
+	if size > maxTestsBytes {
+		return testsErr("tests.cases", "args, kwargs and expected values take %d bytes, more than the limit of %d", size, maxTestsBytes)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	many := ok()
-	for len(many.Cases) <= MaxTestCases {
+	for len(many.Cases) <= maxTestCases {
 		many.Cases = append(many.Cases, TestCase{Name: fmt.Sprint(len(many.Cases))})
 	}
 	for _, tc := range []struct {
@@ -58,7 +58,7 @@ func TestValidate(t *testing.T) {
 			ts.Cases = append(ts.Cases, TestCase{Name: "a"}, TestCase{Name: "a"})[:2]
 			ts.Cases[0].Name = "a"
 		}},
-		{"tests.cases[0].name", func(ts *Tests) { ts.Cases[0].Name = strings.Repeat("n", MaxTestNameLen+1) }},
+		{"tests.cases[0].name", func(ts *Tests) { ts.Cases[0].Name = strings.Repeat("n", maxTestNameLen+1) }},
 		{"tests.cases[0].name", func(ts *Tests) { ts.Cases[0].Name = "a\nb" }},
 		{"tests.cases[0].args[1]", func(ts *Tests) { ts.Cases[0].Args = rawArgs(`1`, `{`) }},
 		{"tests.cases[0].args[0]", func(ts *Tests) { ts.Cases[0].Args = []json.RawMessage{nil} }},
@@ -72,7 +72,7 @@ func TestValidate(t *testing.T) {
 		{"tests.cases[0].expected_exception", func(ts *Tests) {
 			ts.Cases[0].Expected, ts.Cases[0].ExpectedType, ts.Cases[0].ExpectedException = nil, "int", "ValueError"
 		}},
-		{"tests.cases", func(ts *Tests) { ts.Cases[0].Args = rawArgs(`"` + strings.Repeat("x", MaxTestsBytes) + `"`) }},
+		{"tests.cases", func(ts *Tests) { ts.Cases[0].Args = rawArgs(`"` + strings.Repeat("x", maxTestsBytes) + `"`) }},
 	} {
 		ts := ok()
 		tc.mutate(ts)

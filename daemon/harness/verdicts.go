@@ -92,7 +92,7 @@ func (r *Report) notRun(t *Tests, i, running int, jail *nsjail.Result) string {
 	end := programEnd(jail)
 	switch {
 	case r.truncated:
-		return fmt.Sprintf("not reported: the harness's report passed its limit of %s (return smaller values)", Bytes(MaxReportBytes))
+		return fmt.Sprintf("not reported: the harness's report passed its limit of %s (return smaller values)", Bytes(maxReportBytes))
 	case r.started == nil:
 		if e := r.UncaughtException(jail); e != nil {
 			return fmt.Sprintf("not run: the program raised %s%s before the tests ran", e.Type, atLine(e.Line))

@@ -42,7 +42,7 @@ type run struct {
 	truncated      bool
 }
 
-// layout writes what HarnessProgram returns into a new directory standing for /code.
+// layout writes what Program returns into a new directory standing for /code.
 func layout(t *testing.T, code []byte, tests *Tests) string {
 	t.Helper()
 	dir := t.TempDir()

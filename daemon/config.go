@@ -75,7 +75,7 @@ type AdmissionConfig struct {
 // (Default) and the most it may ask for (Max; above it is a 400).
 type LimitsConfig struct {
 	Default LimitValues `toml:"default"` // default: CONTRACT §3's (nsjail.DefaultLimits)
-	Max     LimitValues `toml:"max"`     // default: the limits table's (limits.go): memory 4 GiB, wall 300 s, cpu 300 s, pids 1024, output 64 MiB, tmp 1 GiB, open_files 4096, file_size 1 GiB, cpus 1024
+	Max     LimitValues `toml:"max"`     // default: the maxima of the limits table (limits.go)
 }
 
 // LimitValues has the names and units of the request's "limits" (CONTRACT

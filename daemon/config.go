@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"bytes"
-	"encoding"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
-	"github.com/pelletier/go-toml/v2/unstable"
 	"golang.org/x/sys/unix"
 
 	"agentjail/nsjail"
@@ -30,11 +28,11 @@ import (
 // Default paths of CONTRACT.md.
 const (
 	DefaultConfigPath = "/etc/agentjail/config.toml"
-	DefaultSocketPath = "/run/agentjail/agentjail.sock"
+	defaultSocketPath = "/run/agentjail/agentjail.sock"
 )
 
 // Config is the daemon's configuration file (TOML, DefaultConfigPath). It
-// is plain data: DefaultConfig gives every default, ParseConfig lays a
+// is plain data: DefaultConfig gives every default, parseConfig lays a
 // file over them and Validate checks the result. The accessor methods
 // treat a zero field as its default, so a zero Config behaves like the
 // defaults wherever a zero would make no sense.
@@ -42,7 +40,7 @@ type Config struct {
 	Socket    SocketConfig    `toml:"socket"`
 	Peers     PeersConfig     `toml:"peers"`
 	Admission AdmissionConfig `toml:"admission"`
-	Limits    LimitsSection   `toml:"limits"`
+	Limits    LimitsConfig    `toml:"limits"`
 	Jail      JailConfig      `toml:"jail"`
 	Collect   CollectConfig   `toml:"collect"`
 	Log       LogConfig       `toml:"log"`
@@ -73,16 +71,18 @@ type AdmissionConfig struct {
 	ShutdownGrace   ConfigDuration `toml:"shutdown_grace"`    // on SIGTERM, how long running jails may finish before they are killed; default "10s"
 }
 
-// LimitsSection holds the limits a request gets when it omits one
+// LimitsConfig holds the limits a request gets when it omits one
 // (Default) and the most it may ask for (Max; above it is a 400).
-type LimitsSection struct {
-	Default Limits `toml:"default"` // default: CONTRACT §3's (nsjail.DefaultLimits)
-	Max     Limits `toml:"max"`     // default: memory 4 GiB, wall 300 s, cpu 300 s, pids 1024, output 64 MiB, tmp 1 GiB, open_files 4096, file_size 1 GiB, cpus 1024
+type LimitsConfig struct {
+	Default LimitValues `toml:"default"` // default: CONTRACT §3's (nsjail.DefaultLimits)
+	Max     LimitValues `toml:"max"`     // default: the maxima of the limits table (limits.go)
 }
 
-// Limits has the names and units of the request's "limits" (CONTRACT §3).
-// A zero field is one the file does not set: it takes the section's default.
-type Limits struct {
+// LimitValues has the names and units of the request's "limits" (CONTRACT
+// §3): a field for each row of the limits table (limits.go), named by its
+// key. A zero field is one the file does not set: it takes the section's
+// default.
+type LimitValues struct {
 	MemoryBytes   int64   `toml:"memory_bytes"`    // cgroup memory limit in bytes, swap off; at least 16 MiB; default 256 MiB
 	WallTimeMs    int64   `toml:"wall_time_ms"`    // wall clock in ms from the exec of python3; default 10000
 	CPUTimeMs     int64   `toml:"cpu_time_ms"`     // CPU time in ms of all the jail's processes; default 10000
@@ -137,26 +137,19 @@ func (d *ConfigDuration) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// maxLimits are the default maxima: generous for one program, and small
-// enough that a few jails at the maximum cannot take the host down.
-func maxLimits() Limits {
-	return Limits{
-		MemoryBytes:   4 << 30,
-		WallTimeMs:    300_000,
-		CPUTimeMs:     300_000,
-		Pids:          1024,
-		OutputBytes:   64 << 20,
-		TmpBytes:      1 << 30,
-		OpenFiles:     4096,
-		FileSizeBytes: 1 << 30,
-		CPUs:          1024, // requests cannot set cpus (yet): this only bounds limits.default.cpus
+// defaultMaxima are the default of [limits.max] (the limits table's).
+func defaultMaxima() LimitValues {
+	var v LimitValues
+	for _, d := range limitTable {
+		d.setConfig(&v, d.maxValue())
 	}
+	return v
 }
 
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() *Config {
 	return &Config{
-		Socket: SocketConfig{Path: DefaultSocketPath, Group: "", Mode: "0660"},
+		Socket: SocketConfig{Path: defaultSocketPath, Group: "", Mode: "0660"},
 		Peers:  PeersConfig{UIDs: []uint32{0}, GIDs: []uint32{}},
 		Admission: AdmissionConfig{
 			MaxConcurrent:   runtime.NumCPU(),
@@ -165,7 +158,7 @@ func DefaultConfig() *Config {
 			MaxQueuedBytes:  512 << 20,
 			ShutdownGrace:   ConfigDuration(10 * time.Second),
 		},
-		Limits: LimitsSection{Default: limitsOf(nsjail.DefaultLimits()), Max: maxLimits()},
+		Limits: LimitsConfig{Default: limitsOf(nsjail.DefaultLimits()), Max: defaultMaxima()},
 		Jail: JailConfig{
 			Python:             nsjail.DefaultPython,
 			ReadOnlyMounts:     []string{},
@@ -178,46 +171,35 @@ func DefaultConfig() *Config {
 	}
 }
 
-func limitsOf(l nsjail.Limits) Limits {
-	return Limits{
-		MemoryBytes: l.MemoryBytes, WallTimeMs: l.WallTime.Milliseconds(), CPUTimeMs: l.CPUTime.Milliseconds(),
-		Pids: l.Pids, OutputBytes: l.OutputBytes, TmpBytes: l.TmpBytes, OpenFiles: l.OpenFiles,
-		FileSizeBytes: l.FileSizeBytes, CPUs: l.CPUs,
+// limitsOf is l in the configuration's units.
+func limitsOf(l nsjail.Limits) LimitValues {
+	var v LimitValues
+	for _, d := range limitTable {
+		d.setConfig(&v, d.get(&l))
 	}
+	return v
 }
 
 // nsjail converts l, taking each zero field from def.
-func (l Limits) nsjail(def Limits) nsjail.Limits {
-	pick := func(v, d int64) int64 {
-		if v == 0 {
-			return d
+func (l LimitValues) nsjail(def LimitValues) nsjail.Limits {
+	var n nsjail.Limits
+	for _, d := range limitTable {
+		v := d.config(&l)
+		if v.zero() {
+			v = d.config(&def)
 		}
-		return v
+		d.set(&n, v)
 	}
-	cpus := l.CPUs
-	if cpus == 0 {
-		cpus = def.CPUs
-	}
-	return nsjail.Limits{
-		MemoryBytes:   pick(l.MemoryBytes, def.MemoryBytes),
-		WallTime:      time.Duration(pick(l.WallTimeMs, def.WallTimeMs)) * time.Millisecond,
-		CPUTime:       time.Duration(pick(l.CPUTimeMs, def.CPUTimeMs)) * time.Millisecond,
-		Pids:          pick(l.Pids, def.Pids),
-		OutputBytes:   pick(l.OutputBytes, def.OutputBytes),
-		TmpBytes:      pick(l.TmpBytes, def.TmpBytes),
-		OpenFiles:     pick(l.OpenFiles, def.OpenFiles),
-		FileSizeBytes: pick(l.FileSizeBytes, def.FileSizeBytes),
-		CPUs:          cpus,
-	}
+	return n
 }
 
-// DefaultLimits are the limits a request gets for each limit it omits.
-func (c *Config) DefaultLimits() nsjail.Limits {
+// defaultLimits are the limits a request gets for each limit it omits.
+func (c *Config) defaultLimits() nsjail.Limits {
 	return c.Limits.Default.nsjail(limitsOf(nsjail.DefaultLimits()))
 }
 
-// MaxLimits are the most a request may ask for.
-func (c *Config) MaxLimits() nsjail.Limits { return c.Limits.Max.nsjail(maxLimits()) }
+// maxLimits are the most a request may ask for.
+func (c *Config) maxLimits() nsjail.Limits { return c.Limits.Max.nsjail(defaultMaxima()) }
 
 // SocketMode is the socket's permission bits; 0660 when Mode is empty (or
 // invalid, which Validate reports).
@@ -272,9 +254,9 @@ func (c *Config) SlogLevel() slog.Level {
 	return slog.LevelInfo
 }
 
-// ForbiddenSyscallMode is the default of on_forbidden_syscall; errno when
+// forbiddenSyscallMode is the default of on_forbidden_syscall; errno when
 // the field is empty.
-func (c *Config) ForbiddenSyscallMode() seccomp.Mode {
+func (c *Config) forbiddenSyscallMode() seccomp.Mode {
 	if m, err := seccomp.ParseMode(c.Jail.OnForbiddenSyscall); err == nil {
 		return m
 	}
@@ -282,7 +264,7 @@ func (c *Config) ForbiddenSyscallMode() seccomp.Mode {
 }
 
 // maxPreparedJails bounds jail.prepared_jails, its default included: each
-// waiting jail is a process with 1.4 MiB of its own and a uid.
+// waiting jail is a process with memory of its own and a uid.
 const maxPreparedJails = 1024
 
 // Prepared is how many jails the daemon keeps prepared ahead of requests:
@@ -311,7 +293,7 @@ func (c *Config) UIDRange() *nsjail.UIDRange {
 
 // ConfigError is one problem in a configuration: the key it is about, the
 // line of the file that sets that key (0 when unknown, or when the value
-// is a default), and what is wrong. ParseConfig, LoadConfig and Validate
+// is a default), and what is wrong. parseConfig, LoadConfig and Validate
 // return one or more of them (errors.As finds the first).
 type ConfigError struct {
 	Key     string // e.g. "limits.default.memory_bytes"; "" for a syntax error
@@ -424,7 +406,7 @@ func LoadConfig(path string) (*Config, error) {
 	if _, err := buf.ReadFrom(f); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
-	c, err := ParseConfig(buf.Bytes())
+	c, err := parseConfig(buf.Bytes())
 	if err != nil {
 		var ce *configErrors
 		if errors.As(err, &ce) {
@@ -436,10 +418,10 @@ func LoadConfig(path string) (*Config, error) {
 	return c, nil
 }
 
-// ParseConfig lays the TOML document data over DefaultConfig and validates
+// parseConfig lays the TOML document data over DefaultConfig and validates
 // the result. Unknown keys, values of the wrong type and invalid values are
 // errors that name their key and, where the file sets it, its line.
-func ParseConfig(data []byte) (*Config, error) {
+func parseConfig(data []byte) (*Config, error) {
 	lines, dup := keyLines(data)
 	if dup != nil {
 		return nil, joinErrors([]*ConfigError{dup})
@@ -475,278 +457,9 @@ func ParseConfig(data []byte) (*Config, error) {
 	return c, nil
 }
 
-// decodeError turns an error of go-toml into a ConfigError.
-func decodeError(err error) *ConfigError {
-	var de *toml.DecodeError
-	var se *toml.StrictMissingError
-	switch {
-	case errors.As(err, &se) && len(se.Errors) > 0:
-		line, _ := se.Errors[0].Position()
-		return &ConfigError{Key: strings.Join(se.Errors[0].Key(), "."), Line: line, Unknown: true}
-	case errors.As(err, &de):
-		line, _ := de.Position()
-		return &ConfigError{Line: line, Msg: strings.TrimPrefix(de.Error(), "toml: ")}
-	}
-	return &ConfigError{Msg: strings.TrimPrefix(err.Error(), "toml: ")}
-}
-
-// keyLines maps every key the document sets, and every table it names,
-// to the line where that happens first. It also reports a key set twice,
-// which go-toml reports without a line.
-func keyLines(data []byte) (map[string]int, *ConfigError) {
-	lines := map[string]int{}
-	var p unstable.Parser
-	p.Reset(data)
-	lineOf := func(n *unstable.Node) int { return p.Shape(n.Raw).Start.Line }
-	parts := func(it unstable.Iterator) (ks []string, first *unstable.Node) {
-		for it.Next() {
-			if first == nil {
-				first = it.Node()
-			}
-			ks = append(ks, string(it.Node().Data))
-		}
-		return ks, first
-	}
-	// record sets the line of key and of each table above it.
-	record := func(ks []string, line int) {
-		for i := 1; i <= len(ks); i++ {
-			if k := strings.Join(ks[:i], "."); lines[k] == 0 {
-				lines[k] = line
-			}
-		}
-	}
-	var dup *ConfigError
-	seen := map[string]int{}
-	var keyval func(prefix []string, kv *unstable.Node, inArray bool)
-	keyval = func(prefix []string, kv *unstable.Node, inArray bool) {
-		ks, first := parts(kv.Key())
-		full := append(append([]string{}, prefix...), ks...)
-		line := lineOf(first)
-		k := strings.Join(full, ".")
-		if prev, ok := seen[k]; ok && !inArray && dup == nil {
-			dup = &ConfigError{Key: k, Line: line, Msg: fmt.Sprintf("is set twice (first on line %d)", prev)}
-		}
-		seen[k] = line
-		record(full, line)
-		if v := kv.Value(); v.Kind == unstable.InlineTable {
-			for it := v.Children(); it.Next(); {
-				keyval(full, it.Node(), inArray)
-			}
-		}
-	}
-	var table []string
-	inArray := false
-	headers := map[string]int{}
-	for p.NextExpression() {
-		e := p.Expression()
-		switch e.Kind {
-		case unstable.Table, unstable.ArrayTable:
-			ks, first := parts(e.Key())
-			table, inArray = ks, e.Kind == unstable.ArrayTable
-			line := lineOf(first)
-			k := strings.Join(ks, ".")
-			if prev, ok := headers[k]; ok && !inArray && dup == nil {
-				dup = &ConfigError{Key: k, Line: line, Msg: fmt.Sprintf("table [%s] is given twice (first on line %d)", k, prev)}
-			}
-			headers[k] = line
-			record(ks, line)
-		case unstable.KeyValue:
-			keyval(table, e, inArray)
-		}
-	}
-	// A syntax error is left to go-toml, which reports it with its line.
-	return lines, dup
-}
-
-// quoteHints are for the string keys whose values look like numbers.
-var quoteHints = map[string]string{
-	"socket.mode":              `write it quoted, e.g. "0660"`,
-	"socket.group":             `write it quoted, e.g. "agentjail" or "1001"`,
-	"admission.shutdown_grace": `write it quoted, e.g. "10s"`,
-}
-
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
-
-// checkTable checks the untyped table m against struct type t, key by key.
-func checkTable(m map[string]any, t reflect.Type, prefix string, lines map[string]int, errs *[]*ConfigError) {
-	fields := map[string]reflect.Type{}
-	var names []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("toml"), ","); name != "" && name != "-" {
-			fields[name] = f.Type
-			names = append(names, name)
-		}
-	}
-	for k, v := range m {
-		key := prefix + k
-		ft, ok := fields[k]
-		if !ok {
-			e := &ConfigError{Key: key, Line: lines[key], Unknown: true}
-			if s := nearest(k, names); s != "" {
-				e.Msg = fmt.Sprintf("(did you mean %q?)", prefix+s)
-			}
-			*errs = append(*errs, e)
-			continue
-		}
-		if ft.Kind() == reflect.Struct {
-			sub, ok := v.(map[string]any)
-			if !ok {
-				*errs = append(*errs, &ConfigError{Key: key, Line: lines[key], Msg: "must be a table ([" + key + "]), got " + describe(v)})
-				continue
-			}
-			checkTable(sub, ft, key+".", lines, errs)
-			continue
-		}
-		if msg := checkValue(v, ft); msg != "" {
-			if h := quoteHints[key]; h != "" {
-				if _, isString := v.(string); !isString {
-					msg += "; " + h
-				}
-			}
-			*errs = append(*errs, &ConfigError{Key: key, Line: lines[key], Msg: msg})
-		}
-	}
-}
-
-// checkValue says what is wrong with the untyped value v for a field of
-// type t, or "" when go-toml will decode it without loss.
-func checkValue(v any, t reflect.Type) string {
-	if reflect.PointerTo(t).Implements(textUnmarshaler) {
-		s, ok := v.(string)
-		if !ok {
-			return "must be a string, got " + describe(v)
-		}
-		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return err.Error()
-		}
-		return ""
-	}
-	switch t.Kind() {
-	case reflect.Pointer: // an optional value: absent means "derived from others"
-		return checkValue(v, t.Elem())
-	case reflect.String:
-		if _, ok := v.(string); !ok {
-			return "must be a string, got " + describe(v)
-		}
-	case reflect.Int, reflect.Int64:
-		n, ok := v.(int64)
-		if !ok {
-			return "must be an integer, got " + describe(v)
-		}
-		if reflect.New(t).Elem().OverflowInt(n) {
-			return fmt.Sprintf("%d is out of range", n)
-		}
-	case reflect.Uint32:
-		n, ok := v.(int64)
-		if !ok {
-			return "must be an integer, got " + describe(v)
-		}
-		if n < 0 || n > math.MaxUint32 {
-			return fmt.Sprintf("%d is out of range (0 to %d)", n, uint32(math.MaxUint32))
-		}
-	case reflect.Float64:
-		switch v.(type) {
-		case int64, float64:
-		default:
-			return "must be a number, got " + describe(v)
-		}
-	case reflect.Slice:
-		a, ok := v.([]any)
-		if !ok {
-			return "must be an array, got " + describe(v)
-		}
-		for i, el := range a {
-			if msg := checkValue(el, t.Elem()); msg != "" {
-				return fmt.Sprintf("element %d: %s", i, msg)
-			}
-		}
-	default:
-		return "has a type the configuration cannot hold" // a field type this function lacks: a bug
-	}
-	return ""
-}
-
-// describe names the TOML type of an untyped value, with the value when short.
-func describe(v any) string {
-	switch x := v.(type) {
-	case string:
-		if len(x) > 40 {
-			return "a string"
-		}
-		return fmt.Sprintf("a string (%q)", x)
-	case int64:
-		return fmt.Sprintf("an integer (%d)", x)
-	case float64:
-		return fmt.Sprintf("a float (%v)", x)
-	case bool:
-		return fmt.Sprintf("a boolean (%v)", x)
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "a table"
-	}
-	return "a date or time"
-}
-
-// nearest is the name closest to k by edit distance, if it is a likely typo.
-func nearest(k string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(k, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
-
-// TrustedOwner tells whether uid is root or this process's user: the only
-// owners trusted for what decides who runs code (the config file, the
-// socket's directories and links) and for the daemon a client talks to.
-func TrustedOwner(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
-
 // minJailUID keeps jails away from the uids of system and login accounts
 // (and nobody, 65534), which a jail must never share.
 const minJailUID = 65536
-
-// maxSocketPath is the longest socket path Listen takes: a Unix socket
-// path holds 107 bytes, and Listen binds path+".tmp-<pid>" first, the pid
-// in 7 digits (pid_max is at most 4194304).
-const maxSocketPath = 107 - len(".tmp-4194304")
-
-// CheckSocketPath says what is wrong with a socket path for Listen (the
-// config's socket.path, serve's --socket): it must be clean, so that the
-// directory Listen checks is the one the kernel binds in (a ".." after a
-// link would lead elsewhere), absolute, and short enough.
-func CheckSocketPath(p string) error {
-	switch {
-	case !path.IsAbs(p) || path.Clean(p) != p:
-		return fmt.Errorf("%q must be a clean absolute path", p)
-	case len(p) > maxSocketPath:
-		return fmt.Errorf("is %d bytes long; at most %d (a Unix socket path holds 107, and the daemon binds a temporary name up to 12 bytes longer first)", len(p), maxSocketPath)
-	}
-	return nil
-}
 
 // Validate checks every value; each error names its key. It returns every
 // problem at once (errors.As gives the first *ConfigError).
@@ -794,15 +507,11 @@ func (c *Config) Validate() error {
 	}
 
 	def, defOK := c.checkLimits("limits.default", c.Limits.Default, limitsOf(nsjail.DefaultLimits()), &errs)
-	max, maxOK := c.checkLimits("limits.max", c.Limits.Max, maxLimits(), &errs)
+	max, maxOK := c.checkLimits("limits.max", c.Limits.Max, defaultMaxima(), &errs)
 	if defOK && maxOK {
-		for _, f := range limitPairs(def, max) {
-			if f.def > f.max {
-				show := func(v int64) string { return strconv.FormatInt(v, 10) }
-				if f.name == "cpus" {
-					show = func(v int64) string { return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64) }
-				}
-				bad("limits.default."+f.name, "%s is above limits.max.%s (%s)", show(f.def), f.name, show(f.max))
+		for _, d := range limitTable {
+			if dv, mv := d.get(&def), d.get(&max); d.above(dv, mv) {
+				bad("limits.default."+d.Key, "%s is above limits.max.%s (%s)", d.format(dv), d.Key, d.format(mv))
 			}
 		}
 	}
@@ -879,13 +588,10 @@ const maxMs = math.MaxInt64 / int64(time.Millisecond)
 
 // checkLimits validates one limits section with nsjail's rules, naming the
 // section's keys, and returns it converted.
-func (c *Config) checkLimits(section string, l, def Limits, errs *[]*ConfigError) (nsjail.Limits, bool) {
-	for _, f := range []struct {
-		name string
-		ms   int64
-	}{{"wall_time_ms", l.WallTimeMs}, {"cpu_time_ms", l.CPUTimeMs}} {
-		if f.ms > maxMs {
-			*errs = append(*errs, &ConfigError{Key: section + "." + f.name, Msg: fmt.Sprintf("%d is out of range (at most %d)", f.ms, maxMs)})
+func (c *Config) checkLimits(section string, l, def LimitValues, errs *[]*ConfigError) (nsjail.Limits, bool) {
+	for _, d := range limitTable {
+		if v := d.config(&l); d.Unit == UnitMs && v.n > maxMs {
+			*errs = append(*errs, &ConfigError{Key: section + "." + d.Key, Msg: fmt.Sprintf("%d is out of range (at most %d)", v.n, maxMs)})
 			return nsjail.Limits{}, false
 		}
 	}
@@ -900,30 +606,6 @@ func (c *Config) checkLimits(section string, l, def Limits, errs *[]*ConfigError
 		return n, false
 	}
 	return n, true
-}
-
-// limitPairs lists def and max side by side, by key name (times in ms,
-// CPUs in thousandths).
-func limitPairs(def, max nsjail.Limits) []struct {
-	name     string
-	def, max int64
-} {
-	ms := func(d time.Duration) int64 { return d.Milliseconds() }
-	milli := func(c float64) int64 { return int64(math.Round(c * 1000)) }
-	return []struct {
-		name     string
-		def, max int64
-	}{
-		{"memory_bytes", def.MemoryBytes, max.MemoryBytes},
-		{"wall_time_ms", ms(def.WallTime), ms(max.WallTime)},
-		{"cpu_time_ms", ms(def.CPUTime), ms(max.CPUTime)},
-		{"pids", def.Pids, max.Pids},
-		{"output_bytes", def.OutputBytes, max.OutputBytes},
-		{"tmp_bytes", def.TmpBytes, max.TmpBytes},
-		{"open_files", def.OpenFiles, max.OpenFiles},
-		{"file_size_bytes", def.FileSizeBytes, max.FileSizeBytes},
-		{"cpus", milli(def.CPUs), milli(max.CPUs)},
-	}
 }
 
 // hasACL reports whether f carries a POSIX access ACL (beyond its mode).

@@ -3,7 +3,6 @@ package daemon
 import (
 	"encoding/binary"
 	"errors"
-	"golang.org/x/sys/unix"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,38 +41,38 @@ func configKeys(t reflect.Type, prefix string) []string {
 func TestDefaultConfig(t *testing.T) {
 	c := DefaultConfig()
 	require.NoError(t, c.Validate())
-	assert.Equal(t, nsjail.DefaultLimits(), c.DefaultLimits())
+	assert.Equal(t, nsjail.DefaultLimits(), c.defaultLimits())
 	assert.Equal(t, nsjail.Limits{
 		MemoryBytes: 4 << 30, WallTime: 300 * time.Second, CPUTime: 300 * time.Second, Pids: 1024,
 		OutputBytes: 64 << 20, TmpBytes: 1 << 30, OpenFiles: 4096, FileSizeBytes: 1 << 30, CPUs: 1024,
-	}, c.MaxLimits())
+	}, c.maxLimits())
 	assert.Equal(t, os.FileMode(0o660), c.SocketMode())
 	gid, err := c.SocketGID()
 	require.NoError(t, err)
 	assert.Equal(t, -1, gid)
 	assert.Equal(t, slog.LevelInfo, c.SlogLevel())
-	assert.Equal(t, seccomp.ModeErrno, c.ForbiddenSyscallMode())
+	assert.Equal(t, seccomp.ModeErrno, c.forbiddenSyscallMode())
 	r := c.UIDRange()
 	assert.Equal(t, uint32(nsjail.DefaultUIDBase), r.Base)
 	assert.Equal(t, uint32(nsjail.DefaultUIDSize), r.Size)
 	assert.Equal(t, runtime.NumCPU(), c.Admission.MaxConcurrent)
 	assert.Equal(t, 10*time.Second, time.Duration(c.Admission.ShutdownGrace))
 	assert.Equal(t, []uint32{0}, c.Peers.UIDs)
-	assert.Equal(t, DefaultSocketPath, c.Socket.Path)
+	assert.Equal(t, defaultSocketPath, c.Socket.Path)
 }
 
 // The accessors of a zero Config give the defaults, never a zero limit,
 // mode or range.
 func TestZeroConfigAccessors(t *testing.T) {
 	var c Config
-	assert.Equal(t, nsjail.DefaultLimits(), c.DefaultLimits())
-	assert.Equal(t, DefaultConfig().MaxLimits(), c.MaxLimits())
+	assert.Equal(t, nsjail.DefaultLimits(), c.defaultLimits())
+	assert.Equal(t, DefaultConfig().maxLimits(), c.maxLimits())
 	assert.Equal(t, os.FileMode(0o660), c.SocketMode())
 	gid, err := c.SocketGID()
 	require.NoError(t, err)
 	assert.Equal(t, -1, gid)
 	assert.Equal(t, slog.LevelInfo, c.SlogLevel())
-	assert.Equal(t, seccomp.ModeErrno, c.ForbiddenSyscallMode())
+	assert.Equal(t, seccomp.ModeErrno, c.forbiddenSyscallMode())
 	assert.Equal(t, DefaultConfig().UIDRange().Base, c.UIDRange().Base)
 	assert.Equal(t, DefaultConfig().UIDRange().Size, c.UIDRange().Size)
 	// Validate does not pretend a zero Config is a usable file.
@@ -80,7 +81,7 @@ func TestZeroConfigAccessors(t *testing.T) {
 
 func TestParseEmptyIsDefault(t *testing.T) {
 	for _, doc := range []string{"", "# nothing\n", "[socket]\n[limits.default]\n"} {
-		c, err := ParseConfig([]byte(doc))
+		c, err := parseConfig([]byte(doc))
 		require.NoError(t, err, doc)
 		assert.Equal(t, DefaultConfig(), c, doc)
 	}
@@ -136,15 +137,15 @@ files = 0
 level = "debug"
 format = "json"
 `
-	c, err := ParseConfig([]byte(doc))
+	c, err := parseConfig([]byte(doc))
 	require.NoError(t, err)
 	assert.Equal(t, &Config{
 		Socket:    SocketConfig{Path: "/run/aj/s.sock", Group: "daemon", Mode: "0640"},
 		Peers:     PeersConfig{UIDs: []uint32{0, 1000}, GIDs: []uint32{1001}},
 		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, MaxQueuedBytes: 4 << 20, ShutdownGrace: ConfigDuration(90 * time.Second)},
-		Limits: LimitsSection{
-			Default: Limits{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
-			Max:     Limits{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
+		Limits: LimitsConfig{
+			Default: LimitValues{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
+			Max:     LimitValues{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
 		},
 		Jail:    JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, PreparedJails: ptr(1), OnForbiddenSyscall: "kill"},
 		Collect: CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
@@ -152,11 +153,11 @@ format = "json"
 	}, c)
 	assert.Equal(t, os.FileMode(0o640), c.SocketMode())
 	assert.Equal(t, slog.LevelDebug, c.SlogLevel())
-	assert.Equal(t, seccomp.ModeKill, c.ForbiddenSyscallMode())
-	assert.Equal(t, 5*time.Second, c.DefaultLimits().WallTime)
-	assert.Equal(t, 4*time.Second, c.DefaultLimits().CPUTime)
-	assert.Equal(t, 0.5, c.DefaultLimits().CPUs)
-	assert.Equal(t, int64(128), c.MaxLimits().Pids)
+	assert.Equal(t, seccomp.ModeKill, c.forbiddenSyscallMode())
+	assert.Equal(t, 5*time.Second, c.defaultLimits().WallTime)
+	assert.Equal(t, 4*time.Second, c.defaultLimits().CPUTime)
+	assert.Equal(t, 0.5, c.defaultLimits().CPUs)
+	assert.Equal(t, int64(128), c.maxLimits().Pids)
 	assert.Equal(t, uint32(100000), c.UIDRange().Base)
 	assert.Equal(t, uint32(1000), c.UIDRange().Size)
 	// Every key of Config is in the document: a new field must come with a
@@ -173,24 +174,24 @@ format = "json"
 // A section the file gives in part keeps the defaults of the rest, and an
 // array the file gives replaces the default one.
 func TestParsePartial(t *testing.T) {
-	c, err := ParseConfig([]byte("[limits.default]\nmemory_bytes = 536870912\n[peers]\nuids = [1000]\n"))
+	c, err := parseConfig([]byte("[limits.default]\nmemory_bytes = 536870912\n[peers]\nuids = [1000]\n"))
 	require.NoError(t, err)
 	want := nsjail.DefaultLimits()
 	want.MemoryBytes = 512 << 20
-	assert.Equal(t, want, c.DefaultLimits())
+	assert.Equal(t, want, c.defaultLimits())
 	assert.Equal(t, DefaultConfig().Limits.Max, c.Limits.Max)
 	assert.Equal(t, []uint32{1000}, c.Peers.UIDs)
 	assert.Equal(t, DefaultConfig().Admission, c.Admission)
 
 	// 0 in a limits section means "not set": the default.
-	c, err = ParseConfig([]byte("[limits.max]\npids = 0\n"))
+	c, err = parseConfig([]byte("[limits.max]\npids = 0\n"))
 	require.NoError(t, err)
-	assert.Equal(t, int64(1024), c.MaxLimits().Pids)
+	assert.Equal(t, int64(1024), c.maxLimits().Pids)
 
 	// Dotted keys and inline tables are TOML too.
-	c, err = ParseConfig([]byte("limits.default.pids = 16\nlog = { level = \"warn\" }\n"))
+	c, err = parseConfig([]byte("limits.default.pids = 16\nlog = { level = \"warn\" }\n"))
 	require.NoError(t, err)
-	assert.Equal(t, int64(16), c.DefaultLimits().Pids)
+	assert.Equal(t, int64(16), c.defaultLimits().Pids)
 	assert.Equal(t, slog.LevelWarn, c.SlogLevel())
 }
 
@@ -271,7 +272,7 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		{"[log]\nformat = \"xml\"", `line 2: log.format: must be "text" or "json", got "xml"`},
 	}
 	for _, tc := range cases {
-		_, err := ParseConfig([]byte(tc.doc))
+		_, err := parseConfig([]byte(tc.doc))
 		if tc.want == "" {
 			assert.NoError(t, err, tc.doc)
 			continue
@@ -294,7 +295,7 @@ func TestUnknownKey(t *testing.T) {
 		{"[jail.extra]\nx = 1", `line 1: unknown key "jail.extra"`},
 	}
 	for _, tc := range cases {
-		_, err := ParseConfig([]byte(tc.doc))
+		_, err := parseConfig([]byte(tc.doc))
 		require.Error(t, err, tc.doc)
 		assert.Equal(t, tc.want, err.Error(), tc.doc)
 		var ce *ConfigError
@@ -311,7 +312,7 @@ func TestSyntaxErrors(t *testing.T) {
 		"[log]\nlevel = \"info\"\nlevel = \"debug\"": `line 3: log.level: is set twice (first on line 2)`,
 		"[log]\n[log]":                               "line 2: log: table [log] is given twice (first on line 1)",
 	} {
-		_, err := ParseConfig([]byte(doc))
+		_, err := parseConfig([]byte(doc))
 		if assert.Error(t, err, doc) {
 			assert.Contains(t, err.Error(), want, doc)
 		}
@@ -320,13 +321,13 @@ func TestSyntaxErrors(t *testing.T) {
 
 // All problems come at once, in the file's order.
 func TestManyErrorsAtOnce(t *testing.T) {
-	_, err := ParseConfig([]byte("[log]\nlevel = \"loud\"\n[admission]\nqueue_length = -1\nmax_concurrent = 0\n"))
+	_, err := parseConfig([]byte("[log]\nlevel = \"loud\"\n[admission]\nqueue_length = -1\nmax_concurrent = 0\n"))
 	require.Error(t, err)
 	assert.Equal(t, "line 2: log.level: must be debug, info, warn or error, got \"loud\"\n"+
 		"line 4: admission.queue_length: must be at least 0, got -1\n"+
 		"line 5: admission.max_concurrent: must be at least 1, got 0", err.Error())
 
-	_, err = ParseConfig([]byte("[log]\nlevl = 1\n[admission]\nqueue_length = \"x\"\n"))
+	_, err = parseConfig([]byte("[log]\nlevl = 1\n[admission]\nqueue_length = \"x\"\n"))
 	require.Error(t, err)
 	assert.Equal(t, "line 2: unknown key \"log.levl\" (did you mean \"log.level\"?)\n"+
 		"line 4: admission.queue_length: must be an integer, got a string (\"x\")", err.Error())
@@ -442,7 +443,7 @@ func TestConfigDurationText(t *testing.T) {
 func TestShippedConfigIsTheDefault(t *testing.T) {
 	b, err := os.ReadFile("../scripts/config.toml")
 	require.NoError(t, err)
-	c, err := ParseConfig(b)
+	c, err := parseConfig(b)
 	require.NoError(t, err)
 	assert.Equal(t, DefaultConfig(), c)
 
@@ -481,14 +482,14 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 
 // prepared_jails follows max_concurrent unless it is set.
 func TestPreparedJailsFollowMaxConcurrent(t *testing.T) {
-	c, err := ParseConfig([]byte("[admission]\nmax_concurrent = 3\n"))
+	c, err := parseConfig([]byte("[admission]\nmax_concurrent = 3\n"))
 	require.NoError(t, err)
 	assert.Equal(t, 3, c.Prepared())
-	c, err = ParseConfig([]byte("[admission]\nmax_concurrent = 3\n[jail]\nprepared_jails = 0\n"))
+	c, err = parseConfig([]byte("[admission]\nmax_concurrent = 3\n[jail]\nprepared_jails = 0\n"))
 	require.NoError(t, err)
 	assert.Equal(t, 0, c.Prepared())
 	// The default is bounded as a set value is.
-	c, err = ParseConfig([]byte("[admission]\nmax_concurrent = 5000\n[jail]\nuid_count = 10000\n"))
+	c, err = parseConfig([]byte("[admission]\nmax_concurrent = 5000\n[jail]\nuid_count = 10000\n"))
 	require.NoError(t, err)
 	assert.Equal(t, 1024, c.Prepared())
 }

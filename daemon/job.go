@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"unicode/utf8"
 
+	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 )
 
@@ -27,12 +28,12 @@ func (j *Job) Run(ctx context.Context, jl Jailer) (*Result, *nsjail.Result, erro
 }
 
 func (j *Job) result(jr *nsjail.Result) *Result {
-	res := FromJail(jr)
-	rep := ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
+	res := fromJail(jr)
+	rep := harness.ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
 	res.Exception = rep.UncaughtException(jr)
 	res.Tests = rep.Verdicts(j.Tests, jr)
 	// What the program did wrong first, then what the jail did to it.
-	res.Feedback = append(append([]string{}, HarnessFeedback(res.Exception, res.Tests, j.Tests)...), res.Feedback...)
+	res.Feedback = append(append([]string{}, harness.ProgramFeedback(res.Exception, res.Tests, j.Tests)...), res.Feedback...)
 	for _, f := range jr.Files {
 		res.Files = append(res.Files, resultFile(f))
 	}

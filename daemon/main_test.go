@@ -9,7 +9,9 @@ import (
 )
 
 // TestMain: the test binary is also the jail's init stage (the runner
-// re-executes /proc/self/exe), and a peer under another uid in
+// re-executes /proc/self/exe), which is C run before the Go runtime starts
+// (nsjail/bootstrap_linux.c); the IsInit check is only what a binary built
+// without cgo reaches. It is also a peer under another uid in
 // TestPeerCredentials (AGENTJAIL_TEST_PEER names the socket to call).
 func TestMain(m *testing.M) {
 	if nsjail.IsInit() {

@@ -1,16 +1,19 @@
 package daemon
 
-import "agentjail/nsjail"
+import (
+	"agentjail/daemon/harness"
+	"agentjail/nsjail"
+)
 
 // Policy is what the configuration decides for every request.
 func (c *Config) Policy() Policy {
-	max := c.MaxLimits()
+	max := c.maxLimits()
 	return Policy{
-		Defaults:           c.DefaultLimits(),
+		Defaults:           c.defaultLimits(),
 		Max:                &max,
 		Python:             c.Jail.Python,
 		ReadOnlyMounts:     c.Jail.ReadOnlyMounts,
-		OnForbiddenSyscall: c.ForbiddenSyscallMode(),
+		OnForbiddenSyscall: c.forbiddenSyscallMode(),
 		Collect:            nsjail.CollectLimits{FileBytes: c.Collect.FileBytes, TotalBytes: c.Collect.TotalBytes, Files: c.Collect.Files},
 	}
 }
@@ -21,7 +24,7 @@ func (c *Config) Policy() Policy {
 func (c *Config) PreparedTemplate() nsjail.PreparedTemplate {
 	return nsjail.PreparedTemplate{
 		ReadOnlyMounts: c.Jail.ReadOnlyMounts,
-		Code:           harnessShared,
-		Limits:         c.DefaultLimits(),
+		Code:           harness.SharedFiles(),
+		Limits:         c.defaultLimits(),
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"os"
 	"reflect"
 	"strings"
-	"time"
 	"unicode/utf8"
 
+	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 	"agentjail/seccomp"
 )
@@ -26,7 +26,7 @@ type Request struct {
 	Files              []RequestFile     `json:"files,omitempty"`
 	Collect            []string          `json:"collect,omitempty"`
 	Limits             *RequestLimits    `json:"limits,omitempty"`
-	Tests              *Tests            `json:"tests,omitempty"`
+	Tests              *harness.Tests    `json:"tests,omitempty"`
 	OnForbiddenSyscall string            `json:"on_forbidden_syscall,omitempty"`
 }
 
@@ -38,7 +38,8 @@ type RequestFile struct {
 }
 
 // RequestLimits are the request's limits; a nil field takes the daemon's
-// default. Units are in the names.
+// default. Units are in the names. A field for each row of the limits
+// table (limits.go) that has a flag, named by its key.
 type RequestLimits struct {
 	MemoryBytes   *int64 `json:"memory_bytes,omitempty"`
 	WallTimeMs    *int64 `json:"wall_time_ms,omitempty"`
@@ -52,13 +53,10 @@ type RequestLimits struct {
 	// limits.default.cpus is every jail's share of the host.
 }
 
-// DecodeRequest reads one request strictly: an unknown field, a name
+// decodeRequest reads one request strictly: an unknown field, a name
 // given twice or in another case, a wrong type or trailing data is an
-// error that names what to fix.
-func DecodeRequest(r io.Reader) (*Request, error) { return decodeRequest(r, -1) }
-
-// decodeRequest is DecodeRequest for a body that declares its size
-// (-1: unknown), read into a buffer of that size at once.
+// error that names what to fix. size is what the body declares (-1:
+// unknown); the body is read into a buffer of that size at once.
 func decodeRequest(r io.Reader, size int64) (*Request, error) {
 	var buf bytes.Buffer
 	if size >= 0 {
@@ -147,7 +145,7 @@ type Policy struct {
 // Job is a validated request, ready to run.
 type Job struct {
 	Spec  nsjail.Spec
-	Tests *Tests
+	Tests *harness.Tests
 }
 
 // Job validates the request against the policy and builds the jail's spec.
@@ -176,7 +174,7 @@ func (r *Request) Job(p Policy) (*Job, error) {
 	}
 	j := &Job{Tests: r.Tests}
 	s := &j.Spec
-	s.Program, s.ProgramName, s.CodeFiles = HarnessProgram([]byte(*r.Code), r.Tests)
+	s.Program, s.ProgramName, s.CodeFiles = harness.Program([]byte(*r.Code), r.Tests)
 	s.Report = true
 	s.Python = p.Python
 	s.ReadOnlyMounts = p.ReadOnlyMounts
@@ -226,42 +224,26 @@ func (rl *RequestLimits) apply(def nsjail.Limits, max *nsjail.Limits) (nsjail.Li
 	if rl == nil {
 		return l, l.Validate()
 	}
-	type field struct {
-		name      string
-		req       *int64
-		dst, ceil *int64
-	}
 	var m nsjail.Limits
 	if max != nil {
 		m = *max
 	}
-	wall, cpu := int64(def.WallTime/time.Millisecond), int64(def.CPUTime/time.Millisecond)
-	wallMax, cpuMax := int64(m.WallTime/time.Millisecond), int64(m.CPUTime/time.Millisecond)
-	for _, f := range []field{
-		{"memory_bytes", rl.MemoryBytes, &l.MemoryBytes, &m.MemoryBytes},
-		{"wall_time_ms", rl.WallTimeMs, &wall, &wallMax},
-		{"cpu_time_ms", rl.CPUTimeMs, &cpu, &cpuMax},
-		{"pids", rl.Pids, &l.Pids, &m.Pids},
-		{"output_bytes", rl.OutputBytes, &l.OutputBytes, &m.OutputBytes},
-		{"tmp_bytes", rl.TmpBytes, &l.TmpBytes, &m.TmpBytes},
-		{"open_files", rl.OpenFiles, &l.OpenFiles, &m.OpenFiles},
-		{"file_size_bytes", rl.FileSizeBytes, &l.FileSizeBytes, &m.FileSizeBytes},
-	} {
-		if f.req == nil {
+	for _, d := range limitTable {
+		p := d.request(rl)
+		if p == nil || *p == nil {
 			continue
 		}
-		if max != nil && *f.req > *f.ceil {
-			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("%d is above this daemon's maximum of %d", *f.req, *f.ceil)}
+		v, ceil, field := **p, d.get(&m).n, "limits."+d.Key
+		if max != nil && v > ceil {
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%d is above this daemon's maximum of %d", v, ceil)}
 		}
-		if *f.req > maxLimitValue {
-			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("%d is absurdly large", *f.req)}
+		if v > maxLimitValue {
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%d is absurdly large", v)}
 		}
-		if *f.req <= 0 {
-			return l, &nsjail.FieldError{Field: "limits." + f.name, Msg: fmt.Sprintf("must be positive, got %d", *f.req)}
+		if v <= 0 {
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("must be positive, got %d", v)}
 		}
-		*f.dst = *f.req
+		d.set(&l, limitValue{n: v})
 	}
-	l.WallTime = time.Duration(wall) * time.Millisecond
-	l.CPUTime = time.Duration(cpu) * time.Millisecond
 	return l, l.Validate()
 }

@@ -19,7 +19,7 @@ func TestResultJSONShape(t *testing.T) {
 		Stdout: []byte("45\n"), WallTime: 31200 * time.Microsecond, CPUTime: 18400 * time.Microsecond,
 		PeakMemoryBytes: 9539584, PeakMemorySource: "memory.peak", MemoryLimitBytes: 268435456, PidsPeak: -1,
 		Seccomp: &seccomp.Report{Syscall: "ptrace", Number: 101, Calls: []seccomp.CallCount{{Syscall: "ptrace", Number: 101, Count: 2}}}}
-	b, err := json.Marshal(FromJail(r))
+	b, err := json.Marshal(fromJail(r))
 	require.NoError(t, err)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
@@ -42,30 +42,11 @@ func TestResultJSONShape(t *testing.T) {
 	assert.Contains(t, m["feedback"].([]any)[1], "ptrace failed with EPERM")
 
 	// Unknown peak is null; a clean run has no feedback and a null seccomp.
-	ok := FromJail(&nsjail.Result{Status: nsjail.StatusOK, PeakMemoryBytes: -1, PidsPeak: 3})
+	ok := fromJail(&nsjail.Result{Status: nsjail.StatusOK, PeakMemoryBytes: -1, PidsPeak: 3})
 	b, _ = json.Marshal(ok)
 	require.NoError(t, json.Unmarshal(b, &m))
 	assert.Nil(t, m["peak_memory_bytes"])
 	assert.Nil(t, m["seccomp"])
 	assert.Equal(t, []any{}, m["feedback"])
 	assert.Equal(t, "", m["signal"])
-}
-
-func TestFeedbackNamesTheLimit(t *testing.T) {
-	for reason, want := range map[nsjail.KillReason]string{
-		nsjail.KillWallTimeout:   "wall-clock",
-		nsjail.KillCPUTimeout:    "CPU time",
-		nsjail.KillOutputLimit:   "output limit",
-		nsjail.KillSeccomp:       "foreign ABI",
-		nsjail.KillCancelled:     "cancelled",
-		nsjail.KillShutdown:      "shutting down",
-		nsjail.KillFileSizeLimit: "file size",
-	} {
-		fb := Feedback(&nsjail.Result{Status: nsjail.StatusKilled, KillReason: reason, WallTime: time.Second})
-		require.NotEmpty(t, fb, reason)
-		assert.Contains(t, fb[0], want, reason)
-	}
-	fb := Feedback(&nsjail.Result{Status: nsjail.StatusOK, PidsMaxHits: 3})
-	require.Len(t, fb, 1)
-	assert.Contains(t, fb[0], "process limit")
 }

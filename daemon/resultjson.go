@@ -3,9 +3,9 @@ package daemon
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"io"
-	"unicode/utf8"
+
+	"agentjail/daemon/internal/jsontext"
 )
 
 // The result's large strings (stdout, stderr, the content of collected
@@ -32,18 +32,6 @@ type fileMeta struct {
 	Content any `json:"content,omitempty"`
 }
 
-// marshalText is v as encoding/json writes it, without HTML escaping (texts
-// as they are, as `agentjail run --json` prints them), newline included.
-func marshalText(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
-
 // encoded is a result ready to be written: the small fields encoded, the
 // large strings still where they are.
 type encoded struct {
@@ -53,13 +41,13 @@ type encoded struct {
 }
 
 func (r *Result) encode() (*encoded, error) {
-	rest, err := marshalText(resultRest{Result: r})
+	rest, err := jsontext.Marshal(resultRest{Result: r})
 	if err != nil {
 		return nil, err
 	}
 	e := &encoded{r: r, rest: rest[1:]} // {"id":... → "id":...
 	for i := range r.Files {
-		b, err := marshalText(fileMeta{ResultFile: &r.Files[i]})
+		b, err := jsontext.Marshal(fileMeta{ResultFile: &r.Files[i]})
 		if err != nil {
 			return nil, err
 		}
@@ -92,18 +80,12 @@ func (e *encoded) len() int64 {
 	return c.n
 }
 
-// jsonWriter is what write writes to: a bufio.Writer, or a counter.
-type jsonWriter interface {
-	io.Writer
-	io.ByteWriter
-	io.StringWriter
-}
-
-func (e *encoded) write(w jsonWriter) {
+// write writes the object to a bufio.Writer, or a counter.
+func (e *encoded) write(w jsontext.Writer) {
 	w.WriteString(`{"stdout":`)
-	writeJSONString(w, e.r.Stdout)
+	jsontext.WriteString(w, e.r.Stdout)
 	w.WriteString(`,"stderr":`)
-	writeJSONString(w, e.r.Stderr)
+	jsontext.WriteString(w, e.r.Stderr)
 	w.WriteString(`,"files":`)
 	if e.r.Files == nil {
 		w.WriteString("null")
@@ -116,7 +98,7 @@ func (e *encoded) write(w jsonWriter) {
 			w.Write(meta)
 			if c := e.r.Files[i].Content; c != nil {
 				w.WriteString(`,"content":`)
-				writeJSONString(w, *c)
+				jsontext.WriteString(w, *c)
 			}
 			w.WriteByte('}')
 		}
@@ -132,63 +114,3 @@ type counter struct{ n int64 }
 func (c *counter) Write(p []byte) (int, error)       { c.n += int64(len(p)); return len(p), nil }
 func (c *counter) WriteString(s string) (int, error) { c.n += int64(len(s)); return len(s), nil }
 func (c *counter) WriteByte(byte) error              { c.n++; return nil }
-
-const hexDigits = "0123456789abcdef"
-
-// writeJSONString writes s as a JSON string the way encoding/json does
-// without HTML escaping: invalid UTF-8 becomes U+FFFD, control characters,
-// quotes, backslashes, U+2028 and U+2029 are escaped.
-func writeJSONString(w jsonWriter, s string) {
-	w.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			w.WriteString(s[start:i])
-			switch b {
-			case '"', '\\':
-				w.WriteByte('\\')
-				w.WriteByte(b)
-			case '\b':
-				w.WriteString(`\b`)
-			case '\f':
-				w.WriteString(`\f`)
-			case '\n':
-				w.WriteString(`\n`)
-			case '\r':
-				w.WriteString(`\r`)
-			case '\t':
-				w.WriteString(`\t`)
-			default:
-				w.WriteString(`\u00`)
-				w.WriteByte(hexDigits[b>>4])
-				w.WriteByte(hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			w.WriteString(s[start:i])
-			w.WriteString(`\ufffd`)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			w.WriteString(s[start:i])
-			w.WriteString(`\u202`)
-			w.WriteByte(hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	w.WriteString(s[start:])
-	w.WriteByte('"')
-}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 )
 
@@ -22,29 +22,14 @@ var trickyOutputs = []string{
 	"<script>&amp;</script>", "emoji 😀 and ü", strings.Repeat("\x00", 1000),
 }
 
-// The streamed strings are byte for byte what encoding/json writes.
-func TestWriteJSONStringIsEncodingJSON(t *testing.T) {
-	for _, s := range trickyOutputs {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		require.NoError(t, enc.Encode(s))
-		var got bytes.Buffer
-		bw := bufio.NewWriter(&got)
-		writeJSONString(bw, s)
-		require.NoError(t, bw.Flush())
-		assert.Equal(t, strings.TrimSuffix(want.String(), "\n"), got.String(), "%q", s)
-	}
-}
-
 // The streamed result is the object encoding/json makes, field for field.
 func TestResultWriteJSONSameObject(t *testing.T) {
 	peak := int64(3 << 20)
 	full := &Result{ID: "j-1", Status: "error", ExitCode: 1, Stdout: "out\x00\xff", Stderr: "Traceback…\n",
-		PeakMemoryBytes: &peak, Exception: &Exception{Type: "ValueError", Message: "<bad>", Line: 3},
+		PeakMemoryBytes: &peak, Exception: &harness.Exception{Type: "ValueError", Message: "<bad>", Line: 3},
 		Feedback: []string{"a", "b"}, Files: []ResultFile{{Path: "x", Size: 1, Encoding: "utf-8", Content: new(string)},
 			{Path: "gone", Error: "no such file"}, {Path: "b", Size: 5, Encoding: "base64", Content: ptr(`"<\x00>"`)}},
-		Tests: &TestsResult{Total: 1}}
+		Tests: &harness.TestsResult{Total: 1}}
 	for _, r := range []*Result{full, {}, {Stdout: strings.Join(trickyOutputs, "|"), Stderr: trickyOutputs[3]}} {
 		want, err := json.Marshal(r)
 		require.NoError(t, err)

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"agentjail/daemon/internal/jsontext"
 	"agentjail/nsjail"
 )
 
@@ -36,13 +37,13 @@ type Options struct {
 	// PreparedReady, when set, tells how many prepared jails wait now
 	// (nsjail.Runner.PreparedStats), for the metrics.
 	PreparedReady func() int
-	// BodyTimeout bounds the reading of a request's body, which holds its
-	// size of the bytes that may be decoded at once; AnswerTimeout bounds the writing of a
-	// result to a client that does not read it, which holds the result's
-	// memory and keeps Shutdown waiting. Neither can be http.Server's
-	// ReadTimeout or WriteTimeout, which would count the run. 0: 30 s and
-	// 1 min.
-	BodyTimeout, AnswerTimeout time.Duration
+	// bodyTimeout bounds the reading of a request's body, which holds its
+	// size of the bytes that may be decoded at once; answerTimeout bounds
+	// the writing of a result to a client that does not read it, which
+	// holds the result's memory and keeps Shutdown waiting. Neither can be
+	// http.Server's ReadTimeout or WriteTimeout, which would count the
+	// run. Always 30 s and 1 min, but in tests.
+	bodyTimeout, answerTimeout time.Duration
 }
 
 // Server is the HTTP API of CONTRACT.md §2 on a Unix socket, shaped like
@@ -81,11 +82,11 @@ func NewServer(o Options, jailer Jailer) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = 30 * time.Second
+	if o.bodyTimeout <= 0 {
+		o.bodyTimeout = 30 * time.Second
 	}
-	if o.AnswerTimeout <= 0 {
-		o.AnswerTimeout = time.Minute
+	if o.answerTimeout <= 0 {
+		o.answerTimeout = time.Minute
 	}
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
@@ -207,15 +208,55 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// handleRun is POST /v1/run, in its steps: admit the request, decode its
+// body, validate it into a job, queue for a slot, run the jail, log the
+// run, answer with the result. Each step answers the client itself when
+// the request goes no further.
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	if !s.admit(w, r) {
+		return
+	}
+	req, size, ok := s.decode(w, r)
+	if !ok {
+		return
+	}
+	job, ok := s.validate(w, r, req)
+	if !ok {
+		return
+	}
+	if !s.track(w, r) {
+		return
+	}
+	defer s.jobs.Done()
+	queuedAt := time.Now()
+	if !s.queue(w, r, size) {
+		return
+	}
+	started := time.Now()
+	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
+	res, jr, ok := s.run(w, r, job, started)
+	if !ok {
+		return
+	}
+	s.logRun(r, res, jr, started.Sub(queuedAt))
+	// Written even when the client looks gone: net/http cannot tell a
+	// client that closed from one that only shut down its writing side
+	// (nc -N), which still reads. To a closed one the write fails at once.
+	s.writeResult(w, r, res)
+}
+
+// admit refuses, before its body is read, a request that cannot be taken:
+// the wrong method, a daemon shutting down, a body declared too large, a
+// full queue.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use POST /v1/run with a JSON run request")
-		return
+		return false
 	}
 	if s.draining.Load() {
 		s.shuttingDown(w, r)
-		return
+		return false
 	}
 	// A body declared too large is refused unread, and before a full
 	// queue is: 413 is final, while 429 would have the client retry what
@@ -223,78 +264,100 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	// (chunked, or lying) is cut by MaxBytesReader.
 	if r.ContentLength > s.opts.MaxRequestBytes {
 		s.tooLarge(w, r)
-		return
+		return false
 	}
 	// Refused before the body is read: a full queue costs no decoding,
 	// nor does a body declared larger than the queue's byte bound allows.
 	if err := s.adm.refused(max(r.ContentLength, 0)); err != nil {
 		s.queueFull(w, r, err)
-		return
+		return false
 	}
+	return true
+}
+
+// decode reads the body and decodes the request strictly; size is the
+// bytes it read.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, size int64, ok bool) {
 	// Decoding takes about twice a body's size: the bodies being decoded
 	// hold at most max_queued_bytes together (one of no declared size
 	// counts as the largest). A body that does not come in time gives its
 	// share back.
-	size := r.ContentLength
-	if size < 0 {
-		size = s.opts.MaxRequestBytes
+	share := r.ContentLength
+	if share < 0 {
+		share = s.opts.MaxRequestBytes
 	}
-	if s.decoding.acquire(r.Context(), size) != nil {
+	if s.decoding.acquire(r.Context(), share) != nil {
 		panic(http.ErrAbortHandler) // gone: nobody to answer
 	}
 	// net/http clears the deadline when, the body read, it reads on to
 	// see the client leave.
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout))
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.bodyTimeout))
 	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)}
 	req, err := decodeRequest(body, r.ContentLength)
-	s.decoding.release(size)
+	s.decoding.release(share)
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	switch {
+	case errors.As(err, &mbe):
 		s.tooLarge(w, r)
-		return
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, 0, false
+	case errors.Is(err, os.ErrDeadlineExceeded):
 		w.Header().Set("Connection", "close")
-		s.fail(w, r, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the request body did not arrive within %v (%d bytes of it came): send the whole body at once, with a Content-Length that matches it", s.opts.BodyTimeout, body.n))
-		return
-	}
-	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the request body did not arrive within %v (%d bytes of it came): send the whole body at once, with a Content-Length that matches it", s.opts.bodyTimeout, body.n))
+		return nil, 0, false
+	case err != nil:
 		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
-		return
+		return nil, 0, false
 	}
+	return req, body.n, true
+}
+
+// validate checks the request against the policy and makes it a job.
+func (s *Server) validate(w http.ResponseWriter, r *http.Request, req *Request) (*Job, bool) {
 	job, err := req.Job(s.opts.Policy)
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
-		return
+		return nil, false
 	}
+	return job, true
+}
 
+// track counts the request among those Shutdown waits for (the caller
+// calls s.jobs.Done when it has answered), unless the daemon is shutting
+// down.
+func (s *Server) track(w http.ResponseWriter, r *http.Request) bool {
 	s.jobsMu.Lock()
+	defer s.jobsMu.Unlock()
 	if s.draining.Load() {
-		s.jobsMu.Unlock()
 		s.shuttingDown(w, r)
-		return
+		return false
 	}
 	s.jobs.Add(1)
-	s.jobsMu.Unlock()
-	defer s.jobs.Done()
-	queuedAt := time.Now()
-	switch err := s.adm.acquire(r.Context(), body.n); {
+	return true
+}
+
+// queue waits for a slot to run the job in; size is what the request
+// holds of the daemon's memory meanwhile.
+func (s *Server) queue(w http.ResponseWriter, r *http.Request, size int64) bool {
+	switch err := s.adm.acquire(r.Context(), size); {
 	case errors.Is(err, errQueueFull), errors.Is(err, errQueueBytes):
 		s.queueFull(w, r, err)
-		return
+		return false
 	case errors.Is(err, errDraining):
 		s.shuttingDown(w, r)
-		return
+		return false
 	case err != nil: // the client went away while queued: nobody to answer
 		s.m.rejected.WithLabelValues("cancelled").Inc()
 		panic(http.ErrAbortHandler) // no empty 200 to a half-closed client
 	}
-	started := time.Now()
-	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
+	return true
+}
 
-	// The jail ends when the client goes away (the request's context is
-	// cancelled once its connection closes: "cancelled") or when the
-	// grace period of a shutdown is over ("shutdown").
+// run runs the job in a jail and gives its slot back when the jail is
+// gone. The jail ends when the client goes away (the request's context is
+// cancelled once its connection closes: "cancelled") or when the grace
+// period of a shutdown is over ("shutdown"). Without a result, the
+// request is answered here.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, job *Job, started time.Time) (*Result, *nsjail.Result, bool) {
 	ctx, cancel := context.WithCancelCause(r.Context())
 	stop := context.AfterFunc(s.killCtx, func() { cancel(nsjail.KillShutdown) })
 	res, jr, err := func() (*Result, *nsjail.Result, error) {
@@ -305,31 +368,43 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	cancel(nil)
 
 	if res == nil {
-		var fe *nsjail.FieldError
-		if errors.As(err, &fe) {
-			s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
-			return
-		}
-		// Ended before its jail started: not a set-up failure.
-		if r.Context().Err() != nil {
-			s.m.rejected.WithLabelValues("cancelled").Inc()
-			s.log.Info("the client went away before its jail started", "err", err)
-			panic(http.ErrAbortHandler)
-		}
-		if context.Cause(ctx) == nsjail.KillShutdown {
-			s.shuttingDown(w, r)
-			return
-		}
-		s.log.Error("jail set-up failed", "err", err)
-		s.fail(w, r, http.StatusInternalServerError, "setup_failed", err.Error())
-		return
+		s.notRun(w, r, context.Cause(ctx), err)
+		return nil, nil, false
 	}
 	if err != nil {
 		s.log.Warn("jail clean-up failed; the start-up sweep of the next instance removes what is left", "id", res.ID, "err", err)
 	}
+	return res, jr, true
+}
+
+// notRun answers a request whose jail gave no result: err is why, cause
+// what ended the run's context.
+func (s *Server) notRun(w http.ResponseWriter, r *http.Request, cause, err error) {
+	var fe *nsjail.FieldError
+	if errors.As(err, &fe) {
+		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
+		return
+	}
+	// Ended before its jail started: not a set-up failure.
+	if r.Context().Err() != nil {
+		s.m.rejected.WithLabelValues("cancelled").Inc()
+		s.log.Info("the client went away before its jail started", "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	if cause == nsjail.KillShutdown {
+		s.shuttingDown(w, r)
+		return
+	}
+	s.log.Error("jail set-up failed", "err", err)
+	s.fail(w, r, http.StatusInternalServerError, "setup_failed", err.Error())
+}
+
+// logRun counts the run in the metrics and logs it; queued is how long it
+// waited for its slot.
+func (s *Server) logRun(r *http.Request, res *Result, jr *nsjail.Result, queued time.Duration) {
 	s.m.observe(res)
 	attrs := []any{"id", res.ID, "status", res.Status, "exit_code", res.ExitCode,
-		"wall_ms", res.WallTimeMs, "cpu_ms", res.CPUTimeMs, "queue_ms", started.Sub(queuedAt).Milliseconds()}
+		"wall_ms", res.WallTimeMs, "cpu_ms", res.CPUTimeMs, "queue_ms", queued.Milliseconds()}
 	if res.KillReason != "" {
 		attrs = append(attrs, "kill_reason", res.KillReason)
 	}
@@ -349,10 +424,6 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.log.Info("run", attrs...)
-	// Written even when the client looks gone: net/http cannot tell a
-	// client that closed from one that only shut down its writing side
-	// (nc -N), which still reads. To a closed one the write fails at once.
-	s.writeResult(w, r, res)
 }
 
 // writeResult answers 200 with the result, its large strings streamed
@@ -366,10 +437,10 @@ func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *Result
 	}
 	n := e.len()
 	// A client that does not read its answer frees the handler (and so
-	// Shutdown) within AnswerTimeout. The deadline covers net/http's
+	// Shutdown) within answerTimeout. The deadline covers net/http's
 	// flush of the answer's end after the handler returns, and net/http
 	// clears it before the connection's next request.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.AnswerTimeout))
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.answerTimeout))
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 	w.WriteHeader(http.StatusOK)
@@ -415,7 +486,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, 
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := marshalText(v)
+	b, err := jsontext.Marshal(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"code":"internal","message":"cannot encode the answer"}}` + "\n")

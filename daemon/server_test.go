@@ -627,20 +627,20 @@ func TestQueuedBytesBound(t *testing.T) {
 }
 
 // A body that does not come gives its share of the decoding bound back
-// after BodyTimeout, with an answer that says so: two such clients (here
+// after bodyTimeout, with an answer that says so: two such clients (here
 // declaring the largest size, so the bound is full) used to stop every
 // later run.
 func TestSlowBodyGivesItsSlotBack(t *testing.T) {
 	o := testOptions()
 	o.MaxConcurrent = 1
 	o.MaxQueuedBytes = 2 * o.MaxRequestBytes
-	o.BodyTimeout = 300 * time.Millisecond
+	o.bodyTimeout = 300 * time.Millisecond
 	_, sock, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) {
 		if strings.Contains(userCode(s), "long") {
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-time.After(3 * o.BodyTimeout):
+			case <-time.After(3 * o.bodyTimeout):
 			}
 		}
 		return okResult(s), nil
@@ -669,11 +669,11 @@ func TestSlowBodyGivesItsSlotBack(t *testing.T) {
 }
 
 // A client that never reads its answer holds neither its handler nor
-// Shutdown beyond AnswerTimeout; on a kept-alive connection the deadline
+// Shutdown beyond answerTimeout; on a kept-alive connection the deadline
 // of one answer does not cut the next one.
 func TestUnreadAnswerIsDropped(t *testing.T) {
 	o := testOptions()
-	o.AnswerTimeout = 300 * time.Millisecond
+	o.answerTimeout = 300 * time.Millisecond
 	ranBig := make(chan struct{})
 	s, sock, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, sp *nsjail.Spec) (*nsjail.Result, error) {
 		res := okResult(sp)
@@ -683,10 +683,10 @@ func TestUnreadAnswerIsDropped(t *testing.T) {
 		}
 		return res, nil
 	}})
-	// Kept alive: a second answer more than AnswerTimeout after the first.
+	// Kept alive: a second answer more than answerTimeout after the first.
 	resp, b := post(t, c, `{"code":"pass"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
-	time.Sleep(2 * o.AnswerTimeout)
+	time.Sleep(2 * o.answerTimeout)
 	resp, b = post(t, c, `{"code":"pass"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 
@@ -796,8 +796,8 @@ func TestHalfClosedClient(t *testing.T) {
 // no such bound, as many of the largest size as max(2, max_concurrent)).
 func TestServerDefaults(t *testing.T) {
 	s := NewServer(Options{MaxConcurrent: 3, MaxRequestBytes: 8 << 20, MaxQueuedBytes: 64 << 20}, &fakeJailer{})
-	assert.Equal(t, 30*time.Second, s.opts.BodyTimeout)
-	assert.Equal(t, time.Minute, s.opts.AnswerTimeout)
+	assert.Equal(t, 30*time.Second, s.opts.bodyTimeout)
+	assert.Equal(t, time.Minute, s.opts.answerTimeout)
 	assert.Equal(t, int64(64<<20), s.decoding.size)
 	s = NewServer(Options{MaxConcurrent: 3, MaxRequestBytes: 8 << 20}, &fakeJailer{})
 	assert.Equal(t, int64(3*8<<20), s.decoding.size)

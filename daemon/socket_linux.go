@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -14,6 +15,30 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// TrustedOwner tells whether uid is root or this process's user: the only
+// owners trusted for what decides who runs code (the config file, the
+// socket's directories and links) and for the daemon a client talks to.
+func TrustedOwner(uid uint32) bool { return uid == 0 || int(uid) == os.Geteuid() }
+
+// maxSocketPath is the longest socket path Listen takes: a Unix socket
+// path holds 107 bytes, and Listen binds path+".tmp-<pid>" first, the pid
+// in 7 digits (pid_max is at most 4194304).
+const maxSocketPath = 107 - len(".tmp-4194304")
+
+// CheckSocketPath says what is wrong with a socket path for Listen (the
+// config's socket.path, serve's --socket): it must be clean, so that the
+// directory Listen checks is the one the kernel binds in (a ".." after a
+// link would lead elsewhere), absolute, and short enough.
+func CheckSocketPath(p string) error {
+	switch {
+	case !path.IsAbs(p) || path.Clean(p) != p:
+		return fmt.Errorf("%q must be a clean absolute path", p)
+	case len(p) > maxSocketPath:
+		return fmt.Errorf("is %d bytes long; at most %d (a Unix socket path holds 107, and the daemon binds a temporary name up to 12 bytes longer first)", len(p), maxSocketPath)
+	}
+	return nil
+}
 
 // ErrSocketInUse means another live daemon answers on the socket path.
 var ErrSocketInUse = errors.New("socket is in use by a running daemon")

@@ -120,7 +120,7 @@ func TestServiceSettings(t *testing.T) {
 	assert.Equal(t, "mixed", one("KillMode"), "SIGTERM to the daemon alone: it ends its jails with kill_reason shutdown")
 	assert.Equal(t, "on-failure", one("Restart"))
 	assert.Equal(t, "agentjail", one("RuntimeDirectory"))
-	assert.Equal(t, DefaultSocketPath, "/run/"+one("RuntimeDirectory")+"/agentjail.sock")
+	assert.Equal(t, defaultSocketPath, "/run/"+one("RuntimeDirectory")+"/agentjail.sock")
 	assert.Equal(t, "yes", one("RuntimeDirectoryPreserve"), "stopping the service must not unlink agentjail.socket's socket")
 	assert.Equal(t, "yes", one("NoNewPrivileges"))
 	assert.Equal(t, "strict", one("ProtectSystem"))
@@ -145,7 +145,7 @@ func TestServiceSettings(t *testing.T) {
 	assert.Equal(t, []string{"agentjail.socket"}, u["After"])
 
 	k := unitSettings(t, socketFile, "Socket")
-	assert.Equal(t, []string{DefaultSocketPath}, k["ListenStream"])
+	assert.Equal(t, []string{defaultSocketPath}, k["ListenStream"])
 	assert.Equal(t, []string{DefaultConfig().Socket.Mode}, k["SocketMode"])
 	assert.Equal(t, []string{"agentjail.service"}, k["Service"])
 	assert.NotContains(t, k, "Accept", "one daemon serves every connection")

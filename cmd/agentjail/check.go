@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/cgroup"
-	"agentjail/daemon"
+	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 )
 
@@ -161,7 +161,7 @@ func trialRun(python string) (bool, string) {
 	if res.Status != nsjail.StatusOK || !bytes.Equal(res.Stdout, []byte("1000\n")) {
 		return false, fmt.Sprintf("status %s, stdout %q, stderr %q", res.Status, res.Stdout, res.Stderr)
 	}
-	return true, fmt.Sprintf("print(os.getuid()) gave 1000 in %s wall, peak %s", daemon.Duration(res.WallTime), daemon.Bytes(res.PeakMemoryBytes))
+	return true, fmt.Sprintf("print(os.getuid()) gave 1000 in %s wall, peak %s", harness.Duration(res.WallTime), harness.Bytes(res.PeakMemoryBytes))
 }
 
 func readString(p string) string {

@@ -20,8 +20,11 @@ const (
 )
 
 func main() {
-	// The re-executed init stage of a jail: first, before anything else
-	// runs, and it never returns.
+	// A jail's init stage is this binary re-executed, but it never gets
+	// here: it is C (nsjail/init_linux.c), which the bootstrap's
+	// constructor (nsjail/bootstrap_linux.c) enters before the Go runtime
+	// starts, and it never returns. Only a binary built without cgo, which
+	// cannot run jails, reaches this check as an init stage: it exits.
 	if nsjail.IsInit() {
 		nsjail.Init()
 	}

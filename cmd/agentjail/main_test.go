@@ -17,7 +17,9 @@ import (
 	"agentjail/nsjail"
 )
 
-// The test binary doubles as the jail's init stage, like the real one.
+// The test binary doubles as the jail's init stage, like the real one: C
+// that runs before the Go runtime (nsjail/bootstrap_linux.c), so the
+// IsInit check is only what a binary built without cgo reaches.
 func TestMain(m *testing.M) {
 	if nsjail.IsInit() {
 		nsjail.Init()

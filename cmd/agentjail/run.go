@@ -17,51 +17,37 @@ import (
 	"unicode/utf8"
 
 	"agentjail/daemon"
+	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 	"agentjail/seccomp"
 )
 
-// limitFlag is one limit flag of `agentjail run`, named like the JSON limit
-// it sets (CONTRACT.md §1), with human units.
-type limitFlag struct {
-	name, field, help string
-	set               func(l *daemon.RequestLimits, v string) error
-}
-
-func sizeFlag(dst func(*daemon.RequestLimits) **int64) func(*daemon.RequestLimits, string) error {
-	return func(l *daemon.RequestLimits, v string) error {
-		n, err := parseSize(v)
-		*dst(l) = &n
-		return err
+// limitFlags are the limit flags of `agentjail run`: the rows of the
+// daemon's limits table that a request may set, each flag named like the
+// JSON limit it sets (CONTRACT.md §1), with human units.
+func limitFlags() []daemon.Limit {
+	var out []daemon.Limit
+	for _, l := range daemon.LimitTable() {
+		if l.Flag != "" {
+			out = append(out, l)
+		}
 	}
+	return out
 }
 
-func countFlag(dst func(*daemon.RequestLimits) **int64) func(*daemon.RequestLimits, string) error {
-	return func(l *daemon.RequestLimits, v string) error {
-		n, err := parseCount(v)
-		*dst(l) = &n
-		return err
-	}
-}
-
-func msFlag(dst func(*daemon.RequestLimits) **int64) func(*daemon.RequestLimits, string) error {
-	return func(l *daemon.RequestLimits, v string) error {
+// parseLimit reads a limit flag's value in the unit of its key: a size in
+// bytes, a duration in milliseconds, a count.
+func parseLimit(l daemon.Limit, v string) (int64, error) {
+	switch l.Unit {
+	case daemon.UnitBytes:
+		return parseSize(v)
+	case daemon.UnitMs:
 		d, err := parseDuration(v)
-		ms := d.Milliseconds()
-		*dst(l) = &ms
-		return err
+		return d.Milliseconds(), err
+	case daemon.UnitCount:
+		return parseCount(v)
 	}
-}
-
-var limitFlags = []limitFlag{
-	{"memory", "limits.memory_bytes", "memory limit, swap off (e.g. 256MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.MemoryBytes })},
-	{"timeout", "limits.wall_time_ms", "wall-clock limit (e.g. 10s)", msFlag(func(l *daemon.RequestLimits) **int64 { return &l.WallTimeMs })},
-	{"cpu-time", "limits.cpu_time_ms", "CPU time of all processes (e.g. 5s)", msFlag(func(l *daemon.RequestLimits) **int64 { return &l.CPUTimeMs })},
-	{"pids", "limits.pids", "processes and threads (e.g. 64)", countFlag(func(l *daemon.RequestLimits) **int64 { return &l.Pids })},
-	{"output-limit", "limits.output_bytes", "stdout+stderr captured before the jail is killed (e.g. 1MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.OutputBytes })},
-	{"tmp-size", "limits.tmp_bytes", "size of /workspace, /tmp and /dev/shm together (e.g. 64MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.TmpBytes })},
-	{"open-files", "limits.open_files", "open file descriptors per process (e.g. 256)", countFlag(func(l *daemon.RequestLimits) **int64 { return &l.OpenFiles })},
-	{"file-size", "limits.file_size_bytes", "largest file a process may write (e.g. 32MiB)", sizeFlag(func(l *daemon.RequestLimits) **int64 { return &l.FileSizeBytes })},
+	return 0, fmt.Errorf("limit %s has no flag", l.Key)
 }
 
 type multiFlag []string
@@ -105,8 +91,8 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 	fs.Var(&files, "file", "NAME=HOSTPATH: copy a host file to /workspace/NAME before the program starts (repeatable)")
 	fs.Var(&collect, "collect", "GLOB: return the files of /workspace matching GLOB after the program ends (repeatable; see --json)")
 	fs.StringVar(&testsPath, "tests", "", "FILE.json: test cases ({\"function\": ..., \"cases\": [...]}, CONTRACT.md §3), judged outside the jail")
-	for _, lf := range limitFlags {
-		limitVals[lf.name] = fs.String(lf.name, "", lf.help)
+	for _, l := range limitFlags() {
+		limitVals[l.Flag] = fs.String(l.Flag, "", l.Help)
 	}
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: agentjail run [--socket PATH] [--json] [limits] [--stdin FILE] [--file NAME=HOSTPATH]...\n"+
@@ -142,13 +128,17 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 	if ra.socket != "" && ra.python != "" {
 		return nil, usagef("--python: the daemon runs the interpreter of its configuration (jail.python), not the caller's")
 	}
-	for _, lf := range limitFlags {
-		if v := *limitVals[lf.name]; v != "" {
+	for _, l := range limitFlags() {
+		if v := *limitVals[l.Flag]; v != "" {
 			if r.Limits == nil {
 				r.Limits = &daemon.RequestLimits{}
 			}
-			if err := lf.set(r.Limits, v); err != nil {
-				return nil, usagef("--%s: %v", lf.name, err)
+			n, err := parseLimit(l, v)
+			if err == nil {
+				err = l.Set(r.Limits, n)
+			}
+			if err != nil {
+				return nil, usagef("--%s: %v", l.Flag, err)
 			}
 		}
 	}
@@ -252,9 +242,9 @@ func localPolicy(python string) daemon.Policy {
 func flagError(err error) error {
 	var fe *nsjail.FieldError
 	if errors.As(err, &fe) {
-		for _, lf := range limitFlags {
-			if lf.field == fe.Field {
-				return usagef("--%s: %s", lf.name, fe.Msg)
+		for _, l := range limitFlags() {
+			if "limits."+l.Key == fe.Field {
+				return usagef("--%s: %s", l.Flag, fe.Msg)
 			}
 		}
 		for prefix, flag := range map[string]string{"files": "--file", "collect": "--collect", "tests": "--tests"} {
@@ -351,7 +341,7 @@ func printVerdicts(w io.Writer, r *daemon.Result) {
 		if f.Error != "" {
 			fmt.Fprintf(w, "agentjail: not collected %s: %s\n", f.Path, f.Error)
 		} else {
-			fmt.Fprintf(w, "agentjail: collected %s (%s; --json returns the content)\n", f.Path, daemon.Bytes(f.Size))
+			fmt.Fprintf(w, "agentjail: collected %s (%s; --json returns the content)\n", f.Path, harness.Bytes(f.Size))
 		}
 	}
 	if r.Status != string(nsjail.StatusOK) || r.Tests != nil && !r.Tests.AllPassed {
@@ -375,11 +365,11 @@ func summary(r *daemon.Result) string {
 		fmt.Fprintf(&b, "exit %d", r.ExitCode)
 	}
 	ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
-	fmt.Fprintf(&b, " · wall %s · cpu %s", daemon.Duration(ms(r.WallTimeMs)), daemon.Duration(ms(r.CPUTimeMs)))
+	fmt.Fprintf(&b, " · wall %s · cpu %s", harness.Duration(ms(r.WallTimeMs)), harness.Duration(ms(r.CPUTimeMs)))
 	if r.PeakMemoryBytes != nil {
-		fmt.Fprintf(&b, " · peak %s", daemon.Bytes(*r.PeakMemoryBytes))
+		fmt.Fprintf(&b, " · peak %s", harness.Bytes(*r.PeakMemoryBytes))
 		if r.KillReason == string(nsjail.KillMemoryLimit) {
-			fmt.Fprintf(&b, " of %s", daemon.Bytes(r.MemoryLimitBytes))
+			fmt.Fprintf(&b, " of %s", harness.Bytes(r.MemoryLimitBytes))
 		}
 	}
 	if r.StdoutTruncated || r.StderrTruncated {

@@ -1,9 +1,9 @@
 # agentjail harness, boot: the program the jail runs, as /code/agentjail_harness.py.
-# python compiles its program on every start, at about 4 us a line of code
-# (0.5 ms for the harness's own), so this file only loads the harness's code
+# python compiles its program on every start, at a cost that grows with each
+# line of code (the harness's own too), so this file only loads its code
 # as agentjail's build compiled it (agentjail_harness.bin, marshal), when that
 # was for this python's bytecode, and compiles the sources otherwise. It then
-# runs harness.py (as /code/agentjail_harness_run.py). See daemon/harness.go.
+# runs harness.py (as /code/agentjail_harness_run.py). See daemon/harness/harness.go.
 import os
 import sys
 

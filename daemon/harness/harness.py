@@ -1,7 +1,7 @@
 # agentjail harness: runs /code/main.py as __main__ exactly as
 # `python3 -I -u /code/main.py` would, then, when /code/tests.json exists,
 # the tests. boot.py runs this code in its own globals (_dir: the directory
-# standing for /code; _code: loads the harness's code); daemon/harness.go
+# standing for /code; _code: loads the harness's code); daemon/harness/harness.go
 # says what the harness does and documents the report channel. This is the
 # path of every run: it imports nothing python has not imported already; the
 # exception and tests paths live in harness_lib.py, loaded only when needed.
@@ -43,7 +43,7 @@ def _run(pid):
 
 
 def _compile(src, path):
-    """compile(src, path, "exec", dont_inherit=True), less the 0.4 ms that
+    """compile(src, path, "exec", dont_inherit=True), less the time that
     compile() spends on its first call creating the ast module's types (to
     check whether src is an AST), which exec() of source does not: a trace
     function catches the code exec() made before its first instruction runs,

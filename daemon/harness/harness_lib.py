@@ -3,7 +3,7 @@
 # frames) and the tests (the function called once per case, what it returned
 # or raised recorded). harness.py loads it into a namespace of its own, with
 # its own copy of the builtins. The records are documented in
-# daemon/harness.go.
+# daemon/harness/harness.go.
 #
 # Nothing here is a security boundary: the submitted code runs in this
 # process and can reach and change all of it. The daemon never trusts a
@@ -257,14 +257,14 @@ class Harness:
             mro = [_name(c) for c in type(e).__mro__ if c is not object]
         except BaseException:
             mro = [_name(type(e))]
-        if len(mro) > MAX_MRO:  # the daemon's bound (harness.go maxMRO): itself and its most general bases
+        if len(mro) > MAX_MRO:  # the daemon's bound (report.go maxMRO): itself and its most general bases
             mro = mro[:1] + mro[1 - MAX_MRO:]
         return self.dumps({"t": "case", "i": i, "ms": round(ms, 4), "raised": {
             "type": mro[0], "mro": mro, "message": _cap(_str(e), MAX_MESSAGE), "line": self.line(e.__traceback__)}})
 
 
 # JSON without the json package: importing it (re, enum, collections...)
-# takes 4 ms, and, because those run exec() on source, makes python forget
+# costs every run time, and, because those run exec() on source, makes python forget
 # that a KeyboardInterrupt is unhandled (it exits 1 instead of dying of
 # SIGINT). Its C accelerator _json, built into python, does the work, as it
 # does for json.dumps and json.loads.

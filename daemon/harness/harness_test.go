@@ -1,4 +1,4 @@
-package daemon
+package harness
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ const python = nsjail.DefaultPython
 
 var (
 	repeated = regexp.MustCompile(`repeated \d+ more`)
-	update   = flag.Bool("update", false, "rebuild harness/harness.bin")
+	update   = flag.Bool("update", false, "rebuild harness.bin")
 )
 
 // run is what one python3 process did.
@@ -42,11 +42,11 @@ type run struct {
 	truncated      bool
 }
 
-// layout writes what HarnessProgram returns into a new directory standing for /code.
+// layout writes what Program returns into a new directory standing for /code.
 func layout(t *testing.T, code []byte, tests *Tests) string {
 	t.Helper()
 	dir := t.TempDir()
-	program, name, files := HarnessProgram(code, tests)
+	program, name, files := Program(code, tests)
 	files = append(files, nsjail.File{Path: name, Content: program})
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(dir, f.Path), f.Content, 0o444); err != nil {
@@ -93,7 +93,7 @@ func runPython(t *testing.T, args []string, stdin string, channel bool) *run {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
-			b, _ := io.ReadAll(io.LimitReader(pr, MaxReportBytes))
+			b, _ := io.ReadAll(io.LimitReader(pr, maxReportBytes))
 			r.report = b
 			n, _ := io.Copy(io.Discard, pr)
 			r.truncated = n > 0
@@ -134,7 +134,7 @@ func runPython(t *testing.T, args []string, stdin string, channel bool) *run {
 // plain python3 -I -u: same stdout, stderr and exit status.
 func TestHarnessCorpusSameAsPlainPython(t *testing.T) {
 	systest.Require(t, systest.Python)
-	progs, err := filepath.Glob("testdata/harness/corpus/*.py")
+	progs, err := filepath.Glob("testdata/corpus/*.py")
 	if err != nil || len(progs) < 30 {
 		t.Fatalf("corpus: %v, %d programs", err, len(progs))
 	}
@@ -182,9 +182,9 @@ func TestEmbeddedHarnessCodeIsCurrent(t *testing.T) {
 	if *update {
 		mode = "build"
 	}
-	out, err := exec.Command(python, "-I", "testdata/harness/compile.py", mode, "harness", "harness/harness.bin").CombinedOutput()
+	out, err := exec.Command(python, "-I", "testdata/compile.py", mode, ".", "harness.bin").CombinedOutput()
 	if err != nil {
-		t.Fatalf("%s%v\nrun: go test ./daemon -run TestEmbeddedHarnessCodeIsCurrent -update", out, err)
+		t.Fatalf("%s%v\nrun: go test ./daemon/harness -run TestEmbeddedHarnessCodeIsCurrent -update", out, err)
 	}
 }
 
@@ -705,7 +705,7 @@ func TestHarnessTestsHoldNoExpectedValues(t *testing.T) {
 		{Name: "typed", Args: rawArgs(`2`), ExpectedType: "SECRET3"},
 		{Name: "raises", Kwargs: map[string]json.RawMessage{"x": json.RawMessage(`3`)}, ExpectedException: "SECRET4"},
 	}}
-	_, _, files := HarnessProgram([]byte("pass"), tests)
+	_, _, files := Program([]byte("pass"), tests)
 	for _, f := range files {
 		if bytes.Contains(f.Content, []byte("SECRET")) {
 			t.Errorf("%s holds an expected value or a case name: %s", f.Path, f.Content)
@@ -740,7 +740,7 @@ func TestHarnessTestsNotRun(t *testing.T) {
 	requireDetail(t, tr, 2, "not run: 'add' is an object of type int, not a function")
 }
 
-// A report past MaxReportBytes is cut; the cases past the cut fail.
+// A report past maxReportBytes is cut; the cases past the cut fail.
 func TestHarnessReportCut(t *testing.T) {
 	tests := &Tests{Function: "big"}
 	for i := 0; i < 20; i++ {
@@ -759,15 +759,15 @@ func TestHarnessReportCut(t *testing.T) {
 func TestHarnessInternals(t *testing.T) {
 	systest.Require(t, systest.Python)
 	stdlib, _ := filepath.Glob("/usr/lib/python3*/*.py")
-	corpus, _ := filepath.Glob("testdata/harness/corpus/*.py")
+	corpus, _ := filepath.Glob("testdata/corpus/*.py")
 	if len(stdlib) < 100 || len(corpus) < 30 {
 		t.Fatalf("%d stdlib files, %d corpus files", len(stdlib), len(corpus))
 	}
 	for _, args := range [][]string{
-		append(append([]string{"fast", "harness"}, corpus...), stdlib[:100]...),
-		{"json", "harness"},
+		append(append([]string{"fast", "."}, corpus...), stdlib[:100]...),
+		{"json", "."},
 	} {
-		out, err := exec.Command(python, append([]string{"-I", "testdata/harness/compile.py"}, args...)...).CombinedOutput()
+		out, err := exec.Command(python, append([]string{"-I", "testdata/compile.py"}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Errorf("%s: %s%v", args[0], out, err)
 		}
@@ -830,28 +830,13 @@ func TestHarnessWithoutCompiledCode(t *testing.T) {
 // prepared jail (nsjail.PreparedTemplate) fits every daemon request.
 func TestHarnessSharedFitsEveryRequest(t *testing.T) {
 	for _, tests := range []*Tests{nil, addTests()} {
-		prog, name, files := HarnessProgram([]byte("pass"), tests)
+		prog, name, files := Program([]byte("pass"), tests)
 		all := append([]nsjail.File{{Path: name, Content: prog}}, files...)
-		for _, sh := range harnessShared {
+		for _, sh := range SharedFiles() {
 			i := slices.IndexFunc(all, func(f nsjail.File) bool { return f.Path == sh.Path })
 			if i < 0 || !bytes.Equal(all[i].Content, sh.Content) {
 				t.Errorf("%s: not in the request's /code with the same content", sh.Path)
 			}
 		}
-	}
-}
-
-// A case's raised exception message is cut where the record is read, like
-// every text from the jail, before anything copies it.
-func TestRaisedMessageCutWhereRead(t *testing.T) {
-	line := fmt.Sprintf(`{"t":"case","i":0,"type":"ValueError","raised":{"type":"ValueError","mro":["ValueError","Exception","BaseException"],"message":%q,"line":1}}`+"\n",
-		strings.Repeat("x", 1<<20))
-	r := ParseReport([]byte(line), false, &Tests{Cases: []TestCase{{}}})
-	c := r.cases[0]
-	if c.malformed != "" || c.raised == nil {
-		t.Fatalf("record not taken: malformed %q, raised %v", c.malformed, c.raised)
-	}
-	if n := len(c.raised.Message); n > maxReportText+64 {
-		t.Errorf("the message is stored with %d bytes, over %d", n, maxReportText)
 	}
 }

@@ -1,0 +1,296 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"agentjail/daemon/internal/jsontext"
+	"agentjail/nsjail"
+)
+
+// ProgramFeedback gives the sentences of CONTRACT.md §3 for the uncaught
+// exception (its type, line and a hint) and for the failed tests: how many
+// failed, up to five of them with their call and what differed, and why the
+// cases that did not run did not. The expected values they quote are the
+// caller's own. Empty when there is no exception and every test passed.
+func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests) []string {
+	fb := []string{}
+	if exc != nil {
+		fb = append(fb, exceptionSentence(exc))
+	}
+	if tr == nil || tr.Failed == 0 {
+		return fb
+	}
+	var listed []string
+	notRun, unlisted := 0, 0
+	notRunWhy := ""
+	for i, r := range tr.Results {
+		if r.Passed {
+			continue
+		}
+		if why, ok := cutNotRun(r.Detail); ok {
+			if notRun++; notRunWhy == "" {
+				notRunWhy = why
+			}
+			continue
+		}
+		if len(listed) == maxFeedbackFail {
+			unlisted++
+			continue
+		}
+		call := ""
+		if t != nil && i < len(t.Cases) {
+			call = " (" + pyCall(t.Function, &t.Cases[i]) + ")"
+		}
+		listed = append(listed, sentence(fmt.Sprintf("Test '%s'%s failed: %s", r.Name, call, strings.TrimPrefix(r.Detail, "failed: "))))
+	}
+	if notRun == tr.Total {
+		return append(fb, sentence(fmt.Sprintf("None of the %d tests ran: %s", tr.Total, notRunWhy))+notRunHint(notRunWhy))
+	}
+	fb = append(fb, fmt.Sprintf("%d of %d tests failed.", tr.Failed, tr.Total))
+	fb = append(fb, listed...)
+	if unlisted > 0 {
+		fb = append(fb, fmt.Sprintf("%d more failed tests are not listed here.", unlisted))
+	}
+	if notRun > 0 {
+		fb = append(fb, sentence(fmt.Sprintf("%d tests did not run: %s", notRun, notRunWhy))+notRunHint(notRunWhy))
+	}
+	return fb
+}
+
+// cutNotRun returns the reason of a detail that says the case did not run.
+func cutNotRun(detail string) (string, bool) {
+	for _, p := range []string{"not run: ", "not reported: "} {
+		if why, ok := strings.CutPrefix(detail, p); ok {
+			return why, true
+		}
+	}
+	return "", false
+}
+
+func notRunHint(why string) string {
+	switch {
+	case strings.Contains(why, "defines no function named"):
+		return " Define it at the top level of the program, with exactly that name."
+	case strings.Contains(why, "before the tests ran") && strings.Contains(why, "exited with code"):
+		return " The tests call the function after the program's top-level code has run to its end, so that code must not exit (sys.exit, os._exit)."
+	case strings.Contains(why, "was killed") && strings.Contains(why, "before the tests ran"):
+		return " The tests call the function only after the program's top-level code has run to its end."
+	}
+	return ""
+}
+
+// sentence ends s with a period unless it has one.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
+}
+
+// pyCall renders a case's call in Python's notation: add(1, [2, 3],
+// key=None); a keyword that is no identifier goes in a trailing
+// **{"a-b": 1}, as the harness passes it.
+func pyCall(function string, c *TestCase) string {
+	parts := make([]string, 0, len(c.Args)+len(c.Kwargs))
+	for _, a := range c.Args {
+		parts = append(parts, pyLiteral(a))
+	}
+	var other []string
+	for _, k := range slices.Sorted(maps.Keys(c.Kwargs)) {
+		if pyIdent.MatchString(k) {
+			parts = append(parts, k+"="+pyLiteral(c.Kwargs[k]))
+		} else {
+			var q strings.Builder
+			jsontext.WriteString(&q, k)
+			other = append(other, q.String()+": "+pyLiteral(c.Kwargs[k]))
+		}
+	}
+	if len(other) > 0 {
+		parts = append(parts, "**{"+strings.Join(other, ", ")+"}")
+	}
+	return capText(function+"("+strings.Join(parts, ", ")+")", maxShownBytes)
+}
+
+// pyLiteral renders a JSON value as the Python literal json.loads makes of it.
+func pyLiteral(raw json.RawMessage) string {
+	v, err := decodeJSON(raw)
+	if err != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	writePy(&b, v)
+	return capText(b.String(), maxShownBytes)
+}
+
+func writePy(b *strings.Builder, v any) {
+	if b.Len() > maxShownBytes { // the caller cuts it anyway
+		return
+	}
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("None")
+	case bool:
+		if v {
+			b.WriteString("True")
+		} else {
+			b.WriteString("False")
+		}
+	case json.Number:
+		b.WriteString(string(v))
+	case string:
+		jsontext.WriteString(b, v)
+	case []any:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePy(b, x)
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		for i, k := range slices.Sorted(maps.Keys(v)) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writePy(b, k)
+			b.WriteString(": ")
+			writePy(b, v[k])
+		}
+		b.WriteByte('}')
+	}
+}
+
+// exceptionSentence names the exception, its line and its message, and
+// adds a hint for the common ones.
+func exceptionSentence(e *Exception) string {
+	bare := e.Type[strings.LastIndexByte(e.Type, '.')+1:]
+	msg := ""
+	if e.Message != "" {
+		msg = ": " + capText(e.Message, maxShownBytes)
+	}
+	var s string
+	switch bare {
+	case "SyntaxError", "IndentationError", "TabError":
+		s = fmt.Sprintf("The code does not compile: %s%s%s", bare, atLine(e.Line), msg)
+	default:
+		s = fmt.Sprintf("The program raised %s%s%s", e.Type, atLine(e.Line), msg)
+	}
+	s = sentence(s)
+	if h := exceptionHints[bare]; h != "" {
+		s += " " + h
+	}
+	return s
+}
+
+var exceptionHints = map[string]string{
+	"SyntaxError":            "Fix the syntax at that line; an unclosed bracket or quote on an earlier line can also cause it.",
+	"IndentationError":       "Indent each block consistently (4 spaces), and do not mix tabs and spaces.",
+	"TabError":               "Indent with spaces only; do not mix tabs and spaces.",
+	"NameError":              "A name is used before it is defined, or is misspelled: check its spelling and that it is defined or imported before this line.",
+	"UnboundLocalError":      "A local variable is read before it is assigned: assign it on every path first, or declare it global or nonlocal.",
+	"TypeError":              "A value of the wrong type was used, or a function was called with the wrong number of arguments: check the types and the signature.",
+	"ValueError":             "A function got a value of the right type but a wrong value (for example int('abc')): validate or convert the input first.",
+	"IndexError":             "An index is past the end of a sequence: indices run from 0 to len-1; check the bounds and empty inputs.",
+	"KeyError":               "The dictionary has no such key: check `key in d` first, or use d.get(key, default).",
+	"AttributeError":         "The object has no such attribute or method: check its type (it may be None) and the spelling.",
+	"ZeroDivisionError":      "A division or modulo by zero: guard against a zero divisor.",
+	"RecursionError":         "The recursion is too deep or never ends: check the base case, or use a loop instead.",
+	"ModuleNotFoundError":    "Only the Python standard library is available in the sandbox: do without third-party packages.",
+	"ImportError":            "Only the Python standard library is available in the sandbox: check the name imported.",
+	"AssertionError":         "An assert statement failed: the condition it checks is false.",
+	"FileNotFoundError":      "The program runs in /workspace, which holds only the files given with the request.",
+	"PermissionError":        "The sandbox does not allow this operation; only /workspace and /tmp are writable.",
+	"MemoryError":            "The program ran out of memory: use less, for example by processing data in chunks.",
+	"OverflowError":          "A number is too large for this operation (often a float): use integers or smaller values.",
+	"EOFError":               "input() read past the end of stdin: the program's stdin is empty unless the request gives one.",
+	"StopIteration":          "next() was called on an exhausted iterator: give next() a default, or check for the end first.",
+	"NotImplementedError":    "A function the program calls is not implemented.",
+	"UnicodeDecodeError":     "Bytes were decoded with the wrong encoding: give the right one, or errors=\"replace\".",
+	"JSONDecodeError":        "The text parsed is not valid JSON.",
+	"ConnectionRefusedError": "The sandbox has no network access.",
+	"gaierror":               "The sandbox has no network access.",
+}
+
+// JailFeedback gives the sentences of CONTRACT.md §3 about what the jail
+// did to the program (a limit that killed it, a signal, a forbidden system
+// call, refused forks), which an automated repair loop can act on. Empty
+// when the program ended well.
+func JailFeedback(r *nsjail.Result) []string {
+	fb := []string{}
+	switch r.KillReason {
+	case nsjail.KillMemoryLimit:
+		fb = append(fb, fmt.Sprintf("The program was killed because it used more than its memory limit of %s (peak %s); use less memory, e.g. process data in chunks or use generators.", Bytes(r.MemoryLimitBytes), peak(r)))
+	case nsjail.KillWallTimeout:
+		fb = append(fb, fmt.Sprintf("The program was killed after running for %s of wall-clock time, its limit; look for an infinite loop, a blocking read or a long sleep.", Duration(r.WallTime)))
+	case nsjail.KillCPUTimeout:
+		fb = append(fb, fmt.Sprintf("The program was killed after using %s of CPU time, past its limit; make the algorithm faster or look for an infinite loop.", Duration(r.CPUTime)))
+	case nsjail.KillOutputLimit:
+		fb = append(fb, "The program was killed because it printed more than its output limit; print less (e.g. a summary instead of every item).")
+	case nsjail.KillFileSizeLimit:
+		fb = append(fb, "The program was killed because it wrote a file larger than the file size limit.")
+	case nsjail.KillSeccomp:
+		if r.Seccomp != nil {
+			fb = append(fb, fmt.Sprintf("The program was killed because it made the forbidden system call %s; the sandbox does not allow it, so do without it.", callName(r.Seccomp.Syscall, r.Seccomp.Number)))
+		} else {
+			fb = append(fb, "The program was killed because it made a system call of a foreign ABI (32-bit or x32), which the sandbox never allows.")
+		}
+	case nsjail.KillCancelled:
+		fb = append(fb, "The run was cancelled by the caller.")
+	case nsjail.KillShutdown:
+		fb = append(fb, "The run was stopped because the sandbox service was shutting down; run it again.")
+	}
+	if r.Status == nsjail.StatusSignaled {
+		fb = append(fb, fmt.Sprintf("The program crashed with signal %s.", unix.SignalName(r.Signal)))
+	}
+	if r.Seccomp != nil && r.KillReason != nsjail.KillSeccomp {
+		fb = append(fb, fmt.Sprintf("The forbidden system call %s failed with EPERM (PermissionError); the sandbox does not allow it, so do without it.", callName(r.Seccomp.Syscall, r.Seccomp.Number)))
+	}
+	if r.PidsMaxHits > 0 {
+		fb = append(fb, fmt.Sprintf("Starting a process or thread failed %d time(s) because the jail's process limit was reached; start fewer processes or threads.", r.PidsMaxHits))
+	}
+	return fb
+}
+
+func callName(name string, nr int) string {
+	if name == "" {
+		return fmt.Sprintf("number %d", nr)
+	}
+	return name
+}
+
+func peak(r *nsjail.Result) string {
+	if r.PeakMemoryBytes < 0 {
+		return "unknown"
+	}
+	return Bytes(r.PeakMemoryBytes)
+}
+
+// Bytes formats a size for people: "9.1 MiB".
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// Duration formats a time for people: "31 ms", "0.4 s".
+func Duration(d time.Duration) string {
+	if d < time.Second {
+		return fmt.Sprintf("%d ms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1f s", d.Seconds())
+}

@@ -1,0 +1,109 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/nsjail"
+)
+
+func TestProgramFeedback(t *testing.T) {
+	if fb := ProgramFeedback(nil, nil, nil); fb == nil || len(fb) != 0 {
+		t.Errorf("%#v", fb)
+	}
+	fb := ProgramFeedback(&Exception{Type: "ZeroDivisionError", Message: "division by zero", Line: 3}, nil, nil)
+	if len(fb) != 1 || fb[0] != "The program raised ZeroDivisionError at line 3: division by zero. A division or modulo by zero: guard against a zero divisor." {
+		t.Errorf("%q", fb)
+	}
+	fb = ProgramFeedback(&Exception{Type: "ModuleNotFoundError", Message: "No module named 'numpy'", Line: 1}, nil, nil)
+	if !strings.Contains(fb[0], "only the Python standard library") && !strings.Contains(fb[0], "Only the Python standard library") {
+		t.Errorf("%q", fb)
+	}
+	fb = ProgramFeedback(&Exception{Type: "SyntaxError", Message: "'(' was never closed", Line: 2}, nil, nil)
+	if !strings.HasPrefix(fb[0], "The code does not compile: SyntaxError at line 2: '(' was never closed. Fix the syntax") {
+		t.Errorf("%q", fb)
+	}
+	for _, name := range []string{"NameError", "TypeError", "IndexError", "KeyError", "AttributeError", "RecursionError", "ValueError", "IndentationError", "json.decoder.JSONDecodeError"} {
+		if s := exceptionSentence(&Exception{Type: name}); !strings.HasPrefix(s, "The ") || len(strings.Split(s, ". ")) < 2 {
+			t.Errorf("no hint for %s: %q", name, s)
+		}
+	}
+
+	// 1000 failing cases make a handful of sentences, with their calls.
+	tests := &Tests{Function: "add"}
+	for i := 0; i < maxTestCases; i++ {
+		tests.Cases = append(tests.Cases, TestCase{Args: rawArgs(fmt.Sprint(i), `null`, `[true, {"k": "v"}]`), Kwargs: map[string]json.RawMessage{"z": json.RawMessage(`false`)}, Expected: json.RawMessage(fmt.Sprint(i + 1))})
+	}
+	lines := []string{fmt.Sprintf(started, len(tests.Cases))}
+	for i := range tests.Cases {
+		if i < 990 {
+			lines = append(lines, fmt.Sprintf(`{"t":"case","i":%d,"ms":0,"type":"int","value":%d}`, i, i))
+		}
+	}
+	tr := ParseReport(report(lines...), false, tests).Verdicts(tests, &nsjail.Result{Status: nsjail.StatusKilled, KillReason: nsjail.KillCPUTimeout})
+	fb = ProgramFeedback(nil, tr, tests)
+	want := []string{
+		"1000 of 1000 tests failed.",
+		`Test 'case 1' (add(0, None, [True, {"k": "v"}], z=False)) failed: expected 1, got 0.`,
+	}
+	if len(fb) != 1+maxFeedbackFail+2 || fb[0] != want[0] || fb[1] != want[1] ||
+		fb[6] != "986 more failed tests are not listed here." ||
+		!strings.HasPrefix(fb[7], "9 tests did not run: the program was killed (cpu_timeout) during 'case 991'.") {
+		t.Errorf("%d sentences:\n%s", len(fb), strings.Join(fb, "\n"))
+	}
+
+	// None ran: one sentence, with a hint.
+	tr = ParseReport(nil, false, tests).Verdicts(tests, exited0)
+	fb = ProgramFeedback(nil, tr, tests)
+	if len(fb) != 1 || !strings.HasPrefix(fb[0], "None of the 1000 tests ran: the program exited with code 0 before the tests ran. The tests call the function after") {
+		t.Errorf("%q", fb)
+	}
+	tr = ParseReport(report(`{"t":"tests","n":1000,"function":"missing"}`), false, tests).Verdicts(tests, exited0)
+	if fb = ProgramFeedback(nil, tr, tests); len(fb) != 1 || !strings.Contains(fb[0], "defines no function named 'add'. Define it at the top level") {
+		t.Errorf("%q", fb)
+	}
+
+	// Every test passed: nothing to say.
+	one := oneCase(TestCase{Expected: json.RawMessage(`1`)})
+	tr = ParseReport(report(fmt.Sprintf(started, 1), `{"t":"case","i":0,"ms":0,"type":"int","value":1}`), false, one).Verdicts(one, exited0)
+	if fb = ProgramFeedback(nil, tr, one); len(fb) != 0 || !tr.AllPassed {
+		t.Errorf("%q %+v", fb, tr)
+	}
+}
+
+// Feedback quotes values as the caller wrote them (no HTML escapes), and a
+// keyword that is no identifier the way the harness passes it.
+func TestFeedbackNotation(t *testing.T) {
+	c := &TestCase{Args: rawArgs(`"<b>&"`), Kwargs: map[string]json.RawMessage{"x": json.RawMessage(`[1, {"k": "<"}]`), "a-b": json.RawMessage(`true`)}}
+	if got, want := pyCall("f", c), `f("<b>&", x=[1, {"k": "<"}], **{"a-b": True})`; got != want {
+		t.Errorf("pyCall: %s, want %s", got, want)
+	}
+	if got := shortAny([]any{"<a>"}); got != `["<a>"]` {
+		t.Errorf("shortAny: %s", got)
+	}
+}
+
+func TestFeedbackNamesTheLimit(t *testing.T) {
+	for reason, want := range map[nsjail.KillReason]string{
+		nsjail.KillWallTimeout:   "wall-clock",
+		nsjail.KillCPUTimeout:    "CPU time",
+		nsjail.KillOutputLimit:   "output limit",
+		nsjail.KillSeccomp:       "foreign ABI",
+		nsjail.KillCancelled:     "cancelled",
+		nsjail.KillShutdown:      "shutting down",
+		nsjail.KillFileSizeLimit: "file size",
+	} {
+		fb := JailFeedback(&nsjail.Result{Status: nsjail.StatusKilled, KillReason: reason, WallTime: time.Second})
+		require.NotEmpty(t, fb, reason)
+		assert.Contains(t, fb[0], want, reason)
+	}
+	fb := JailFeedback(&nsjail.Result{Status: nsjail.StatusOK, PidsMaxHits: 3})
+	require.Len(t, fb, 1)
+	assert.Contains(t, fb[0], "process limit")
+}

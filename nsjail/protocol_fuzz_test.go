@@ -86,7 +86,7 @@ func FuzzRecvMsg(f *testing.F) {
 func FuzzMsgRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typ byte, payload []byte, chunk uint8) {
 		var buf bytes.Buffer
-		if err := writeMsg(&buf, typ, payload); err != nil {
+		if err := writeMsg(&buf, msgType(typ), payload); err != nil {
 			t.Fatal(err)
 		}
 		if buf.Len() != 5+len(payload) {
@@ -94,7 +94,7 @@ func FuzzMsgRoundTrip(f *testing.F) {
 		}
 		r := &chunkReader{r: &buf, n: int(chunk%16) + 1}
 		gotTyp, got, fds, err := recvMsg(r, streamRecv(r))
-		if err != nil || gotTyp != typ || !bytes.Equal(got, payload) || len(fds) > 0 {
+		if err != nil || gotTyp != msgType(typ) || !bytes.Equal(got, payload) || len(fds) > 0 {
 			t.Fatalf("read back type %d, %d bytes, fds %v, err %v; wrote type %d, %d bytes", gotTyp, len(got), fds, err, typ, len(payload))
 		}
 		if _, _, _, err := recvMsg(r, streamRecv(r)); !errors.Is(err, io.EOF) {

@@ -12,6 +12,7 @@ import (
 
 	"agentjail/daemon/internal/jsontext"
 	"agentjail/nsjail"
+	"agentjail/seccomp"
 )
 
 // ProgramFeedback gives the sentences of CONTRACT.md §3 for the uncaught
@@ -238,11 +239,7 @@ func JailFeedback(r *nsjail.Result) []string {
 	case nsjail.KillFileSizeLimit:
 		fb = append(fb, "The program was killed because it wrote a file larger than the file size limit.")
 	case nsjail.KillSeccomp:
-		if r.Seccomp != nil {
-			fb = append(fb, fmt.Sprintf("The program was killed because it made the forbidden system call %s; the sandbox does not allow it, so do without it.", callName(r.Seccomp.Syscall, r.Seccomp.Number)))
-		} else {
-			fb = append(fb, "The program was killed because it made a system call of a foreign ABI (32-bit or x32), which the sandbox never allows.")
-		}
+		fb = append(fb, seccompKill(r.Seccomp))
 	case nsjail.KillCancelled:
 		fb = append(fb, "The run was cancelled by the caller.")
 	case nsjail.KillShutdown:
@@ -258,6 +255,38 @@ func JailFeedback(r *nsjail.Result) []string {
 		fb = append(fb, fmt.Sprintf("Starting a process or thread failed %d time(s) because the jail's process limit was reached; start fewer processes or threads.", r.PidsMaxHits))
 	}
 	return fb
+}
+
+// seccompKill says why the supervisor ended the jail: a call of a foreign
+// ABI (never allowed), more forbidden calls than a run may make (the
+// daemon answers each), or the first forbidden call under "kill".
+func seccompKill(rep *seccomp.Report) string {
+	total := 0
+	if rep != nil {
+		for _, c := range rep.Calls {
+			total += c.Count
+			if c.ABI != "" {
+				return fmt.Sprintf("The program was killed because it made a system call of a foreign ABI (%s, number %d), which the sandbox never allows: use the normal 64-bit system calls (no int 0x80, no x32).", c.ABI, c.Number)
+			}
+		}
+	}
+	switch {
+	case total > seccomp.MaxNotifications:
+		return fmt.Sprintf("The program was killed because it made more than %d forbidden system calls (%d, the most frequent %s); each fails with EPERM, so stop retrying it.", seccomp.MaxNotifications, total, mostFrequent(rep))
+	case rep != nil:
+		return fmt.Sprintf("The program was killed because it made the forbidden system call %s; the sandbox does not allow it, so do without it.", callName(rep.Syscall, rep.Number))
+	}
+	return "The program was killed by the sandbox's system call filter."
+}
+
+func mostFrequent(rep *seccomp.Report) string {
+	best := rep.Calls[0]
+	for _, c := range rep.Calls {
+		if c.Count > best.Count {
+			best = c
+		}
+	}
+	return callName(best.Syscall, best.Number)
 }
 
 func callName(name string, nr int) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentjail/nsjail"
+	"agentjail/seccomp"
 )
 
 func TestProgramFeedback(t *testing.T) {
@@ -94,7 +95,7 @@ func TestFeedbackNamesTheLimit(t *testing.T) {
 		nsjail.KillWallTimeout:   "wall-clock",
 		nsjail.KillCPUTimeout:    "CPU time",
 		nsjail.KillOutputLimit:   "output limit",
-		nsjail.KillSeccomp:       "foreign ABI",
+		nsjail.KillSeccomp:       "system call filter",
 		nsjail.KillCancelled:     "cancelled",
 		nsjail.KillShutdown:      "shutting down",
 		nsjail.KillFileSizeLimit: "file size",
@@ -106,4 +107,16 @@ func TestFeedbackNamesTheLimit(t *testing.T) {
 	fb := JailFeedback(&nsjail.Result{Status: nsjail.StatusOK, PidsMaxHits: 3})
 	require.Len(t, fb, 1)
 	assert.Contains(t, fb[0], "process limit")
+}
+
+// A seccomp kill says which of its three causes it was: a foreign-ABI
+// call, the budget of forbidden calls, or the first call under "kill".
+func TestFeedbackNamesTheSeccompKill(t *testing.T) {
+	kill := func(calls ...seccomp.CallCount) []string {
+		rep := &seccomp.Report{Syscall: calls[0].Syscall, Number: calls[0].Number, ABI: calls[0].ABI, Calls: calls}
+		return JailFeedback(&nsjail.Result{Status: nsjail.StatusKilled, KillReason: nsjail.KillSeccomp, Signal: 9, Seccomp: rep})
+	}
+	assert.Contains(t, kill(seccomp.CallCount{Number: 20, ABI: "i386", Count: 1})[0], "foreign ABI (i386, number 20)")
+	assert.Contains(t, kill(seccomp.CallCount{Syscall: "unshare", Number: 272, Count: 1001})[0], "more than 1000 forbidden system calls (1001, the most frequent unshare)")
+	assert.Contains(t, kill(seccomp.CallCount{Syscall: "ptrace", Number: 101, Count: 1})[0], "forbidden system call ptrace;")
 }

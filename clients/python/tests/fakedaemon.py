@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
 import socketserver
 import tempfile
 import threading
-from typing import Any, Callable, Dict, List, Optional
+import time
+from typing import Any, Callable, Dict, List, Optional, Union
 
 # The result object of CONTRACT.md §3 with the daemon's extra fields.
 RESULT: Dict[str, Any] = {
@@ -66,8 +68,10 @@ def reply(status: int, obj: Any, headers: Optional[Dict[str, str]] = None, chunk
     return {"kind": "json", "status": status, "obj": obj, "headers": headers or {}, "chunked": chunked}
 
 
-def error(status: int, code: str, message: str, headers: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    return reply(status, {"error": {"code": code, "message": message}}, headers)
+def error(status: int, code: str, message: str, headers: Optional[Dict[str, str]] = None,
+          **fields: Any) -> Dict[str, Any]:
+    """The daemon's error answer; `fields` go into its error object (ended_reason)."""
+    return reply(status, {"error": dict({"code": code, "message": message}, **fields)}, headers)
 
 
 def raw(data: bytes) -> Dict[str, Any]:
@@ -75,13 +79,18 @@ def raw(data: bytes) -> Dict[str, Any]:
     return {"kind": "raw", "data": data}
 
 
-def hold() -> Dict[str, Any]:
-    """Answer nothing; wait for the client to close (a cancelled run)."""
-    return {"kind": "hold"}
+def hold(until: Optional[threading.Event] = None,
+         then: Union[Dict[str, Any], Callable[[], Dict[str, Any]], None] = None,
+         on_gone: Optional[Callable[[], None]] = None) -> Dict[str, Any]:
+    """Answer nothing; wait for the client to close (a cancelled run), then
+    call `on_gone`. With `until`: once that event is set, send `then` (an
+    action, or a function that makes one) instead."""
+    return {"kind": "hold", "until": until, "then": then, "on_gone": on_gone}
 
 
-REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 413: "Request Entity Too Large",
-           429: "Too Many Requests", 500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+           409: "Conflict", 410: "Gone", 413: "Request Entity Too Large", 429: "Too Many Requests",
+           500: "Internal Server Error", 503: "Service Unavailable"}
 
 
 class FakeDaemon:
@@ -158,19 +167,30 @@ class FakeDaemon:
             conn.sendall(action["data"])
             return
         if kind == "hold":
+            until, then, on_gone = action.get("until"), action.get("then"), action.get("on_gone")
+            deadline = time.monotonic() + 30
             try:
-                while conn.recv(65536):
-                    pass
-                self.gone.set()
-            except socket.timeout:
+                while time.monotonic() < deadline:
+                    if until is not None and until.is_set():
+                        self._send(conn, then() if callable(then) else (then or reply(200, RESULT)))
+                        return
+                    readable, _, _ = select.select([conn], [], [], 0.01)
+                    if readable and not conn.recv(65536):
+                        if on_gone is not None:
+                            on_gone()
+                        self.gone.set()
+                        return
+            except (socket.timeout, OSError):
                 pass
             return
-        body = json.dumps(action["obj"]).encode()
         status = action["status"]
+        body = b"" if status == 204 else json.dumps(action["obj"]).encode()
         head = [f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}", "Content-Type: application/json",
                 "Connection: close"]
         head += [f"{k}: {v}" for k, v in action["headers"].items()]
-        if action["chunked"]:
+        if status == 204:
+            payload = b""
+        elif action["chunked"]:
             head.append("Transfer-Encoding: chunked")
             parts = [body[i:i + 7] for i in range(0, len(body), 7)]
             payload = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
@@ -178,3 +198,4 @@ class FakeDaemon:
             head.append(f"Content-Length: {len(body)}")
             payload = body
         conn.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + payload)
+

@@ -190,6 +190,33 @@ class ErrorTest(unittest.TestCase):
         e = self.check(error(500, "setup_failed", "pivot_root: EPERM"), agentjail.SetupFailed, "setup_failed")
         self.assertIn("pivot_root", str(e))
 
+    def test_session_errors(self):
+        e = self.check(error(404, "not_found", "no session s-1"), agentjail.NotFound, "not_found")
+        self.assertEqual(e.status, 404)
+        e = self.check(error(409, "session_busy", "a call is running"), agentjail.SessionBusy, "session_busy")
+        self.assertEqual(e.status, 409)
+        e = self.check(error(410, "session_ended", "session s-1 ended: its program exited", ended_reason="exited"),
+                       agentjail.SessionEnded, "session_ended")
+        self.assertEqual((e.status, e.reason, str(e)), (410, "exited", "session s-1 ended: its program exited"))
+        e = self.check(error(429, "too_many_sessions", "64 sessions", {"Retry-After": "5"}),
+                       agentjail.TooManySessions, "too_many_sessions")
+        self.assertEqual(e.retry_after, 5.0)
+        self.assertNotIsInstance(e, agentjail.QueueFull)  # waiting for a run slot would not help
+
+    def test_session_errors_by_status_alone(self):
+        for status, exc in ((404, agentjail.NotFound), (409, agentjail.SessionBusy), (410, agentjail.SessionEnded)):
+            with self.subTest(status=status):
+                e = self.check(raw(b"HTTP/1.1 %d X\r\nContent-Length: 4\r\n\r\ngone" % status), exc,
+                               exc.default_code)
+                self.assertEqual(e.status, status)
+        e = self.check(raw(b"HTTP/1.1 410 Gone\r\nContent-Length: 0\r\n\r\n"), agentjail.SessionEnded,
+                       "session_ended")
+        self.assertIsNone(e.reason)
+
+    def test_no_content_is_an_empty_object(self):
+        with FakeDaemon(lambda req: reply(204, None)) as d:
+            self.assertEqual(Client(d.path).health(), {})
+
     def test_status_decides_when_the_body_is_not_json(self):
         e = self.check(raw(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 8\r\n\r\nstopping"),
                        agentjail.ShuttingDown, "shutting_down")

@@ -11,17 +11,19 @@ drop-in for the subprocess `CodeSandbox` shape. Standard library only.
 
 from .aio import AsyncClient
 from .client import DEFAULT_SOCKET, Client
-from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, ProtocolError, QueueFull,
-                     SetupFailed, ShuttingDown, Timeout, TooLarge)
-from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, Result, SeccompReport, SyscallCount,
-                    TestReport, TestResult, Tests)
+from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, NotFound, ProtocolError, QueueFull,
+                     SessionBusy, SessionEnded, SetupFailed, ShuttingDown, Timeout, TooLarge, TooManySessions)
+from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, Result, SeccompReport, SessionInfo,
+                    SessionResult, SessionState, SyscallCount, TestReport, TestResult, Tests)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "DEFAULT_SOCKET",
     "Result", "ExceptionInfo", "TestReport", "TestResult", "CollectedFile", "SeccompReport", "SyscallCount",
+    "SessionResult", "SessionState", "SessionInfo",
     "Limits", "Tests", "Case", "File", "NOT_SET",
     "AgentjailError", "InvalidRequest", "Forbidden", "TooLarge", "QueueFull", "ShuttingDown", "SetupFailed",
+    "NotFound", "SessionBusy", "SessionEnded", "TooManySessions",
     "DaemonUnavailable", "ProtocolError", "Timeout",
 ]

@@ -103,12 +103,14 @@ class AsyncClient:
             limits: Union[Limits, Mapping[str, Any], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
             env: Optional[Mapping[str, str]] = None,
-            on_forbidden_syscall: Optional[str] = None) -> Coroutine[Any, Any, Result]:
+            on_forbidden_syscall: Optional[str] = None,
+            environment: Optional[str] = None,
+            start: Optional[str] = None) -> Coroutine[Any, Any, Result]:
         """Run one program; await it for its Result. Argument mistakes raise
         here, at the call; daemon refusals raise when awaited."""
         data = _http.request("POST", "/v1/run", build_request(
             code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, env=env,
-            on_forbidden_syscall=on_forbidden_syscall))
+            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start))
 
         async def run() -> Result:
             return Result.from_dict(await self._call("POST", data))

@@ -80,12 +80,18 @@ class Client:
             limits: Union[Limits, Mapping[str, Any], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
             env: Optional[Mapping[str, str]] = None,
-            on_forbidden_syscall: Optional[str] = None) -> Result:
+            on_forbidden_syscall: Optional[str] = None,
+            environment: Optional[str] = None,
+            start: Optional[str] = None) -> Result:
         """Run one program and return its Result (a program that fails or is
         killed is a Result, not an exception). Raises an AgentjailError when
-        the daemon refuses the run or cannot be reached."""
+        the daemon refuses the run or cannot be reached.
+
+        `environment` names one of the daemon's environments (its default
+        when None); `start` asks for a "warm" or a "cold" start."""
         body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
-                             tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall)
+                             tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall,
+                             environment=environment, start=start)
         return Result.from_dict(self._call("POST", _http.request("POST", "/v1/run", body)))
 
     def health(self) -> Dict[str, Any]:

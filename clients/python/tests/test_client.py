@@ -57,6 +57,12 @@ class RequestTest(unittest.TestCase):
             {"name": "raises", "args": [None, 2], "expected_exception": "TypeError"},
         ]})
 
+    def test_environment_and_start(self):
+        with FakeDaemon(lambda req: reply(200, result(environment="venv", start="warm"))) as d:
+            r = Client(d.path).run("pass", environment="venv", start="warm")
+            self.assertEqual(d.requests[0].json, {"code": "pass", "environment": "venv", "start": "warm"})
+        self.assertEqual((r.environment, r.start), ("venv", "warm"))
+
     def test_socket_from_environment(self):
         with FakeDaemon() as d:
             old = os.environ.get("AGENTJAIL_SOCKET")
@@ -116,6 +122,18 @@ class ResultTest(unittest.TestCase):
         self.assertIsNone(r.peak_memory_bytes)
         self.assertEqual(r.peak_memory_source, "memory.max_usage_in_bytes")
         self.assertEqual(r.feedback, ["Test 'raises' failed: expected TypeError, got ValueError: x"])
+
+    def test_output_that_is_not_utf8_is_exact(self):
+        out, err = b"\xff\xfe abc \x80", b"ok\n"
+        lossy = result(stdout=out.decode("utf-8", "replace"), stdout_base64=base64.b64encode(out).decode(),
+                       stderr=err.decode(), files=[{"path": "\ufffd.bin", "path_base64": base64.b64encode(b"\xff.bin").decode(),
+                                                    "size": 2, "encoding": "base64", "content": "AAE="}])
+        with FakeDaemon(lambda req: reply(200, lossy)) as d:
+            r = Client(d.path).run("import os; os.write(1, b'\\xff\\xfe abc \\x80')")
+        self.assertEqual(r.stdout, "\ufffd\ufffd abc \ufffd")
+        self.assertEqual((r.stdout_bytes, r.stderr_bytes), (out, err))
+        self.assertEqual(r.file(b"\xff.bin").read_bytes(), b"\x00\x01")
+        self.assertEqual(r.extra, {})
 
     def test_unknown_fields_of_a_newer_daemon_are_kept(self):
         newer = result(warm_pool=True, exception={"type": "E", "message": "m", "line": 1, "traceback": "",

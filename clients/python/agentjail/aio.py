@@ -366,7 +366,8 @@ class AsyncSession:
         if cancel is not None:
             raise cancel
         if isinstance(exc, asyncio.TimeoutError) and not isinstance(exc, Timeout):
-            raise Timeout(f"the agentjail daemon did not answer the DELETE of session {self.id} within {limit} s")
+            raise Timeout(f"the agentjail daemon did not answer the DELETE of session {self.id} within {limit} s") \
+                from None
         if exc is not None and not self.closed:
             raise exc
 

@@ -16,7 +16,7 @@ import unittest
 
 import agentjail
 from agentjail import AsyncClient, Case, Client, Limits, Tests
-from fakedaemon import FakeDaemon, FakeSessions, error
+from fakedaemon import FakeDaemon, FakeSessions, error, hold
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.dirname(HERE)
@@ -402,6 +402,22 @@ class AsyncSessionTest(unittest.TestCase):
         self.assertEqual(len(self.fake.sessions), 1)
         self.assertEqual(self.fake.deleted, list(self.fake.sessions))
         self.assertNotIn("/run", " ".join(calls(self.daemon)))
+
+    def test_a_delete_that_hangs_is_a_timeout(self):
+        def answer(req):
+            return hold() if req.method == "DELETE" else self.fake(req)
+        self.daemon.answer = answer
+
+        async def main(client):
+            async with client.session() as s:
+                await s.run("x = 1")
+            return s
+
+        with self.assertRaises(agentjail.Timeout):
+            asyncio.run(main(AsyncClient(self.daemon.path, timeout=0.3)))
+        with self.assertRaises(agentjail.Timeout):
+            with Client(self.daemon.path, timeout=0.3).session():
+                pass
 
     def test_an_unawaited_session_sends_nothing(self):
         opener = self.client.session()

@@ -9,10 +9,14 @@ of the actions below, and reads `daemon.requests` and `daemon.gone` after.
 from __future__ import annotations
 
 import ast
+import base64
+import builtins
+import glob
 import io
 import json
 import os
 import select
+import shutil
 import socket
 import socketserver
 import tempfile
@@ -20,6 +24,7 @@ import threading
 import time
 import traceback
 import urllib.parse
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
 
 # The result object of CONTRACT.md §3 with the daemon's extra fields.
@@ -220,8 +225,10 @@ class FakeSessions:
     `exec`, here in the test process: the code is the tests' own, trusted.
     So state lasts across calls, the trailing expression gives `value`, an
     exception is a call with status "error" that the session survives, and
-    SystemExit ends the session ("exited"). Some first lines act as the
-    jail would:
+    SystemExit ends the session ("exited"). Each session has a workspace
+    directory of its own: the request's `files` are written there, the
+    code's `open` of a relative path opens there, and `collect` returns
+    what matches there. Some first lines act as the jail would:
 
         # hold      the call runs until `release` is set or the client
                     leaves (then the call is cancelled, the session lives);
@@ -235,9 +242,11 @@ class FakeSessions:
     that are not the session's (or the call's), an unknown environment or
     start are 400s; unknown ids 404; a call to an ended session 410 with
     `ended_reason`; a call while another runs 409; more than
-    `max_sessions` sessions 429 `too_many_sessions` with Retry-After. An
-    ended or deleted session stays known, answering 410 (GET answers its
-    state, alive false), as the daemon does for a while.
+    `max_sessions` sessions 429 `too_many_sessions` with Retry-After. A
+    session idle for longer than its `idle_timeout_ms` ends
+    ("idle_timeout"). An ended session stays known, as the daemon keeps it
+    for a while: calls to it are 410 with its `ended_reason`, GET answers
+    its state (alive false); once deleted, GET is 410 too.
     """
 
     ENVIRONMENTS = ("default", "venv")
@@ -257,6 +266,8 @@ class FakeSessions:
         self.deleted: List[str] = []  # ids, in the order DELETE ended them
         self.cancelled: List[str] = []  # ids whose held call's client left
         self._n = 0
+        self._root = tempfile.mkdtemp(prefix="ajfake-sessions-")
+        weakref.finalize(self, shutil.rmtree, self._root, True)
 
     def __call__(self, req: Request) -> Dict[str, Any]:
         path = urllib.parse.unquote(req.path)
@@ -276,9 +287,13 @@ class FakeSessions:
                 s = self.sessions.get(sid)
                 if s is None:
                     return error(404, "not_found", f"no session {sid}")
+                if s["alive"] and not s["busy"] and time.time() - s["last_used"] > s["idle_timeout_ms"] / 1000:
+                    self._end(s, "idle_timeout")
                 if tail == "run" and req.method == "POST":
                     return self._call(s, body)
                 if tail == "" and req.method == "GET":
+                    if s["ended_reason"] == "deleted":
+                        return self._ended(s)
                     return reply(200, self._info(s))
                 if tail == "" and req.method == "DELETE":
                     if not s["alive"]:
@@ -336,11 +351,18 @@ class FakeSessions:
                       "open_files": 256, "file_size_bytes": 33554432}
             limits.update(body.get("limits") or {})
             now = time.time()
+            ws = os.path.join(self._root, sid)
+            os.mkdir(ws)
+
+            def ws_open(file: Any, *args: Any, **kw: Any) -> Any:
+                if isinstance(file, str) and not os.path.isabs(file):
+                    file = os.path.join(ws, file)
+                return builtins.open(file, *args, **kw)
             s = {"id": sid, "environment": body.get("environment", "default"), "start": body.get("start", "warm"),
                  "limits": limits, "idle_timeout_ms": idle, "created": now, "last_used": now, "calls": 0,
                  "alive": True, "ended_reason": "", "busy": False, "env": dict(body.get("env") or {}),
-                 "files": {f["path"]: f for f in body.get("files") or []},
-                 "ns": {"__name__": "__main__", "__builtins__": __builtins__}}
+                 "workspace": ws, "ns": {"__name__": "__main__", "__builtins__": builtins, "open": ws_open}}
+            self._write(s, body.get("files") or [])
             self.sessions[sid] = s
             return reply(201, self._created(s))
 
@@ -368,6 +390,32 @@ class FakeSessions:
     def _end(self, s: Dict[str, Any], reason: str) -> None:
         s["alive"], s["ended_reason"], s["busy"] = False, reason, False
         s["ns"] = {}
+        shutil.rmtree(s["workspace"], ignore_errors=True)
+
+    def _write(self, s: Dict[str, Any], files: List[Dict[str, Any]]) -> None:
+        for f in files:
+            path = os.path.join(s["workspace"], f["path"])
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            data = (base64.b64decode(f["content"]) if f.get("encoding") == "base64"
+                    else f["content"].encode("utf-8"))
+            with open(path, "wb") as out:
+                out.write(data)
+
+    def _collect(self, s: Dict[str, Any], patterns: List[str]) -> List[Dict[str, Any]]:
+        found = set()
+        for p in patterns:
+            found.update(glob.glob(os.path.join(s["workspace"], p)))
+        out = []
+        for path in sorted(found):
+            with open(path, "rb") as f:
+                data = f.read()
+            entry: Dict[str, Any] = {"path": os.path.relpath(path, s["workspace"]), "size": len(data)}
+            try:
+                entry.update(encoding="utf-8", content=data.decode("utf-8"))
+            except UnicodeDecodeError:
+                entry.update(encoding="base64", content=base64.b64encode(data).decode())
+            out.append(entry)
+        return out
 
     # -- one call
 
@@ -379,8 +427,7 @@ class FakeSessions:
         bad = self._check(body, ("code", "stdin", "files", "collect", "tests", "limits"), self.CALL_LIMITS)
         if bad:
             return bad
-        for f in body.get("files") or []:
-            s["files"][f["path"]] = f
+        self._write(s, body.get("files") or [])
         s["calls"] += 1
         s["last_used"] = time.time()
         code = body["code"]
@@ -409,7 +456,10 @@ class FakeSessions:
             return reply(200, self._result(s, result(
                 status="killed", exit_code=137, signal="SIGKILL", kill_reason="wall_timeout",
                 feedback=["The call was interrupted after running for 1.0 s of wall-clock time, its limit."]), None))
-        return reply(200, self._exec(s, code))
+        r = self._exec(s, code)
+        if s["alive"] and body.get("collect"):
+            r["files"] = self._collect(s, body["collect"])
+        return reply(200, r)
 
     def _exec(self, s: Dict[str, Any], code: str) -> Dict[str, Any]:
         out = io.StringIO()

@@ -137,6 +137,15 @@ class SessionTest(unittest.TestCase):
                 s.run("x")
             self.assertEqual(cm.exception.reason, "memory_limit")
 
+    def test_idle_timeout(self):
+        with self.client.session(idle_timeout_ms=100) as s:
+            s.run("x = 1")
+            time.sleep(0.3)
+            with self.assertRaises(agentjail.SessionEnded) as cm:
+                s.run("x")
+            self.assertEqual(cm.exception.reason, "idle_timeout")
+            self.assertEqual((s.info().alive, s.info().ended_reason), (False, "idle_timeout"))
+
     def test_a_second_concurrent_call_is_busy(self):
         with self.client.session() as s:
             out = []
@@ -172,9 +181,10 @@ class SessionTest(unittest.TestCase):
         s.close()
         again = self.client.attach_session(s.id)
         self.assertEqual(len(self.daemon.requests), 2)  # attaching asks nothing
-        with self.assertRaises(agentjail.SessionEnded) as cm:
-            again.run("1")
-        self.assertEqual((cm.exception.status, cm.exception.reason), (410, "deleted"))
+        for call in (lambda: again.run("1"), again.info):
+            with self.assertRaises(agentjail.SessionEnded) as cm:
+                call()
+            self.assertEqual((cm.exception.status, cm.exception.reason), (410, "deleted"))
         again.close()  # 410: not an error
         self.assertTrue(again.closed)
         unknown = self.client.attach_session("s-01JUNKNOWN0000000000000000")
@@ -443,6 +453,7 @@ HYGIENE = textwrap.dedent("""
     from agentjail import AsyncClient
 
     path, scenario = sys.argv[1], sys.argv[2]
+    delay = float(sys.argv[3]) if len(sys.argv) > 3 else 0.3  # for a call to be under way
     c = AsyncClient(path)
     ids = []
 
@@ -453,7 +464,7 @@ HYGIENE = textwrap.dedent("""
 
     async def session_cancelled():
         t = asyncio.ensure_future(hold_in_a_session())
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(delay)
         t.cancel()
         try:
             await t
@@ -473,7 +484,7 @@ HYGIENE = textwrap.dedent("""
 
     async def session_timed_out():
         try:
-            await asyncio.wait_for(hold_in_a_session(), 0.3)
+            await asyncio.wait_for(hold_in_a_session(), delay)
         except asyncio.TimeoutError:
             pass
 
@@ -482,7 +493,7 @@ HYGIENE = textwrap.dedent("""
             async with asyncio.TaskGroup() as tg:
                 tg.create_task(hold_in_a_session())
                 tg.create_task(hold_in_a_session())
-                await asyncio.sleep(0.3)
+                await asyncio.sleep(delay)
                 raise ValueError("the agent gave up")
         except BaseExceptionGroup as eg:  # Python 3.11+, as TaskGroup
             assert [type(e) for e in eg.exceptions] == [ValueError], eg.exceptions
@@ -490,7 +501,7 @@ HYGIENE = textwrap.dedent("""
     async def session_left_running():
         # asyncio.run cancels the tasks still running when main returns
         asyncio.ensure_future(hold_in_a_session())
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(delay)
 
     def session_unawaited():
         opener = c.session()
@@ -509,7 +520,7 @@ HYGIENE = textwrap.dedent("""
         seen = []
         loop.set_exception_handler(lambda loop, ctx: seen.append(ctx["message"]))
         task = loop.create_task(hold_in_a_session())
-        loop.run_until_complete(asyncio.sleep(0.3))
+        loop.run_until_complete(asyncio.sleep(delay))
         loop.close()
         del task
         gc.collect()

@@ -45,10 +45,16 @@ def require():
 
 
 class Daemon:
-    """`agentjail serve` on a socket of its own, for the test class."""
+    """`agentjail serve` on a socket of its own, for the test class.
 
-    def __init__(self):
+    `extra_config` is appended to the configuration (TOML tables the test
+    needs); `shared` makes the socket's directory searchable by every user,
+    for tests that connect as another uid."""
+
+    def __init__(self, extra_config="", shared=False):
         self.tmp = tempfile.mkdtemp(prefix="ajint-")
+        if shared:
+            os.chmod(self.tmp, 0o755)
         self.socket = os.path.join(self.tmp, "s.sock")
         self.config = os.path.join(self.tmp, "config.toml")
         src = os.environ.get("AGENTJAIL_TEST_CONFIG")
@@ -57,6 +63,13 @@ class Daemon:
         else:
             with open(self.config, "w") as f:
                 f.write("# empty: the daemon's defaults\n")
+        if extra_config:
+            with open(self.config, "r+") as f:
+                text = f.read()
+                for line in extra_config.splitlines():
+                    if line.startswith("[") and line in text.splitlines():
+                        raise AssertionError(f"{src} has a {line} table; this test needs its own:\n{extra_config}")
+                f.write("\n" + extra_config)
         self.log_path = os.path.join(self.tmp, "daemon.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([BIN, "serve", "--socket", self.socket, "--config", self.config],

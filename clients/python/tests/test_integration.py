@@ -232,6 +232,25 @@ class IntegrationTest(unittest.TestCase):
         self.assertTrue(r.success, r.to_dict())
         self.assertEqual((r.all_passed, r.score, r.exit_code), (True, 1.0, 0))
 
+    def test_compat_kills_name_the_limit_with_tests(self):
+        # Issue 22: the daemon's first feedback sentence is then about the
+        # tests; the exception must still say which limit and what to change.
+        sandbox = CodeSandbox(timeout=2, max_memory_mb=32, socket=self.daemon.socket)
+        r = sandbox.run("def f(n):\n    return len(bytearray(n))\n", "f", [TestCase("big", (256 << 20,))])
+        self.assertEqual((r.success, r.all_passed, r.score, r.kill_reason), (False, False, 0.0, "memory_limit"))
+        self.assertTrue(r.exception.startswith("MemoryError: The program was killed because it used more than its "
+                                               "memory limit of 32.0 MiB"), r.exception)
+        self.assertIn("max_memory_mb=32", r.exception)
+        r = sandbox.run("def f():\n    while True:\n        pass\n", "f", [TestCase("loop")])
+        self.assertEqual(r.kill_reason, "wall_timeout", r.to_dict())
+        self.assertTrue(r.exception.startswith("TimeoutError: Timeout after 2s. The program was killed after running"),
+                        r.exception)
+        self.assertIn("timeout=2", r.exception)
+
+    def test_compat_without_tests(self):
+        r = CodeSandbox(timeout=5, socket=self.daemon.socket).run("print(1)")
+        self.assertEqual((r.success, r.all_passed, r.score, r.stdout), (True, False, 0.0, "1\n"))
+
     def test_repair_loop_example(self):
         p = subprocess.run([sys.executable, EXAMPLE, "--socket", self.daemon.socket],
                            capture_output=True, text=True, timeout=120)

@@ -453,6 +453,19 @@ class RunFieldsTest(Base):
         self.assertIn("\ufffd", odd.path)
         self.assertIsNone(r.file("out/ok.txt").path_base64)
 
+    def test_compat_passes_the_no_shared_state_feedback_through(self):
+        # Issue 22: a NameError in a run that follows others; the daemon
+        # says that runs share no state (and points to sessions).
+        from agentjail.compat import CodeFeedbackExtractor, CodeSandbox
+        sandbox = CodeSandbox(timeout=5, socket=DAEMON.socket)
+        self.assertTrue(sandbox.run("total = 41").success)
+        r = sandbox.run("print(total + 1)")
+        self.assertEqual((r.success, r.raw.exception.type), (False, "NameError"))
+        said = [f for f in r.feedback if "state" in f.lower()]
+        self.assertTrue(said, r.feedback)
+        self.assertIn("session", said[0].lower())
+        self.assertIn(said[0], CodeFeedbackExtractor.extract(r))
+
     def test_a_session_call_is_lossless_too(self):
         with self.client.session() as s:
             r = s.run("import sys\nsys.stdout.buffer.write(b'\\x80ok'); sys.stdout.flush()")

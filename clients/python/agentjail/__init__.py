@@ -5,23 +5,29 @@ jail and get back what happened (CONTRACT.md §2 and §3).
     r = Client().run("print(sum(range(10)))")
     r.status, r.stdout          # ("ok", "45\\n")
 
+    with Client().session() as s:       # a live interpreter across calls
+        s.run("x = 41")
+        s.run("x + 1").value    # "42"
+
 `AsyncClient` has the same calls for asyncio; `agentjail.compat` is a
 drop-in for the subprocess `CodeSandbox` shape. Standard library only.
 """
 
-from .aio import AsyncClient
-from .client import DEFAULT_SOCKET, Client
-from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, ProtocolError, QueueFull,
-                     SetupFailed, ShuttingDown, Timeout, TooLarge)
-from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, Result, SeccompReport, SyscallCount,
-                    TestReport, TestResult, Tests)
+from .aio import AsyncClient, AsyncSession
+from .client import DEFAULT_SOCKET, Client, Session
+from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, NotFound, ProtocolError, QueueFull,
+                     SessionBusy, SessionEnded, SetupFailed, ShuttingDown, Timeout, TooLarge, TooManySessions)
+from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, Result, SeccompReport, SessionInfo,
+                    SessionResult, SessionState, SyscallCount, TestReport, TestResult, Tests)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "AsyncClient", "DEFAULT_SOCKET",
+    "Client", "AsyncClient", "Session", "AsyncSession", "DEFAULT_SOCKET",
     "Result", "ExceptionInfo", "TestReport", "TestResult", "CollectedFile", "SeccompReport", "SyscallCount",
+    "SessionResult", "SessionState", "SessionInfo",
     "Limits", "Tests", "Case", "File", "NOT_SET",
     "AgentjailError", "InvalidRequest", "Forbidden", "TooLarge", "QueueFull", "ShuttingDown", "SetupFailed",
+    "NotFound", "SessionBusy", "SessionEnded", "TooManySessions",
     "DaemonUnavailable", "ProtocolError", "Timeout",
 ]

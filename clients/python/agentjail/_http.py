@@ -197,7 +197,10 @@ def retry_after(value: Optional[str]) -> Optional[float]:
 
 
 def result_of(resp: Response) -> Dict[str, Any]:
-    """The JSON object of a 2xx answer, or the exception for an error answer."""
+    """The JSON object of a 2xx answer ({} for a 204, which has no body), or
+    the exception for an error answer."""
+    if resp.status == 204:
+        return {}
     if 200 <= resp.status < 300:
         obj = resp.json()
         if not isinstance(obj, dict):
@@ -210,6 +213,7 @@ def result_of(resp: Response) -> Dict[str, Any]:
 def error_of(resp: Response) -> AgentjailError:
     code: Optional[str] = None
     message = ""
+    err: Any = None
     try:
         obj = json.loads(resp.body)
         err = obj.get("error") if isinstance(obj, dict) else None
@@ -221,4 +225,5 @@ def error_of(resp: Response) -> AgentjailError:
     if not message:
         text = resp.body.decode("utf-8", "replace").strip()
         message = text[:500] or f"HTTP {resp.status} {resp.reason}".strip()
-    return from_response(resp.status, code, message, retry_after(resp.header("retry-after")))
+    return from_response(resp.status, code, message, retry_after(resp.header("retry-after")),
+                         err if isinstance(err, dict) else None)

@@ -14,6 +14,14 @@ Hygiene in the caller's event loop is the point of this module:
   socket without awaiting anything, so Python's coroutine clean-up never
   sees an "Exception ignored" error.
 
+Sessions (`AsyncClient.session()`) add one rule: a session is deleted when
+its `async with` block ends — normally, by an exception, or because the
+task was cancelled. The DELETE runs in a task of its own that a further
+cancellation does not stop (the caller's CancelledError is raised once it
+is sent and answered), and a session whose task is abandoned in a closed
+loop is deleted with a short blocking call when the coroutine is closed,
+since nothing can be awaited then.
+
 It uses the loop's socket primitives (loop.sock_sendall, loop.sock_recv) on
 a socket it owns rather than StreamReader/StreamWriter: a stream turns a
 failed write into an error that hides the daemon's answer already received
@@ -27,15 +35,22 @@ import asyncio
 import collections.abc
 import os
 import socket as _socket
-from typing import Any, Callable, Coroutine, Dict, Generator, Iterable, Mapping, Optional, Union
+from types import TracebackType
+from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator, Iterable, List, Mapping, Optional, Tuple,
+                    Type, Union)
 
 from . import _http
-from .client import check_server, connect_error, socket_path
-from .errors import DaemonUnavailable, Timeout
-from .types import Limits, Result, Tests, build_request
+from .client import (Client, check_server, closed_error, connect_error, session_path, sessions_of, socket_path)
+from .errors import AgentjailError, DaemonUnavailable, NotFound, SessionEnded, Timeout
+from .types import (Limits, Result, SessionInfo, SessionResult, SessionState, Tests, build_request,
+                    build_session_request, build_session_run)
 
-__all__ = ["AsyncClient"]
+__all__ = ["AsyncClient", "AsyncSession"]
 
+# How long deleting a session may take when the client has no timeout of
+# its own, and how long a cancelled caller waits for a session being made
+# (to delete it) before it gives up on it.
+_CLEANUP_TIMEOUT = 30.0
 
 
 class _Call(collections.abc.Coroutine):
@@ -103,12 +118,14 @@ class AsyncClient:
             limits: Union[Limits, Mapping[str, Any], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
             env: Optional[Mapping[str, str]] = None,
-            on_forbidden_syscall: Optional[str] = None) -> Coroutine[Any, Any, Result]:
+            on_forbidden_syscall: Optional[str] = None,
+            environment: Optional[str] = None,
+            start: Optional[str] = None) -> Coroutine[Any, Any, Result]:
         """Run one program; await it for its Result. Argument mistakes raise
         here, at the call; daemon refusals raise when awaited."""
         data = _http.request("POST", "/v1/run", build_request(
             code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, env=env,
-            on_forbidden_syscall=on_forbidden_syscall))
+            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start))
 
         async def run() -> Result:
             return Result.from_dict(await self._call("POST", data))
@@ -118,6 +135,37 @@ class AsyncClient:
         """GET /v1/health."""
         data = _http.request("GET", "/v1/health")
         return _Call(lambda: self._call("GET", data), "AsyncClient.health()")
+
+    def session(self, *, environment: Optional[str] = None,
+                limits: Union[Limits, Mapping[str, Any], None] = None,
+                env: Optional[Mapping[str, str]] = None, files: Any = None,
+                idle_timeout_ms: Optional[int] = None, start: Optional[str] = None) -> "_SessionOpener":
+        """Start a session; see `Client.session`. Use it as
+
+            async with client.session() as s:
+                r = await s.run("x = 1")
+
+        which deletes the session when the block ends, or `s = await
+        client.session()` and `await s.close()`. Nothing is sent until it
+        is awaited or entered. A caller cancelled while the daemon makes
+        the session deletes it before the cancellation goes on."""
+        data = _http.request("POST", "/v1/sessions", build_session_request(
+            environment=environment, limits=limits, env=env, files=files, idle_timeout_ms=idle_timeout_ms,
+            start=start))
+        return _SessionOpener(self, data)
+
+    def sessions(self) -> Coroutine[Any, Any, List[SessionInfo]]:
+        """GET /v1/sessions: this caller's sessions."""
+        data = _http.request("GET", "/v1/sessions")
+
+        async def sessions() -> List[SessionInfo]:
+            return sessions_of(await self._call("GET", data))
+        return _Call(sessions, "AsyncClient.sessions()")
+
+    def attach_session(self, session_id: str) -> "AsyncSession":
+        """An AsyncSession for an existing id, without asking the daemon anything."""
+        session_path(session_id)
+        return AsyncSession(self, SessionInfo(id=session_id))
 
     async def _call(self, method: str, data: bytes) -> Dict[str, Any]:
         if self.timeout is None:
@@ -177,3 +225,173 @@ async def _connect(sock: _socket.socket, path: str) -> None:
             delay = min(delay * 2, 0.05)
         except OSError as e:
             raise connect_error(path, e) from None
+
+
+async def _complete(coro: Awaitable[Any], grace: float) -> Tuple["asyncio.Task[Any]", Optional[BaseException]]:
+    """Run `coro` in a task of its own to its end, even when the caller is
+    cancelled meanwhile. Returns the finished task and the CancelledError
+    the caller received (None if it was not cancelled), for the caller to
+    raise once it has dealt with the task's outcome. After a cancellation,
+    the task gets `grace` seconds more, then it is cancelled too."""
+    loop = asyncio.get_running_loop()
+    task = loop.create_task(coro)  # type: ignore[arg-type]
+    cancel: Optional[BaseException] = None
+    deadline: Optional[float] = None
+    while not task.done():
+        timeout = None
+        if deadline is not None:
+            timeout = deadline - loop.time()
+            if timeout <= 0:
+                task.cancel()
+                timeout = 0.05
+        try:
+            await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError as e:
+            if cancel is None:
+                cancel = e
+                deadline = loop.time() + grace
+    return task, cancel
+
+
+def _outcome(task: "asyncio.Task[Any]") -> Optional[BaseException]:
+    """The task's exception (retrieved, so asyncio does not log it)."""
+    if task.cancelled():
+        return asyncio.CancelledError()
+    return task.exception()
+
+
+class _SessionOpener(_Call):
+    """What `AsyncClient.session()` returns: await it for an AsyncSession,
+    or enter it (`async with`) to have the session deleted at the end of
+    the block."""
+
+    __slots__ = ("_client", "_data", "_session")
+
+    def __init__(self, client: AsyncClient, data: bytes) -> None:
+        super().__init__(self._open, "AsyncClient.session()")
+        self._client = client
+        self._data = data
+        self._session: Optional[AsyncSession] = None
+
+    async def _open(self) -> "AsyncSession":
+        client = self._client
+        task, cancel = await _complete(client._call("POST", self._data), _CLEANUP_TIMEOUT)
+        exc = _outcome(task)
+        if cancel is not None:
+            # Cancelled while the daemon made it: delete what it made, then go.
+            if exc is None:
+                try:
+                    await AsyncSession(client, SessionInfo.from_dict(task.result())).close()
+                except AgentjailError:
+                    pass
+            raise cancel
+        if exc is not None:
+            raise exc
+        return AsyncSession(client, SessionInfo.from_dict(task.result()))
+
+    async def __aenter__(self) -> "AsyncSession":
+        self._session = await self
+        return self._session
+
+    async def __aexit__(self, typ: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        assert self._session is not None
+        await self._session.__aexit__(typ, exc, tb)
+
+
+class AsyncSession:
+    """A session for asyncio callers; see `agentjail.Session`. `run()`,
+    `info()` and `close()` return awaitables. As an async context manager
+    it deletes the session when the block ends, also when the block raised
+    or its task was cancelled."""
+
+    def __init__(self, client: AsyncClient, info: SessionInfo) -> None:
+        self._client = client
+        self.id = info.id
+        self.environment = info.environment
+        self.start = info.start
+        self.limits = info.limits
+        self.idle_timeout_ms = info.idle_timeout_ms
+        self.expires_at = info.expires_at
+        self.extra = info.extra
+        self.state: Optional[SessionState] = None
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<agentjail AsyncSession {self.id}{' closed' if self.closed else ''}>"
+
+    def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+            collect: Union[str, Iterable[str], None] = None,
+            tests: Union[Tests, Mapping[str, Any], None] = None,
+            limits: Union[Limits, Mapping[str, Any], None] = None) -> Coroutine[Any, Any, SessionResult]:
+        """Run `code` in the session; see `Session.run`. Cancelling it
+        closes its connection, as for `AsyncClient.run`."""
+        data = _http.request("POST", session_path(self.id, "/run"), build_session_run(
+            code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits))
+
+        async def run() -> SessionResult:
+            if self.closed:
+                raise closed_error(self.id)
+            r = SessionResult.from_dict(await self._client._call("POST", data))
+            if isinstance(r.session, SessionState):
+                self.state = r.session
+            return r
+        return _Call(run, "AsyncSession.run()")
+
+    def info(self) -> Coroutine[Any, Any, SessionInfo]:
+        """GET /v1/sessions/{id}."""
+        data = _http.request("GET", session_path(self.id))
+
+        async def info() -> SessionInfo:
+            if self.closed:
+                raise closed_error(self.id)
+            return SessionInfo.from_dict(await self._client._call("GET", data))
+        return _Call(info, "AsyncSession.info()")
+
+    def close(self) -> Coroutine[Any, Any, None]:
+        """Delete the session; see `Session.close`. Once started, the DELETE
+        is carried through even if the caller is cancelled meanwhile (the
+        caller's CancelledError is raised after it)."""
+        return _Call(self._close, "AsyncSession.close()")
+
+    async def _close(self) -> None:
+        if self.closed:
+            return
+        limit = self._client.timeout if self._client.timeout is not None else _CLEANUP_TIMEOUT
+        data = _http.request("DELETE", session_path(self.id))
+        task, cancel = await _complete(asyncio.wait_for(self._client._call("DELETE", data), limit), limit + 1)
+        exc = _outcome(task)
+        if exc is None or isinstance(exc, (NotFound, SessionEnded)):
+            self.closed = True
+        if cancel is not None:
+            raise cancel
+        if isinstance(exc, asyncio.TimeoutError) and not isinstance(exc, Timeout):
+            raise Timeout(f"the agentjail daemon did not answer the DELETE of session {self.id} within {limit} s") \
+                from None
+        if exc is not None and not self.closed:
+            raise exc
+
+    def _close_blocking(self) -> None:
+        """Delete the session with a short blocking call: for a coroutine
+        being closed (its loop gone), which may not await."""
+        if self.closed:
+            return
+        try:
+            Client(self._client.socket, timeout=5.0).attach_session(self.id).close()
+            self.closed = True
+        except (AgentjailError, OSError):
+            pass
+
+    async def __aenter__(self) -> "AsyncSession":
+        return self
+
+    async def __aexit__(self, typ: Optional[Type[BaseException]], exc: Optional[BaseException],
+                        tb: Optional[TracebackType]) -> None:
+        if typ is GeneratorExit:
+            self._close_blocking()
+            return
+        try:
+            await self._close()
+        except AgentjailError:
+            if typ is None:
+                raise

@@ -7,13 +7,16 @@ import os
 import socket as _socket
 import struct
 import time
-from typing import Any, Dict, Iterable, Mapping, Optional, Union
+import urllib.parse
+from types import TracebackType
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Type, Union
 
 from . import _http
-from .errors import DaemonUnavailable, Forbidden, Timeout
-from .types import Limits, Result, Tests, build_request
+from .errors import AgentjailError, DaemonUnavailable, Forbidden, NotFound, ProtocolError, SessionEnded, Timeout
+from .types import (Limits, Result, SessionInfo, SessionResult, SessionState, Tests, build_request,
+                    build_session_request, build_session_run)
 
-__all__ = ["Client", "DEFAULT_SOCKET", "socket_path"]
+__all__ = ["Client", "Session", "DEFAULT_SOCKET", "socket_path"]
 
 DEFAULT_SOCKET = "/run/agentjail/agentjail.sock"
 
@@ -42,6 +45,28 @@ def connect_error(path: str, e: OSError) -> Exception:
     if e.errno == errno.ENOTSOCK or isinstance(e, NotADirectoryError):
         return DaemonUnavailable(f"{path} is not a Unix socket")
     return DaemonUnavailable(f"cannot connect to the agentjail daemon at {path}: {e}")
+
+
+def session_path(session_id: str, tail: str = "") -> str:
+    """The URL path of a session; the id is quoted, so no id can name
+    another endpoint."""
+    if not isinstance(session_id, str) or not session_id:
+        raise TypeError(f"a session id must be a non-empty str, not {session_id!r}")
+    return "/v1/sessions/" + urllib.parse.quote(session_id, safe="") + tail
+
+
+def sessions_of(obj: Mapping[str, Any]) -> List[SessionInfo]:
+    """The SessionInfos of a GET /v1/sessions answer."""
+    items = obj.get("sessions")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ProtocolError(f"GET /v1/sessions: \"sessions\" is a JSON {type(items).__name__}, not a list")
+    return [SessionInfo.from_dict(x) for x in items if isinstance(x, Mapping)]
+
+
+def closed_error(session_id: str) -> SessionEnded:
+    return SessionEnded(f"session {session_id} was closed by this client", reason="deleted")
 
 
 def check_server(sock: _socket.socket, path: str) -> None:
@@ -80,13 +105,52 @@ class Client:
             limits: Union[Limits, Mapping[str, Any], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
             env: Optional[Mapping[str, str]] = None,
-            on_forbidden_syscall: Optional[str] = None) -> Result:
+            on_forbidden_syscall: Optional[str] = None,
+            environment: Optional[str] = None,
+            start: Optional[str] = None) -> Result:
         """Run one program and return its Result (a program that fails or is
         killed is a Result, not an exception). Raises an AgentjailError when
-        the daemon refuses the run or cannot be reached."""
+        the daemon refuses the run or cannot be reached.
+
+        `environment` names one of the daemon's environments (its default
+        when None); `start` asks for a "warm" or a "cold" start."""
         body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
-                             tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall)
+                             tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall,
+                             environment=environment, start=start)
         return Result.from_dict(self._call("POST", _http.request("POST", "/v1/run", body)))
+
+    def session(self, *, environment: Optional[str] = None,
+                limits: Union[Limits, Mapping[str, Any], None] = None,
+                env: Optional[Mapping[str, str]] = None, files: Any = None,
+                idle_timeout_ms: Optional[int] = None, start: Optional[str] = None) -> "Session":
+        """Start a session (POST /v1/sessions): a live interpreter whose
+        variables, imports and /workspace last from one call to the next.
+
+            with client.session() as s:
+                s.run("import math; r = 2")
+                s.run("math.pi * r ** 2").value     # '12.566370614359172'
+
+        `limits` are the session's: memory_bytes, pids, tmp_bytes,
+        cpu_time_ms (for all its calls together), open_files,
+        file_size_bytes. `files` are written into /workspace at the start.
+        The session is deleted when the `with` block ends, however it ends,
+        or by `close()`; the daemon also ends it after `idle_timeout_ms`
+        without a call. Raises TooManySessions when the daemon holds as many
+        as it allows."""
+        body = build_session_request(environment=environment, limits=limits, env=env, files=files,
+                                     idle_timeout_ms=idle_timeout_ms, start=start)
+        info = SessionInfo.from_dict(self._call("POST", _http.request("POST", "/v1/sessions", body)))
+        return Session(self, info)
+
+    def sessions(self) -> List[SessionInfo]:
+        """GET /v1/sessions: this caller's sessions."""
+        return sessions_of(self._call("GET", _http.request("GET", "/v1/sessions")))
+
+    def attach_session(self, session_id: str) -> "Session":
+        """A Session for an existing id (from `sessions()`, or kept from an
+        earlier process), without asking the daemon anything."""
+        session_path(session_id)
+        return Session(self, SessionInfo(id=session_id))
 
     def health(self) -> Dict[str, Any]:
         """GET /v1/health: {"status": "ok", "version", "cgroup", "running", "queued"}."""
@@ -163,3 +227,89 @@ class Client:
         if left <= 0:
             raise _socket.timeout()
         sock.settimeout(left)
+
+
+class Session:
+    """A session of the daemon: one live interpreter in its own jail, for
+    many calls. Made by `Client.session()`; a context manager that deletes
+    the session when its block ends.
+
+    `id` ("s-" and a ULID), `environment`, `start` ("warm" or "cold"),
+    `limits`, `idle_timeout_ms` and `expires_at` are the daemon's answer to
+    the creation. `state` is the SessionState of the last call (None before
+    the first), `closed` whether `close()` has deleted it.
+
+    Calls of one session run one at a time (a second concurrent call is
+    SessionBusy); a Session may be shared between threads otherwise.
+    """
+
+    def __init__(self, client: Client, info: SessionInfo) -> None:
+        self._client = client
+        self.id = info.id
+        self.environment = info.environment
+        self.start = info.start
+        self.limits = info.limits
+        self.idle_timeout_ms = info.idle_timeout_ms
+        self.expires_at = info.expires_at
+        self.extra = info.extra
+        self.state: Optional[SessionState] = None
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"<agentjail Session {self.id}{' closed' if self.closed else ''}>"
+
+    def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+            collect: Union[str, Iterable[str], None] = None,
+            tests: Union[Tests, Mapping[str, Any], None] = None,
+            limits: Union[Limits, Mapping[str, Any], None] = None) -> SessionResult:
+        """Run `code` in the session's interpreter (POST /v1/sessions/{id}/run).
+
+        `limits` are this call's: wall_time_ms, cpu_time_ms, output_bytes.
+        A call that raises, or is interrupted by its own limits, is a
+        SessionResult like any other (`session.alive` says whether the
+        session lives on). Raises SessionEnded (with `.reason`) when the
+        session has ended, SessionBusy when another call is running,
+        NotFound when the daemon does not know the id."""
+        body = build_session_run(code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits)
+        if self.closed:
+            raise closed_error(self.id)
+        r = SessionResult.from_dict(self._client._call(
+            "POST", _http.request("POST", session_path(self.id, "/run"), body)))
+        if isinstance(r.session, SessionState):
+            self.state = r.session
+        return r
+
+    def info(self) -> SessionInfo:
+        """GET /v1/sessions/{id}: calls, times, memory now and at its peak,
+        CPU time, whether it is alive."""
+        if self.closed:
+            raise closed_error(self.id)
+        return SessionInfo.from_dict(self._client._call("GET", _http.request("GET", session_path(self.id))))
+
+    def close(self) -> None:
+        """Delete the session (DELETE /v1/sessions/{id}): its interpreter,
+        processes and files go. Idempotent; a session the daemon no longer
+        knows or that already ended (404, 410) is not an error."""
+        if self.closed:
+            return
+        try:
+            self._client._call("DELETE", _http.request("DELETE", session_path(self.id)))
+        except (NotFound, SessionEnded):
+            pass
+        self.closed = True
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, typ: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if typ is None:
+            self.close()
+            return
+        # The block raised: its exception is the one to see. A failure to
+        # delete is not raised over it (the daemon ends the session at its
+        # idle timeout).
+        try:
+            self.close()
+        except AgentjailError:
+            pass

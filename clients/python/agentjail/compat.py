@@ -34,9 +34,35 @@ are computed outside it:
   reached or refuses the request, `run` raises an `agentjail.AgentjailError`
   instead of returning a failed result for an LLM to "repair". A full queue
   is retried after the daemon's Retry-After, for up to `timeout` seconds.
-- Extra fields: `score` (the weighted fraction of passed cases, from each
-  case's `weight`), `feedback` (the daemon's sentences), `kill_reason`,
-  and `raw` (the full `agentjail.Result`).
+- `timeout` bounds CPU time as well as wall time (the jail's `cpu_time_ms`
+  is set to it too), so that `timeout` is the one time limit, as it was.
+- A program killed by a limit has an `exception` that names the limit and
+  what to change: "MemoryError: The program was killed because it used
+  more than its memory limit of 64.0 MiB (…) The limit is CodeSandbox's
+  max_memory_mb=64: …", "TimeoutError: Timeout after 2s. The program was
+  killed after running for 2.0 s of wall-clock time, …".
+- Extra fields: `score`, `feedback` (the daemon's sentences), `kill_reason`,
+  `files` (the collected files, `agentjail.CollectedFile`s), `environment`
+  (the environment that ran it) and `raw` (the full `agentjail.Result`).
+- Extra keyword arguments, to `CodeSandbox(...)` (for every run) and to
+  `run`/`arun` (for one): `environment` (a daemon environment's name),
+  `env` (environment variables), `files` (written into /workspace first:
+  `{path: str | bytes}`), `collect` (glob patterns of files to return).
+
+`success`, `all_passed` and `score`, as the original shape defines the
+first two:
+
+- `success`: the run did what was asked. With test cases: the program ran
+  to its end and every case passed. Without: the program exited 0.
+- `all_passed`: there were test cases and every one passed; False when
+  there were none.
+- `score`: the weighted fraction of test cases that passed (each case's
+  `weight`; cases of weight 0 do not count); 0.0 when there were none.
+
+So `score` is 1.0 when `all_passed` and below it otherwise (unless every
+failed case has weight 0), and a run without test cases that exits 0 is
+`success=True, all_passed=False, score=0.0`: it succeeded, and nothing was
+tested.
 """
 
 from __future__ import annotations
@@ -45,12 +71,12 @@ import json
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .aio import AsyncClient
 from .client import Client
 from .errors import QueueFull
-from .types import Result, TestReport
+from .types import CollectedFile, Result, TestReport, _files
 
 __all__ = ["CodeSandbox", "TestCase", "ExecutionResult", "SandboxResult", "CodeFeedbackExtractor", "EXPECT_NONE"]
 
@@ -116,10 +142,16 @@ class TestCase:
 class ExecutionResult:
     """The outcome of `CodeSandbox.run`, in the subprocess sandbox's shape.
 
-    `duration` is the program's wall time in seconds, `max_memory_mb` its
-    peak memory (MiB, measured by the kernel), `test_results` one dict per
-    case: name, passed, output (repr of the returned value), expected (repr
-    of the TestCase's own expected_output), detail, duration_ms, weight.
+    `success`: with test cases, the program ran to its end and every case
+    passed; without, it exited 0. `all_passed`: there were test cases and
+    every one passed (False without cases). `score`: the weighted fraction
+    of cases that passed (0.0 without cases). `duration` is the program's
+    wall time in seconds, `max_memory_mb` its peak memory (MiB, measured by
+    the kernel), `test_results` one dict per case: name, passed, output
+    (repr of the returned value), expected (repr of the TestCase's own
+    expected_output), detail, duration_ms, weight. `exception` is the
+    uncaught exception's traceback tail, or for a program a limit killed,
+    which limit and what to change.
     """
 
     success: bool = False
@@ -134,7 +166,16 @@ class ExecutionResult:
     score: float = 0.0
     feedback: List[str] = field(default_factory=list)
     kill_reason: str = ""
+    files: List[CollectedFile] = field(default_factory=list)
+    environment: str = ""
     raw: Optional[Result] = field(default=None, repr=False, compare=False)
+
+    def file(self, path: Union[str, bytes]) -> CollectedFile:
+        """The collected file at `path`; KeyError when it was not collected."""
+        for f in self.files:
+            if isinstance(f, CollectedFile) and (f.path_bytes == path if isinstance(path, bytes) else f.path == path):
+                return f
+        raise KeyError(path)
 
     def to_dict(self) -> Dict[str, Any]:
         return {
@@ -165,72 +206,111 @@ class CodeSandbox:
     an agentjail jail through the daemon at `socket` (default
     $AGENTJAIL_SOCKET, else /run/agentjail/agentjail.sock).
 
-    `timeout` (seconds) becomes the jail's wall-time limit and
-    `max_memory_mb` its memory limit (the cgroup's, which counts every
-    process of the program, not RLIMIT_AS).
+    `timeout` (seconds) becomes the jail's wall-time limit, and its CPU-time
+    limit too, and `max_memory_mb` its memory limit (the cgroup's, which
+    counts every process of the program, not RLIMIT_AS).
+
+    Keyword arguments that the subprocess shape did not have, for every
+    run of this sandbox (`run` and `arun` take them too, for one run):
+    `environment`, the name of one of the daemon's environments (its
+    default when None); `env`, environment variables; `files`, files
+    written into /workspace before the program starts (`{path: str |
+    bytes}`, or a list of `agentjail.File`s or dicts); `collect`, glob
+    patterns of files to return in `ExecutionResult.files`.
     """
 
     def __init__(self, timeout: float = 30.0, max_memory_mb: int = 256, allow_imports: bool = True,
-                 forbidden_modules: Optional[List[str]] = None, socket: Optional[str] = None) -> None:
+                 forbidden_modules: Optional[List[str]] = None, socket: Optional[str] = None, *,
+                 environment: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                 files: Any = None, collect: Union[str, Sequence[str], None] = None) -> None:
         self.timeout = timeout
         self.max_memory_mb = max_memory_mb
         self.allow_imports = allow_imports  # accepted for compatibility; the jail is the boundary
         self.forbidden_modules = forbidden_modules or []
         self.socket = socket
+        self.environment = environment
+        self.env = dict(env) if env is not None else None
+        self.files = files
+        self.collect = collect
         self._client = Client(socket)
         self._aclient = AsyncClient(socket)
 
-    def _request(self, code: str, func_name: str, test_cases: Optional[List[TestCase]],
-                 setup_code: str) -> Dict[str, Any]:
+    def _request(self, code: str, func_name: str, test_cases: Optional[List[TestCase]], setup_code: str,
+                 environment: Optional[str], env: Optional[Mapping[str, str]], files: Any,
+                 collect: Union[str, Sequence[str], None]) -> Dict[str, Any]:
+        """The keyword arguments of Client.run for one run."""
         if setup_code:
             code = setup_code.rstrip("\n") + "\n" + code
+        time_ms = max(1, int(math.ceil(self.timeout * 1000)))
         req: Dict[str, Any] = {
             "code": code,
-            "limits": {"wall_time_ms": max(1, int(math.ceil(self.timeout * 1000))),
+            "limits": {"wall_time_ms": time_ms, "cpu_time_ms": time_ms,
                        "memory_bytes": int(self.max_memory_mb * 1024 * 1024)},
         }
         if test_cases:
             req["tests"] = {"function": func_name, "cases": [tc.to_request() for tc in test_cases]}
+        environment = environment if environment is not None else self.environment
+        if environment is not None:
+            req["environment"] = environment
+        if self.env is not None or env is not None:
+            req["env"] = dict(self.env or {}, **dict(env or {}))
+        if self.files is not None or files is not None:
+            merged: Dict[str, Dict[str, Any]] = {}  # by path: the run's replace the sandbox's
+            for f in (_files(self.files) if self.files is not None else []) + (_files(files) if files is not None else []):
+                merged[f.get("path")] = f
+            req["files"] = list(merged.values())
+        patterns: List[str] = []
+        for c in (self.collect, collect):
+            for g in ([c] if isinstance(c, str) else list(c or [])):
+                if g not in patterns:
+                    patterns.append(g)
+        if patterns:
+            req["collect"] = patterns
         return req
 
     def run(self, code: str, func_name: str = "", test_cases: Optional[List[TestCase]] = None,
-            setup_code: str = "") -> ExecutionResult:
+            setup_code: str = "", *, environment: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+            files: Any = None, collect: Union[str, Sequence[str], None] = None) -> ExecutionResult:
         """Run `code`; with `test_cases`, call `func_name` with each. A failing,
         crashing or killed program is a result with success False; a sandbox
-        that cannot run it raises agentjail.AgentjailError."""
-        req = self._request(code, func_name, test_cases, setup_code)
+        that cannot run it raises agentjail.AgentjailError. `environment`,
+        `env`, `files` and `collect` add to the sandbox's own for this run."""
+        req = self._request(code, func_name, test_cases, setup_code, environment, env, files, collect)
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                r = self._client.run(req["code"], limits=req["limits"], tests=req.get("tests"))
+                r = self._client.run(**req)
                 break
             except QueueFull as e:
                 wait = max(0.05, e.retry_after if e.retry_after is not None else 1.0)
                 if time.monotonic() + wait > deadline:
                     raise
                 time.sleep(wait)
-        return _convert(r, test_cases or [], self.timeout)
+        return _convert(r, test_cases or [], self.timeout, self.max_memory_mb)
 
     async def arun(self, code: str, func_name: str = "", test_cases: Optional[List[TestCase]] = None,
-                   setup_code: str = "") -> ExecutionResult:
+                   setup_code: str = "", *, environment: Optional[str] = None,
+                   env: Optional[Mapping[str, str]] = None, files: Any = None,
+                   collect: Union[str, Sequence[str], None] = None) -> ExecutionResult:
         """`run` for asyncio callers (agentjail.AsyncClient; no threads)."""
         import asyncio
 
-        req = self._request(code, func_name, test_cases, setup_code)
+        req = self._request(code, func_name, test_cases, setup_code, environment, env, files, collect)
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                r = await self._aclient.run(req["code"], limits=req["limits"], tests=req.get("tests"))
+                r = await self._aclient.run(**req)
                 break
             except QueueFull as e:
                 wait = max(0.05, e.retry_after if e.retry_after is not None else 1.0)
                 if time.monotonic() + wait > deadline:
                     raise
                 await asyncio.sleep(wait)
-        return _convert(r, test_cases or [], self.timeout)
+        return _convert(r, test_cases or [], self.timeout, self.max_memory_mb)
 
 
-def _convert(r: Result, cases: List[TestCase], timeout: float) -> ExecutionResult:
+def _convert(r: Result, cases: List[TestCase], timeout: Optional[float],
+             max_memory_mb: Optional[float] = None) -> ExecutionResult:
     out = ExecutionResult(
         exit_code=r.exit_code,
         stdout=r.stdout,
@@ -239,19 +319,24 @@ def _convert(r: Result, cases: List[TestCase], timeout: float) -> ExecutionResul
         max_memory_mb=(r.peak_memory_bytes or 0) / (1 << 20),
         feedback=list(r.feedback),
         kill_reason=r.kill_reason,
+        files=list(r.files),
+        environment=r.environment,
         raw=r,
     )
     out.test_results = _test_results(r.tests, cases)
     if cases:
+        # success, all_passed and score as the module's docstring defines them
         total_weight = sum(max(0.0, tc.weight) for tc in cases)
         got = sum(max(0.0, tc.weight) for tc, tr in zip(cases, out.test_results) if tr["passed"])
-        out.score = got / total_weight if total_weight > 0 else 0.0
-        out.all_passed = r.tests is not None and r.tests.total > 0 and r.tests.all_passed
+        out.all_passed = (r.tests is not None and r.tests.total > 0 and r.tests.all_passed
+                          and all(tr["passed"] for tr in out.test_results))
+        out.score = 1.0 if out.all_passed else (got / total_weight if total_weight > 0 else 0.0)
         out.success = r.status == "ok" and out.all_passed
     else:
         out.success = r.status == "ok"
-        out.score = 1.0 if out.success else 0.0
-    out.exception = _exception_text(r, timeout)
+        out.all_passed = False
+        out.score = 0.0
+    out.exception = _exception_text(r, timeout, max_memory_mb)
     return out
 
 
@@ -300,17 +385,46 @@ def _tail(text: str, n: int = 5) -> str:
     return "\n".join(lines[-n:])
 
 
-def _exception_text(r: Result, timeout: float) -> str:
+# How the daemon's feedback sentence about a kill starts (its other
+# sentences, about the exception and the tests, come first).
+_KILL_SENTENCE = ("The program was killed", "The run was", "The call was")
+
+
+def _kill_sentence(r: Result) -> str:
+    """The sentence that says which limit ended the program: the daemon's
+    own when it gave one, else one made from the result's figures."""
+    for s in r.feedback:
+        if isinstance(s, str) and s.startswith(_KILL_SENTENCE):
+            return s
+    if r.kill_reason == "memory_limit":
+        limit = f" of {r.memory_limit_bytes / (1 << 20):.1f} MiB" if r.memory_limit_bytes else ""
+        return f"The program was killed because it used more than its memory limit{limit}; use less memory."
+    if r.kill_reason == "wall_timeout":
+        return (f"The program was killed after running for {r.wall_time_ms / 1000:.1f} s of wall-clock time, "
+                "its limit; look for an infinite loop, a blocking read or a long sleep.")
+    if r.kill_reason == "cpu_timeout":
+        return (f"The program was killed after using {r.cpu_time_ms / 1000:.1f} s of CPU time, past its limit; "
+                "make the algorithm faster or look for an infinite loop.")
+    return f"The sandbox killed the program ({r.kill_reason or 'no reason given'})."
+
+
+def _exception_text(r: Result, timeout: Optional[float], max_memory_mb: Optional[float] = None) -> str:
+    if r.status == "killed":
+        # The limit that was hit, not the first feedback sentence: with
+        # tests, that one is "1 of 1 tests failed."
+        kind = _KILL_KIND.get(r.kill_reason, "Killed")
+        text = _kill_sentence(r)
+        if r.kill_reason == "wall_timeout" and timeout is not None:
+            text = f"Timeout after {timeout:g}s. {text}"
+        if r.kill_reason == "memory_limit" and max_memory_mb is not None:
+            text += f" The limit is CodeSandbox's max_memory_mb={max_memory_mb:g}: raise it if the program needs more."
+        elif r.kill_reason in ("wall_timeout", "cpu_timeout") and timeout is not None:
+            text += f" The limit is CodeSandbox's timeout={timeout:g}: raise it if the program needs longer."
+        return f"{kind}: {text}"
     if r.exception is not None:
         if r.exception.traceback:
             return _tail(r.exception.traceback)
         return f"{r.exception.type}: {r.exception.message}"
-    if r.status == "killed":
-        kind = _KILL_KIND.get(r.kill_reason, "Killed")
-        why = r.feedback[0] if r.feedback else f"the sandbox killed the program ({r.kill_reason})"
-        if r.kill_reason == "wall_timeout":
-            why = f"Timeout after {timeout:g}s. {why}"
-        return f"{kind}: {why}"
     if r.status == "signaled":
         return f"Crashed with signal {r.signal}" + (f"\n{_tail(r.stderr)}" if r.stderr.strip() else "")
     if r.status == "error" and r.stderr.strip():
@@ -325,14 +439,17 @@ class CodeFeedbackExtractor:
     case they do not mention, then a hint for the kind of error."""
 
     ERROR_PATTERNS: Dict[str, str] = {
-        "NameError": "A name is not defined: check spelling, scope and missing imports.",
+        "NameError": ("A name is not defined: check spelling, scope and missing imports; each run starts a fresh "
+                      "interpreter, so nothing defined in an earlier run exists in this one."),
         "TypeError": "A value has the wrong type for an operation or call: check argument types and counts.",
         "ValueError": "A value is out of range for an operation: check the parameter constraints.",
         "IndexError": "An index is out of range: check the bounds and empty sequences.",
         "KeyError": "A dict key is missing: check that it exists or use .get().",
         "AttributeError": "An object has no such attribute: check the method or attribute name.",
-        "ImportError": "An import failed: only the standard library is available.",
-        "ModuleNotFoundError": "A module is missing: only the standard library is available.",
+        "ImportError": ("An import failed: check the name; the module may not be installed in this sandbox's "
+                        "environment (CodeSandbox(environment=...) picks another)."),
+        "ModuleNotFoundError": ("A module is missing: check the name; it may not be installed in this sandbox's "
+                                "environment (CodeSandbox(environment=...) picks another)."),
         "SyntaxError": "The code does not parse: check indentation, brackets and colons.",
         "IndentationError": "The indentation is inconsistent: use 4 spaces per level.",
         "ZeroDivisionError": "A division by zero: guard the denominator.",
@@ -370,5 +487,5 @@ class CodeFeedbackExtractor:
 
 
 def _from_result(r: Result) -> ExecutionResult:
-    cases = [TestCase(name=t.name) for t in (r.tests.results if r.tests else [])]
-    return _convert(r, cases, (r.wall_time_ms or 0) / 1000.0)
+    cases = [TestCase(name=t.name) for t in (r.tests.results if r.tests else []) if hasattr(t, "name")]
+    return _convert(r, cases, None)

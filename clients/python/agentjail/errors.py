@@ -8,7 +8,7 @@ not be reached.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Mapping, Optional
 
 __all__ = [
     "AgentjailError",
@@ -18,6 +18,10 @@ __all__ = [
     "QueueFull",
     "ShuttingDown",
     "SetupFailed",
+    "NotFound",
+    "SessionBusy",
+    "SessionEnded",
+    "TooManySessions",
     "DaemonUnavailable",
     "ProtocolError",
     "Timeout",
@@ -100,6 +104,48 @@ class SetupFailed(AgentjailError):
     default_code = "setup_failed"
 
 
+class NotFound(AgentjailError):
+    """404: no such session for this caller: an id that never existed, one
+    the daemon no longer remembers, or another user's (the daemon does not
+    tell these apart)."""
+
+    default_code = "not_found"
+
+
+class SessionBusy(AgentjailError):
+    """409: a call of this session is still running; a session takes one
+    call at a time."""
+
+    default_code = "session_busy"
+
+
+class SessionEnded(AgentjailError):
+    """410: the session has ended. `reason` is why, as the daemon reports
+    it in `ended_reason` ("exited", "memory_limit", "idle_timeout",
+    "deleted", ...), or None when it sent none."""
+
+    default_code = "session_ended"
+
+    def __init__(self, message: str, *, status: Optional[int] = None, code: Optional[str] = None,
+                 reason: Optional[str] = None) -> None:
+        super().__init__(message, status=status, code=code)
+        self.reason = reason
+
+
+class TooManySessions(AgentjailError):
+    """429: the daemon already holds as many sessions as it is configured
+    for (`admission.max_sessions`). `retry_after` is its Retry-After in
+    seconds (None if it sent none). Not a QueueFull: waiting helps only
+    once some session ends."""
+
+    default_code = "too_many_sessions"
+
+    def __init__(self, message: str, *, status: Optional[int] = None, code: Optional[str] = None,
+                 retry_after: Optional[float] = None) -> None:
+        super().__init__(message, status=status, code=code)
+        self.retry_after = retry_after
+
+
 class DaemonUnavailable(AgentjailError):
     """The daemon could not be reached, or went away before it answered:
     no socket at the path, connection refused (a stale socket), or the
@@ -124,17 +170,22 @@ class Timeout(AgentjailError, TimeoutError):
 
 _BY_CODE = {
     cls.default_code: cls
-    for cls in (InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed)
+    for cls in (InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed, NotFound, SessionBusy,
+                SessionEnded, TooManySessions)
 }
-_BY_STATUS = {400: InvalidRequest, 403: Forbidden, 413: TooLarge, 429: QueueFull,
-              503: ShuttingDown, 500: SetupFailed}
+_BY_STATUS = {400: InvalidRequest, 403: Forbidden, 404: NotFound, 409: SessionBusy, 410: SessionEnded,
+              413: TooLarge, 429: QueueFull, 503: ShuttingDown, 500: SetupFailed}
 
 
 def from_response(status: int, code: Optional[str], message: str,
-                  retry_after: Optional[float]) -> AgentjailError:
+                  retry_after: Optional[float], error: Optional[Mapping[str, Any]] = None) -> AgentjailError:
     """The exception for an HTTP error answer: by the daemon's error code,
-    then by the HTTP status, else the base class."""
+    then by the HTTP status, else the base class. `error` is the answer's
+    whole error object, for the fields some codes add (`ended_reason`)."""
     cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status) or AgentjailError
-    if cls is QueueFull:
-        return QueueFull(message, status=status, code=code, retry_after=retry_after)
+    if cls is QueueFull or cls is TooManySessions:
+        return cls(message, status=status, code=code, retry_after=retry_after)
+    if cls is SessionEnded:
+        reason = (error or {}).get("ended_reason")
+        return SessionEnded(message, status=status, code=code, reason=reason if isinstance(reason, str) else None)
     return cls(message, status=status, code=code)

@@ -27,7 +27,12 @@ __all__ = [
     "CollectedFile",
     "SeccompReport",
     "SyscallCount",
+    "SessionResult",
+    "SessionState",
+    "SessionInfo",
     "build_request",
+    "build_session_request",
+    "build_session_run",
 ]
 
 
@@ -181,10 +186,58 @@ def build_request(code: str, *, stdin: Union[str, bytes, None] = None, files: An
                   limits: Union[Limits, Mapping[str, Any], None] = None,
                   tests: Union[Tests, Mapping[str, Any], None] = None,
                   env: Optional[Mapping[str, str]] = None,
-                  on_forbidden_syscall: Optional[str] = None) -> Dict[str, Any]:
+                  on_forbidden_syscall: Optional[str] = None,
+                  environment: Optional[str] = None,
+                  start: Optional[str] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/run. Only what was given is sent, so the
     daemon's defaults apply to the rest. Type mistakes are caught here;
     values are the daemon's to judge (it answers InvalidRequest)."""
+    req = _code_request(code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests)
+    if env is not None:
+        req["env"] = _env(env)
+    if on_forbidden_syscall is not None:
+        req["on_forbidden_syscall"] = on_forbidden_syscall
+    _put_str(req, "environment", environment)
+    _put_str(req, "start", start)
+    return req
+
+
+def build_session_request(*, environment: Optional[str] = None,
+                          limits: Union[Limits, Mapping[str, Any], None] = None,
+                          env: Optional[Mapping[str, str]] = None, files: Any = None,
+                          idle_timeout_ms: Optional[int] = None, start: Optional[str] = None) -> Dict[str, Any]:
+    """The JSON body of POST /v1/sessions; only what was given is sent.
+    `limits` are the session's own (memory_bytes, pids, tmp_bytes,
+    cpu_time_ms in total, open_files, file_size_bytes)."""
+    req: Dict[str, Any] = {}
+    _put_str(req, "environment", environment)
+    if limits is not None:
+        req["limits"] = _limits(limits)
+    if env is not None:
+        req["env"] = _env(env)
+    if files is not None:
+        req["files"] = _files(files)
+    if idle_timeout_ms is not None:
+        if isinstance(idle_timeout_ms, bool) or not isinstance(idle_timeout_ms, int):
+            raise TypeError(f"idle_timeout_ms must be an int (milliseconds), not {type(idle_timeout_ms).__name__}")
+        req["idle_timeout_ms"] = idle_timeout_ms
+    _put_str(req, "start", start)
+    return req
+
+
+def build_session_run(code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+                      collect: Union[str, Iterable[str], None] = None,
+                      tests: Union[Tests, Mapping[str, Any], None] = None,
+                      limits: Union[Limits, Mapping[str, Any], None] = None) -> Dict[str, Any]:
+    """The JSON body of POST /v1/sessions/{id}/run. `limits` are this
+    call's own (wall_time_ms, cpu_time_ms, output_bytes)."""
+    return _code_request(code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests)
+
+
+def _code_request(code: str, *, stdin: Union[str, bytes, None], files: Any,
+                  collect: Union[str, Iterable[str], None],
+                  limits: Union[Limits, Mapping[str, Any], None],
+                  tests: Union[Tests, Mapping[str, Any], None]) -> Dict[str, Any]:
     if not isinstance(code, str):
         raise TypeError(f"code must be a str, not {type(code).__name__}")
     req: Dict[str, Any] = {"code": code}
@@ -197,21 +250,12 @@ def build_request(code: str, *, stdin: Union[str, bytes, None] = None, files: An
         if not isinstance(stdin, str):
             raise TypeError(f"stdin must be str or bytes, not {type(stdin).__name__}")
         req["stdin"] = stdin
-    if env is not None:
-        if not isinstance(env, Mapping):
-            raise TypeError(f"env must be a dict of str to str, not {type(env).__name__}")
-        req["env"] = {str(k): str(v) for k, v in env.items()}
     if files is not None:
         req["files"] = _files(files)
     if collect is not None:
         req["collect"] = [collect] if isinstance(collect, str) else [str(g) for g in collect]
     if limits is not None:
-        if isinstance(limits, Limits):
-            req["limits"] = limits.to_dict()
-        elif isinstance(limits, Mapping):
-            req["limits"] = {k: v for k, v in limits.items() if v is not None}
-        else:
-            raise TypeError(f"limits must be a Limits or a dict, not {type(limits).__name__}")
+        req["limits"] = _limits(limits)
     if tests is not None:
         if isinstance(tests, Tests):
             req["tests"] = tests.to_dict()
@@ -221,9 +265,29 @@ def build_request(code: str, *, stdin: Union[str, bytes, None] = None, files: An
             req["tests"] = t
         else:
             raise TypeError(f"tests must be a Tests or a dict, not {type(tests).__name__}")
-    if on_forbidden_syscall is not None:
-        req["on_forbidden_syscall"] = on_forbidden_syscall
     return req
+
+
+def _limits(limits: Union[Limits, Mapping[str, Any]]) -> Dict[str, Any]:
+    if isinstance(limits, Limits):
+        return limits.to_dict()
+    if isinstance(limits, Mapping):
+        return {k: v for k, v in limits.items() if v is not None}
+    raise TypeError(f"limits must be a Limits or a dict, not {type(limits).__name__}")
+
+
+def _env(env: Mapping[str, str]) -> Dict[str, str]:
+    if not isinstance(env, Mapping):
+        raise TypeError(f"env must be a dict of str to str, not {type(env).__name__}")
+    return {str(k): str(v) for k, v in env.items()}
+
+
+def _put_str(req: Dict[str, Any], name: str, value: Optional[str]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    req[name] = value
 
 
 # ---------------------------------------------------------------- result
@@ -251,6 +315,18 @@ def _obj(cls: Any) -> Any:
     def conv(v: Any) -> Any:
         return cls.from_dict(v) if isinstance(v, Mapping) else v
     return conv
+
+
+def _exact_bytes(text: Optional[str], b64: Optional[str], what: str) -> bytes:
+    """The exact bytes of a text field that has a base64 twin: the twin
+    when the daemon sent one (the bytes were not valid UTF-8), else the
+    text, which is then exactly the bytes as UTF-8."""
+    if b64 is not None:
+        try:
+            return base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError, TypeError) as e:
+            raise ValueError(f"{what}: bad base64 from the daemon: {e}") from None
+    return (text or "").encode("utf-8")
 
 
 def _list_of(cls: Any) -> Any:
@@ -320,18 +396,28 @@ class TestReport:
 @dataclass
 class CollectedFile:
     """A file collected after the run; `error` instead of content when it
-    could not be collected. `read_bytes()` decodes the content."""
+    could not be collected. `read_bytes()` decodes the content.
+
+    `path` is text: a name that is not valid UTF-8 has U+FFFD in place of
+    the bad bytes, and then `path_base64` holds the exact name (else None);
+    `path_bytes` is the exact name either way."""
 
     path: str = ""
     size: Optional[int] = None
     encoding: str = "utf-8"
     content: Optional[str] = None
     error: Optional[str] = None
+    path_base64: Optional[str] = None
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "CollectedFile":
         return _from_dict(cls, d)
+
+    @property
+    def path_bytes(self) -> bytes:
+        """The file's name relative to /workspace, byte for byte."""
+        return _exact_bytes(self.path, self.path_base64, "path_base64")
 
     def read_bytes(self) -> bytes:
         """The file's bytes. Raises OSError when the daemon could not
@@ -389,6 +475,12 @@ class Result:
     exception), "signaled" (a signal no limit sent), "killed" (a limit or
     the daemon ended it; `kill_reason` says which). Fields the daemon cannot
     know are None (`peak_memory_bytes`, `pids_peak`).
+
+    `stdout` and `stderr` are text: bytes that are not valid UTF-8 read as
+    U+FFFD. `stdout_bytes` and `stderr_bytes` are always the exact bytes
+    (from `stdout_base64`/`stderr_base64`, which the daemon adds only when
+    the stream was not valid UTF-8). `environment` is the environment that
+    ran it, `start` "warm" or "cold" ("" from a daemon that does not say).
     """
 
     id: str = ""
@@ -413,13 +505,24 @@ class Result:
     oom_kills: int = 0
     pids_peak: Optional[int] = None
     pids_max_hits: int = 0
+    environment: str = ""
+    start: str = ""
+    stdout_base64: Optional[str] = None
+    stderr_base64: Optional[str] = None
     #: Fields of a newer daemon that this client does not know, as sent.
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Result":
-        r = _from_dict(cls, d, seccomp=_obj(SeccompReport), exception=_obj(ExceptionInfo),
-                       tests=_obj(TestReport), files=_list_of(CollectedFile))
+        return cls._fix(_from_dict(cls, d, **cls._convert()))
+
+    @staticmethod
+    def _convert() -> Dict[str, Any]:
+        return dict(seccomp=_obj(SeccompReport), exception=_obj(ExceptionInfo), tests=_obj(TestReport),
+                    files=_list_of(CollectedFile))
+
+    @staticmethod
+    def _fix(r: Any) -> Any:
         # null lists (an older daemon) read as empty, so callers can iterate
         if r.feedback is None:
             r.feedback = []
@@ -428,13 +531,94 @@ class Result:
         return r
 
     @property
+    def stdout_bytes(self) -> bytes:
+        """What the program wrote to stdout, byte for byte (up to the output cap)."""
+        return _exact_bytes(self.stdout, self.stdout_base64, "stdout_base64")
+
+    @property
+    def stderr_bytes(self) -> bytes:
+        """What the program wrote to stderr, byte for byte (up to the output cap)."""
+        return _exact_bytes(self.stderr, self.stderr_base64, "stderr_base64")
+
+    @property
     def ok(self) -> bool:
         """The program exited 0 and every test (if any) passed."""
         return self.status == "ok" and (self.tests is None or self.tests.all_passed)
 
-    def file(self, path: str) -> CollectedFile:
-        """The collected file at `path`; KeyError when it was not collected."""
+    def file(self, path: Union[str, bytes]) -> CollectedFile:
+        """The collected file at `path` (str, or bytes to match a name that
+        is not valid UTF-8 exactly); KeyError when it was not collected."""
         for f in self.files:
-            if f.path == path:
+            if isinstance(f, CollectedFile) and (f.path_bytes == path if isinstance(path, bytes) else f.path == path):
                 return f
         raise KeyError(path)
+
+
+@dataclass
+class SessionState:
+    """Where a session stands after a call: `calls` made so far (this one
+    included), `alive`, and `ended_reason` ("" while alive; else why it
+    ended: "exited", "wall_timeout", "cpu_timeout", "memory_limit",
+    "pids_limit", "idle_timeout", "max_lifetime", "deleted", "shutdown")."""
+
+    id: str = ""
+    calls: int = 0
+    alive: bool = False
+    ended_reason: str = ""
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SessionState":
+        return _from_dict(cls, d)
+
+
+@dataclass
+class SessionResult(Result):
+    """The result of one call in a session: every field of `Result`, for
+    this call, plus `value`, the repr of the code's trailing expression
+    (capped by the daemon; None when the code does not end in an expression
+    or the call did not reach it), and `session`, where the session stands
+    after the call."""
+
+    value: Optional[str] = None
+    session: Optional[SessionState] = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SessionResult":
+        return cls._fix(_from_dict(cls, d, session=_obj(SessionState), **cls._convert()))
+
+
+@dataclass
+class SessionInfo:
+    """A session as the daemon describes it (GET /v1/sessions/{id}, and the
+    answer to its creation, which carries only id, environment, start,
+    limits, idle_timeout_ms and expires_at: the other fields are then None).
+
+    Times are RFC 3339 strings in UTC, as sent. `memory_bytes` is the
+    session's memory now, `peak_memory_bytes` its peak since it started and
+    `cpu_time_ms` its CPU time since it started (None where the kernel
+    cannot tell). `limits` are the session's limits in force.
+    """
+
+    id: str = ""
+    environment: str = ""
+    start: str = ""
+    created: Optional[str] = None
+    last_used: Optional[str] = None
+    expires_at: Optional[str] = None
+    calls: Optional[int] = None
+    alive: Optional[bool] = None
+    ended_reason: Optional[str] = None
+    memory_bytes: Optional[int] = None
+    peak_memory_bytes: Optional[int] = None
+    cpu_time_ms: Optional[float] = None
+    limits: Dict[str, Any] = field(default_factory=dict)
+    idle_timeout_ms: Optional[int] = None
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SessionInfo":
+        info = _from_dict(cls, d)
+        if info.limits is None:
+            info.limits = {}
+        return info

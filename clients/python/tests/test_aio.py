@@ -38,6 +38,14 @@ class AsyncClientTest(unittest.TestCase):
         self.assertEqual((r.status, r.stdout), ("ok", "3\n"))
         self.assertEqual(h, health)
 
+    def test_environment_and_start(self):
+        with FakeDaemon(lambda req: reply(200, result(environment="venv", start="cold"))) as d:
+            r = asyncio.run(AsyncClient(d.path).run("pass", environment="venv", start="cold"))
+            self.assertEqual(d.requests[0].json, {"code": "pass", "environment": "venv", "start": "cold"})
+        self.assertEqual((r.environment, r.start), ("venv", "cold"))
+        with self.assertRaises(TypeError):
+            AsyncClient("/nonexistent/s.sock").run("pass", environment=1)
+
     def test_every_error_answer(self):
         cases = [
             (error(400, "invalid_request", "limits.pids: must be at most 1024"), agentjail.InvalidRequest),

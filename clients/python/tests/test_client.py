@@ -57,6 +57,12 @@ class RequestTest(unittest.TestCase):
             {"name": "raises", "args": [None, 2], "expected_exception": "TypeError"},
         ]})
 
+    def test_environment_and_start(self):
+        with FakeDaemon(lambda req: reply(200, result(environment="venv", start="warm"))) as d:
+            r = Client(d.path).run("pass", environment="venv", start="warm")
+            self.assertEqual(d.requests[0].json, {"code": "pass", "environment": "venv", "start": "warm"})
+        self.assertEqual((r.environment, r.start), ("venv", "warm"))
+
     def test_socket_from_environment(self):
         with FakeDaemon() as d:
             old = os.environ.get("AGENTJAIL_SOCKET")
@@ -116,6 +122,18 @@ class ResultTest(unittest.TestCase):
         self.assertIsNone(r.peak_memory_bytes)
         self.assertEqual(r.peak_memory_source, "memory.max_usage_in_bytes")
         self.assertEqual(r.feedback, ["Test 'raises' failed: expected TypeError, got ValueError: x"])
+
+    def test_output_that_is_not_utf8_is_exact(self):
+        out, err = b"\xff\xfe abc \x80", b"ok\n"
+        lossy = result(stdout=out.decode("utf-8", "replace"), stdout_base64=base64.b64encode(out).decode(),
+                       stderr=err.decode(), files=[{"path": "\ufffd.bin", "path_base64": base64.b64encode(b"\xff.bin").decode(),
+                                                    "size": 2, "encoding": "base64", "content": "AAE="}])
+        with FakeDaemon(lambda req: reply(200, lossy)) as d:
+            r = Client(d.path).run("import os; os.write(1, b'\\xff\\xfe abc \\x80')")
+        self.assertEqual(r.stdout, "\ufffd\ufffd abc \ufffd")
+        self.assertEqual((r.stdout_bytes, r.stderr_bytes), (out, err))
+        self.assertEqual(r.file(b"\xff.bin").read_bytes(), b"\x00\x01")
+        self.assertEqual(r.extra, {})
 
     def test_unknown_fields_of_a_newer_daemon_are_kept(self):
         newer = result(warm_pool=True, exception={"type": "E", "message": "m", "line": 1, "traceback": "",
@@ -189,6 +207,33 @@ class ErrorTest(unittest.TestCase):
     def test_setup_failed_says_the_stage(self):
         e = self.check(error(500, "setup_failed", "pivot_root: EPERM"), agentjail.SetupFailed, "setup_failed")
         self.assertIn("pivot_root", str(e))
+
+    def test_session_errors(self):
+        e = self.check(error(404, "not_found", "no session s-1"), agentjail.NotFound, "not_found")
+        self.assertEqual(e.status, 404)
+        e = self.check(error(409, "session_busy", "a call is running"), agentjail.SessionBusy, "session_busy")
+        self.assertEqual(e.status, 409)
+        e = self.check(error(410, "session_ended", "session s-1 ended: its program exited", ended_reason="exited"),
+                       agentjail.SessionEnded, "session_ended")
+        self.assertEqual((e.status, e.reason, str(e)), (410, "exited", "session s-1 ended: its program exited"))
+        e = self.check(error(429, "too_many_sessions", "64 sessions", {"Retry-After": "5"}),
+                       agentjail.TooManySessions, "too_many_sessions")
+        self.assertEqual(e.retry_after, 5.0)
+        self.assertNotIsInstance(e, agentjail.QueueFull)  # waiting for a run slot would not help
+
+    def test_session_errors_by_status_alone(self):
+        for status, exc in ((404, agentjail.NotFound), (409, agentjail.SessionBusy), (410, agentjail.SessionEnded)):
+            with self.subTest(status=status):
+                e = self.check(raw(b"HTTP/1.1 %d X\r\nContent-Length: 4\r\n\r\ngone" % status), exc,
+                               exc.default_code)
+                self.assertEqual(e.status, status)
+        e = self.check(raw(b"HTTP/1.1 410 Gone\r\nContent-Length: 0\r\n\r\n"), agentjail.SessionEnded,
+                       "session_ended")
+        self.assertIsNone(e.reason)
+
+    def test_no_content_is_an_empty_object(self):
+        with FakeDaemon(lambda req: reply(204, None)) as d:
+            self.assertEqual(Client(d.path).health(), {})
 
     def test_status_decides_when_the_body_is_not_json(self):
         e = self.check(raw(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 8\r\n\r\nstopping"),

@@ -10,6 +10,10 @@ from agentjail.compat import EXPECT_NONE, CodeFeedbackExtractor, CodeSandbox, Ex
 from fakedaemon import FakeDaemon, error, reply, result
 
 ADD = "def add(a, b):\n    return a - b\n"
+MEMORY_SENTENCE = ("The program was killed because it used more than its memory limit of 64.0 MiB (peak 64.0 MiB); "
+                   "use less memory, e.g. process data in chunks or use generators.")
+WALL_SENTENCE = ("The program was killed after running for 2.0 s of wall-clock time, its limit; look for an infinite "
+                 "loop, a blocking read or a long sleep.")
 
 
 def tests_report(*verdicts):
@@ -29,7 +33,8 @@ class RequestTest(unittest.TestCase):
                 TestCase("raises", (None, 2), expected_exception="TypeError", weight=2),
             ])
             body = d.requests[0].json
-        self.assertEqual(body["limits"], {"wall_time_ms": 2500, "memory_bytes": 64 << 20})
+        # timeout bounds CPU time too: it stays the one time limit, as in the subprocess shape
+        self.assertEqual(body["limits"], {"wall_time_ms": 2500, "cpu_time_ms": 2500, "memory_bytes": 64 << 20})
         self.assertEqual(body["tests"], {"function": "add", "cases": [
             {"name": "small", "args": [1, 2], "kwargs": {}, "expected": 3},
             {"name": "unchecked", "args": [1, 2], "kwargs": {}},
@@ -41,8 +46,35 @@ class RequestTest(unittest.TestCase):
         with FakeDaemon() as d:
             r = CodeSandbox(socket=d.path).run("print(45)", "add")
             self.assertNotIn("tests", d.requests[0].json)
-        self.assertTrue(r.success)
-        self.assertEqual(r.score, 1.0)
+        self.assertEqual((r.success, r.all_passed, r.score), (True, False, 0.0))
+
+    def test_environment_env_files_and_collect(self):
+        out = result(environment="venv", files=[{"path": "out/a.txt", "size": 2, "encoding": "utf-8", "content": "hi"}])
+        with FakeDaemon(lambda req: reply(200, out)) as d:
+            sandbox = CodeSandbox(socket=d.path, environment="venv", env={"A": "1", "B": "1"},
+                                  files={"data.csv": "a\n", "shared.txt": "old"}, collect="out/*")
+            r = sandbox.run("pass", env={"B": "2"}, files={"shared.txt": b"new"}, collect=["out/*", "log.txt"])
+            body = d.requests[0].json
+            sandbox.run("pass", environment="default")
+            second = d.requests[1].json
+            asyncio.run(CodeSandbox(socket=d.path).arun("pass", environment="venv", env={"C": "3"}))
+            third = d.requests[2].json
+            CodeSandbox(socket=d.path).run("pass")
+            plain = d.requests[3].json
+        self.assertEqual(body["environment"], "venv")
+        self.assertEqual(body["env"], {"A": "1", "B": "2"})
+        self.assertEqual(body["files"], [{"path": "data.csv", "content": "a\n", "encoding": "utf-8"},
+                                         {"path": "shared.txt", "content": "bmV3", "encoding": "base64"}])
+        self.assertEqual(body["collect"], ["out/*", "log.txt"])
+        self.assertEqual((second["environment"], second["env"], second["collect"]),
+                         ("default", {"A": "1", "B": "1"}, ["out/*"]))
+        self.assertEqual((third["environment"], third["env"]), ("venv", {"C": "3"}))
+        self.assertEqual(set(plain), {"code", "limits"})  # the seed-compatible call sends what it did
+        self.assertEqual(r.environment, "venv")
+        self.assertEqual(r.file("out/a.txt").read_text(), "hi")
+        self.assertEqual([f.path for f in r.files], ["out/a.txt"])
+        with self.assertRaises(TypeError):
+            CodeSandbox(socket=d.path, files=3).run("pass")
 
     def test_setup_code_runs_first(self):
         with FakeDaemon() as d:
@@ -136,9 +168,90 @@ class ResultTest(unittest.TestCase):
         self.assertIn(CodeFeedbackExtractor.ERROR_PATTERNS["TimeoutError"], CodeFeedbackExtractor.extract(r))
 
     def test_killed_by_memory(self):
-        res = result(status="killed", exit_code=137, kill_reason="memory_limit", feedback=["used more than 64 MiB"])
+        res = result(status="killed", exit_code=137, kill_reason="memory_limit", memory_limit_bytes=64 << 20,
+                     feedback=[MEMORY_SENTENCE])
+        r = self.run_with(res, cases=[], max_memory_mb=64)
+        self.assertEqual(r.exception, f"MemoryError: {MEMORY_SENTENCE} The limit is CodeSandbox's max_memory_mb=64: "
+                                      "raise it if the program needs more.")
+
+    # Issue 22: with tests, the daemon's first sentence is about the tests;
+    # the exception must still name the limit that was hit and what to change.
+    def test_killed_by_memory_in_a_tested_function(self):
+        res = result(status="killed", exit_code=137, signal="SIGKILL", kill_reason="memory_limit",
+                     memory_limit_bytes=64 << 20,
+                     tests=tests_report(("big", False, "", "not run: the program was killed (memory_limit) during 'big'")),
+                     feedback=["1 of 1 tests failed.", MEMORY_SENTENCE])
+        r = self.run_with(res, cases=[TestCase("big", (1,), expected_output=1)], max_memory_mb=64)
+        self.assertTrue(r.exception.startswith("MemoryError: The program was killed because it used more than its "
+                                               "memory limit of 64.0 MiB"), r.exception)
+        self.assertIn("max_memory_mb=64", r.exception)
+        self.assertNotIn("tests failed", r.exception)
+        self.assertEqual((r.success, r.all_passed, r.score), (False, False, 0.0))
+
+    def test_infinite_loop_in_a_tested_function(self):
+        res = result(status="killed", exit_code=137, signal="SIGKILL", kill_reason="wall_timeout", wall_time_ms=2000.4,
+                     tests=tests_report(("loop", False, "", "not run: the program was killed (wall_timeout) during 'loop'")),
+                     feedback=["1 of 1 tests failed.", WALL_SENTENCE])
+        r = self.run_with(res, cases=[TestCase("loop", (1,), expected_output=1)], timeout=2)
+        self.assertEqual(r.exception, f"TimeoutError: Timeout after 2s. {WALL_SENTENCE} The limit is CodeSandbox's "
+                                      "timeout=2: raise it if the program needs longer.")
+        self.assertIn(CodeFeedbackExtractor.ERROR_PATTERNS["TimeoutError"], CodeFeedbackExtractor.extract(r))
+
+    def test_killed_by_cpu_time(self):
+        res = result(status="killed", exit_code=137, kill_reason="cpu_timeout", cpu_time_ms=2001.0,
+                     feedback=["1 of 1 tests failed."])  # no sentence of the daemon's: the client makes one
+        r = self.run_with(res, cases=[TestCase("x", (1,))], timeout=2)
+        self.assertEqual(r.exception, "TimeoutError: The program was killed after using 2.0 s of CPU time, past its "
+                                      "limit; make the algorithm faster or look for an infinite loop. The limit is "
+                                      "CodeSandbox's timeout=2: raise it if the program needs longer.")
+
+    def test_other_kills_name_the_reason(self):
+        res = result(status="killed", exit_code=137, kill_reason="output_limit", feedback=[
+            "The program was killed because it printed more than its output limit; print less."])
+        self.assertEqual(self.run_with(res, cases=[]).exception,
+                         "Killed: The program was killed because it printed more than its output limit; print less.")
+        res = result(status="killed", exit_code=137, kill_reason="memory_limit", memory_limit_bytes=32 << 20, feedback=[])
+        self.assertEqual(self.run_with(res, cases=[], max_memory_mb=32).exception,
+                         "MemoryError: The program was killed because it used more than its memory limit of 32.0 MiB; "
+                         "use less memory. The limit is CodeSandbox's max_memory_mb=32: raise it if the program needs more.")
+
+    def test_success_all_passed_and_score_agree(self):
+        passed = tests_report(("small", True, "3", "OK"), ("zero", True, "0", "OK"), ("str", True, "\"ab\"", "OK"))
+        some = tests_report(("small", True, "3", "OK"), ("zero", False, "1", "expected 0, got 1"),
+                            ("str", True, "\"ab\"", "OK"))
+        table = [
+            # (status, tests, cases?) -> (success, all_passed, score)
+            (("ok", None, False), (True, False, 0.0)),
+            (("error", None, False), (False, False, 0.0)),
+            (("ok", passed, True), (True, True, 1.0)),
+            (("ok", some, True), (False, False, 4 / 5)),
+            (("error", None, True), (False, False, 0.0)),
+        ]
+        for (status, tests, with_cases), want in table:
+            with self.subTest(status=status, tests=bool(tests), cases=with_cases):
+                r = self.run_with(result(status=status, exit_code=0 if status == "ok" else 1, tests=tests),
+                                  cases=None if with_cases else [])
+                self.assertEqual((r.success, r.all_passed), want[:2])
+                self.assertAlmostEqual(r.score, want[2])
+                self.assertEqual(r.score == 1.0, r.all_passed)
+
+    def test_name_error_after_other_runs_passes_the_feedback_through(self):
+        # The daemon says that runs share no state; the compat layer keeps it, first.
+        said = ["NameError at line 1: name 'df' is not defined.",
+                "Each run starts a fresh interpreter: runs share no state, so 'df' from an earlier run does not exist "
+                "here; define it in this run, or use a session to keep state across calls."]
+        res = result(status="error", exit_code=1, feedback=said,
+                     exception={"type": "NameError", "message": "name 'df' is not defined", "line": 1,
+                                "traceback": "Traceback (most recent call last):\nNameError: name 'df' is not defined"})
         r = self.run_with(res, cases=[])
-        self.assertTrue(r.exception.startswith("MemoryError:"))
+        self.assertEqual(r.feedback, said)
+        hints = CodeFeedbackExtractor.extract(r)
+        self.assertEqual(hints[:2], said)
+        self.assertIn("fresh interpreter", CodeFeedbackExtractor.ERROR_PATTERNS["NameError"])
+
+    def test_import_hints_do_not_claim_standard_library_only(self):
+        for name in ("ImportError", "ModuleNotFoundError"):
+            self.assertNotIn("standard library", CodeFeedbackExtractor.ERROR_PATTERNS[name])
 
     def test_fallback_feedback(self):
         r = ExecutionResult(success=False, stderr="boom\n")

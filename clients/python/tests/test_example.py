@@ -1,6 +1,8 @@
-"""examples/repair_loop.py against a fake daemon that judges the example's
-own scripted candidates (trusted code, run here with exec) as the daemon
-would: the loop must print each round and exit 0 on the fix."""
+"""The examples against fake daemons. examples/repair_loop.py: a fake that
+judges the example's own scripted candidates (trusted code, run here with
+exec) as the daemon would; the loop must print each round and exit 0 on the
+fix. examples/session_steps.py: fakedaemon.FakeSessions, which runs each
+step in a namespace kept across calls."""
 
 import json
 import os
@@ -8,10 +10,11 @@ import subprocess
 import sys
 import unittest
 
-from fakedaemon import FakeDaemon, reply, result
+from fakedaemon import FakeDaemon, FakeSessions, reply, result
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 EXAMPLE = os.path.join(ROOT, "examples", "repair_loop.py")
+SESSION_EXAMPLE = os.path.join(ROOT, "examples", "session_steps.py")
 
 
 def judge(req):
@@ -65,6 +68,30 @@ class RepairLoopTest(unittest.TestCase):
         p = subprocess.run([sys.executable, EXAMPLE, "--socket", "/nonexistent/agentjail.sock"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2)
+        self.assertIn("no agentjail daemon socket", p.stderr)
+
+
+class SessionStepsTest(unittest.TestCase):
+    def test_steps_share_a_session(self):
+        for mode in ([], ["--async"]):
+            with self.subTest(mode=mode):
+                fake = FakeSessions()
+                with FakeDaemon(fake) as d:
+                    p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", SESSION_EXAMPLE, "--socket",
+                                        d.path] + mode, capture_output=True, text=True, timeout=60)
+                self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout)
+                self.assertIn("step load: ok, value 4\n", p.stdout)
+                self.assertIn("step median: error: NameError", p.stdout)
+                self.assertIn("step mean: ok, value 4.0\n  session: 4 call(s), alive=True", p.stdout)
+                self.assertIn("report.txt: rows: 3, mean of b: 4.0\n", p.stdout)
+                self.assertTrue(p.stdout.endswith("calls: 5\nsession deleted\n"), p.stdout)
+                self.assertEqual(fake.deleted, list(fake.sessions))
+                self.assertEqual(d.requests[0].json["files"][0]["path"], "data.csv")
+
+    def test_daemon_missing(self):
+        p = subprocess.run([sys.executable, SESSION_EXAMPLE, "--socket", "/nonexistent/agentjail.sock"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
         self.assertIn("no agentjail daemon socket", p.stderr)
 
 

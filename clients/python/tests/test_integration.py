@@ -45,10 +45,16 @@ def require():
 
 
 class Daemon:
-    """`agentjail serve` on a socket of its own, for the test class."""
+    """`agentjail serve` on a socket of its own, for the test class.
 
-    def __init__(self):
+    `extra_config` is appended to the configuration (TOML tables the test
+    needs); `shared` makes the socket's directory searchable by every user,
+    for tests that connect as another uid."""
+
+    def __init__(self, extra_config="", shared=False):
         self.tmp = tempfile.mkdtemp(prefix="ajint-")
+        if shared:
+            os.chmod(self.tmp, 0o755)
         self.socket = os.path.join(self.tmp, "s.sock")
         self.config = os.path.join(self.tmp, "config.toml")
         src = os.environ.get("AGENTJAIL_TEST_CONFIG")
@@ -57,6 +63,13 @@ class Daemon:
         else:
             with open(self.config, "w") as f:
                 f.write("# empty: the daemon's defaults\n")
+        if extra_config:
+            with open(self.config, "r+") as f:
+                text = f.read()
+                for line in extra_config.splitlines():
+                    if line.startswith("[") and line in text.splitlines():
+                        raise AssertionError(f"{src} has a {line} table; this test needs its own:\n{extra_config}")
+                f.write("\n" + extra_config)
         self.log_path = os.path.join(self.tmp, "daemon.log")
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen([BIN, "serve", "--socket", self.socket, "--config", self.config],
@@ -218,6 +231,25 @@ class IntegrationTest(unittest.TestCase):
             [TestCase("small", (1, 2), expected_output=3, weight=2), TestCase("type", (1, 2), expected_type="int")])
         self.assertTrue(r.success, r.to_dict())
         self.assertEqual((r.all_passed, r.score, r.exit_code), (True, 1.0, 0))
+
+    def test_compat_kills_name_the_limit_with_tests(self):
+        # Issue 22: the daemon's first feedback sentence is then about the
+        # tests; the exception must still say which limit and what to change.
+        sandbox = CodeSandbox(timeout=2, max_memory_mb=32, socket=self.daemon.socket)
+        r = sandbox.run("def f(n):\n    return len(bytearray(n))\n", "f", [TestCase("big", (256 << 20,))])
+        self.assertEqual((r.success, r.all_passed, r.score, r.kill_reason), (False, False, 0.0, "memory_limit"))
+        self.assertTrue(r.exception.startswith("MemoryError: The program was killed because it used more than its "
+                                               "memory limit of 32.0 MiB"), r.exception)
+        self.assertIn("max_memory_mb=32", r.exception)
+        r = sandbox.run("def f():\n    while True:\n        pass\n", "f", [TestCase("loop")])
+        self.assertEqual(r.kill_reason, "wall_timeout", r.to_dict())
+        self.assertTrue(r.exception.startswith("TimeoutError: Timeout after 2s. The program was killed after running"),
+                        r.exception)
+        self.assertIn("timeout=2", r.exception)
+
+    def test_compat_without_tests(self):
+        r = CodeSandbox(timeout=5, socket=self.daemon.socket).run("print(1)")
+        self.assertEqual((r.success, r.all_passed, r.score, r.stdout), (True, False, 0.0, "1\n"))
 
     def test_repair_loop_example(self):
         p = subprocess.run([sys.executable, EXAMPLE, "--socket", self.daemon.socket],

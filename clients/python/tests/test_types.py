@@ -6,8 +6,8 @@ import os
 import pickle
 import unittest
 
-from agentjail import NOT_SET, Case, CollectedFile, File, Limits, Result, Tests
-from agentjail.types import build_request
+from agentjail import NOT_SET, Case, CollectedFile, File, Limits, Result, SessionInfo, SessionResult, SessionState, Tests
+from agentjail.types import build_request, build_session_request, build_session_run
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agentjail")
 
@@ -61,6 +61,32 @@ class BuildRequestTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             build_request("pass", stdin=b"\xff")
 
+    def test_environment_and_start(self):
+        self.assertEqual(build_request("pass", environment="venv", start="cold"),
+                         {"code": "pass", "environment": "venv", "start": "cold"})
+        self.assertNotIn("environment", build_request("pass", environment=None))
+        for kw in ({"environment": 3}, {"start": True}):
+            with self.subTest(kw=kw), self.assertRaises(TypeError):
+                build_request("pass", **kw)
+
+    def test_session_requests(self):
+        self.assertEqual(build_session_request(), {})
+        self.assertEqual(build_session_request(environment="venv", limits=Limits(memory_bytes=64 << 20, cpu_time_ms=9000),
+                                               env={"A": 1}, files={"a.txt": "x"}, idle_timeout_ms=5000, start="warm"),
+                         {"environment": "venv", "limits": {"memory_bytes": 64 << 20, "cpu_time_ms": 9000},
+                          "env": {"A": "1"}, "files": [{"path": "a.txt", "content": "x", "encoding": "utf-8"}],
+                          "idle_timeout_ms": 5000, "start": "warm"})
+        self.assertEqual(build_session_run("x", stdin="in", collect="*.png", limits={"wall_time_ms": 500},
+                                           tests=Tests("f", [Case("a", (1,), expected=1)])),
+                         {"code": "x", "stdin": "in", "collect": ["*.png"], "limits": {"wall_time_ms": 500},
+                          "tests": {"function": "f", "cases": [{"name": "a", "args": [1], "kwargs": {}, "expected": 1}]}})
+        for kw in ({"idle_timeout_ms": "1000"}, {"idle_timeout_ms": True}, {"limits": 3}, {"env": "A=1"},
+                   {"files": 3}, {"environment": 1}, {"start": 1}):
+            with self.subTest(kw=kw), self.assertRaises(TypeError):
+                build_session_request(**kw)
+        with self.assertRaises(TypeError):
+            build_session_run(b"x")
+
     def test_not_set_is_a_singleton(self):
         self.assertIs(pickle.loads(pickle.dumps(NOT_SET)), NOT_SET)
         self.assertFalse(NOT_SET)
@@ -79,6 +105,55 @@ class ResultTest(unittest.TestCase):
         self.assertEqual(CollectedFile(path="a", content="é").read_bytes(), "é".encode())
         with self.assertRaises(ValueError):
             CollectedFile(path="a", encoding="base64", content="***").read_bytes()
+
+    def test_exact_bytes_of_the_streams(self):
+        raw = b"\xff\xfe abc \x80"
+        r = Result.from_dict({"status": "ok", "stdout": "\ufffd\ufffd abc \ufffd",
+                              "stdout_base64": base64.b64encode(raw).decode(), "stderr": "é\n", "stderr_base64": None})
+        self.assertEqual((r.stdout_bytes, r.stderr_bytes), (raw, "é\n".encode()))
+        self.assertEqual(r.extra, {})
+        older = Result.from_dict({"status": "ok", "stdout": "x"})  # a daemon without the fields
+        self.assertEqual((older.stdout_bytes, older.stderr_bytes, older.stdout_base64), (b"x", b"", None))
+        with self.assertRaisesRegex(ValueError, "stdout_base64"):
+            Result.from_dict({"stdout_base64": "***"}).stdout_bytes
+
+    def test_exact_bytes_of_a_file_name(self):
+        name = b"out/\xff.txt"
+        r = Result.from_dict({"status": "ok", "files": [
+            {"path": "out/\ufffd.txt", "path_base64": base64.b64encode(name).decode(), "size": 1,
+             "encoding": "utf-8", "content": "x"},
+            {"path": "plain.txt", "size": 1, "encoding": "utf-8", "content": "y"}]})
+        self.assertEqual(r.files[0].path_bytes, name)
+        self.assertEqual(r.files[1].path_bytes, b"plain.txt")
+        self.assertEqual(r.file(name).read_text(), "x")
+        self.assertEqual(r.file(b"plain.txt").read_text(), "y")
+        self.assertEqual(r.file("out/\ufffd.txt").read_text(), "x")
+        with self.assertRaises(KeyError):
+            r.file(b"out/\xfe.txt")
+
+    def test_environment_and_start_of_a_result(self):
+        r = Result.from_dict({"status": "ok", "environment": "venv", "start": "warm"})
+        self.assertEqual((r.environment, r.start, r.extra), ("venv", "warm", {}))
+        self.assertEqual((Result.from_dict({}).environment, Result.from_dict({}).start), ("", ""))
+
+    def test_session_result(self):
+        r = SessionResult.from_dict({"status": "error", "exception": {"type": "ZeroDivisionError"}, "files": None,
+                                     "value": None, "session": {"id": "s-1", "calls": 3, "alive": True,
+                                                                "ended_reason": "", "new": 1}})
+        self.assertIsInstance(r, Result)
+        self.assertEqual(r.exception.type, "ZeroDivisionError")
+        self.assertEqual((r.value, r.files, r.session), (None, [], SessionState("s-1", 3, True, "")))
+        self.assertEqual(r.session.extra, {"new": 1})
+        self.assertEqual(SessionResult.from_dict({"value": "'a'"}).value, "'a'")
+
+    def test_session_info(self):
+        created = SessionInfo.from_dict({"id": "s-1", "environment": "default", "limits": {"pids": 64},
+                                         "idle_timeout_ms": 600000, "expires_at": "2025-01-01T00:10:00Z",
+                                         "start": "cold"})
+        self.assertEqual((created.id, created.start, created.limits, created.idle_timeout_ms), ("s-1", "cold",
+                                                                                                 {"pids": 64}, 600000))
+        self.assertEqual((created.calls, created.alive, created.created), (None, None, None))  # not sent: unknown
+        self.assertEqual(SessionInfo.from_dict({"limits": None}).limits, {})
 
     def test_unexpected_shapes_do_not_crash(self):
         r = Result.from_dict({"status": "ok", "tests": "weird", "files": [1, {"path": "x"}], "seccomp": None})

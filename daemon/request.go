@@ -28,6 +28,11 @@ type Request struct {
 	Limits             *RequestLimits    `json:"limits,omitempty"`
 	Tests              *harness.Tests    `json:"tests,omitempty"`
 	OnForbiddenSyscall string            `json:"on_forbidden_syscall,omitempty"`
+	// Environment names the environment to run in (the configuration's
+	// [environments.NAME]); "" is "default".
+	Environment string `json:"environment,omitempty"`
+	// Start is "warm" or "cold"; "" takes the daemon's default.
+	Start string `json:"start,omitempty"`
 }
 
 // RequestFile is a file written into /workspace before the program starts.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"math"
 	"time"
 
@@ -41,6 +42,12 @@ type Result struct {
 	Tests     *harness.TestsResult `json:"tests"`
 	Feedback  []string             `json:"feedback"`
 	Files     []ResultFile         `json:"files"`
+
+	// Environment is the environment that ran it; Start how its
+	// interpreter started: "warm" (a fork of the environment's zygote) or
+	// "cold" (a fresh python3).
+	Environment string `json:"environment"`
+	Start       string `json:"start"`
 }
 
 // fromJail converts a jail's result into the contract's result object.
@@ -57,6 +64,7 @@ func fromJail(r *nsjail.Result) *Result {
 		StderrTruncated:  r.StderrTruncated,
 		WallTimeMs:       ms(r.WallTime),
 		CPUTimeMs:        ms(r.CPUTime),
+		Start:            string(cmp.Or(r.Start, nsjail.StartCold)),
 		PeakMemorySource: r.PeakMemorySource,
 		MemoryLimitBytes: r.MemoryLimitBytes,
 		OOMKills:         r.OOMKills,

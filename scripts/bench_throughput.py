@@ -47,7 +47,7 @@ def busy_ms():
 
 
 def proc_times():
-    """{pid: (ppid, kernel thread?, start time, utime+stime+cutime+cstime ms)} of every process."""
+    """{pid: (ppid, kernel thread?, start time, utime+stime ms, cutime+cstime ms)} of every process."""
     out = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -55,42 +55,42 @@ def proc_times():
                 f = open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            out[int(d)] = (int(f[1]), int(f[6]) & 0x200000 != 0, f[19], sum(map(int, f[11:15])) * TICK_MS)
+            out[int(d)] = (int(f[1]), int(f[6]) & 0x200000 != 0, f[19],
+                           (int(f[11]) + int(f[12])) * TICK_MS, (int(f[13]) + int(f[14])) * TICK_MS)
     return out
 
 
-def outsiders(a, b):
-    """CPU the processes outside this benchmark's tree took between the
-    scans a and b (ms): (other processes, kernel threads). A process that
-    ended in between is counted in its parent's reaped children's time; one
-    that started in between, whole. (Kernel threads that ended are lost:
-    nobody reaps them.)"""
+def split(a, b, daemon):
+    """The CPU every process took between the scans a and b (ms), by whose
+    it is: "client" (this process), "daemon" (its own), "programs" (every
+    other process of this benchmark's tree: python3 children, fork servers,
+    jails, zygotes, whoever reaps them), "kthreads" (kernel threads, anyone's)
+    and "other" (processes outside the tree: other tenants). A process's
+    share is its own time and its reaped children's; one that started in
+    between counts whole; one that ended in between is in its parent's
+    reaped children's time, less what it had taken before a. (Kernel
+    threads that ended are lost: nobody reaps them.)"""
     parent = {pid: v[0] for s in (a, b) for pid, v in s.items()}
-    me, ours = os.getpid(), {}
+    me, tree = os.getpid(), {}
 
-    def mine(pid):
-        if pid not in ours:
-            ours[pid] = pid == me or (pid in parent and parent[pid] > 1 and mine(parent[pid]))
-        return ours[pid]
+    def ours(pid):
+        if pid not in tree:
+            tree[pid] = pid == me or (pid in parent and parent[pid] > 1 and ours(parent[pid]))
+        return tree[pid]
 
-    other = kthreads = 0.0
-    for pid, (_, kthread, start, t) in b.items():
-        if mine(pid):
-            continue
-        d = t - a[pid][3] if pid in a and a[pid][2] == start else t
-        if kthread:
-            kthreads += d
-        else:
-            other += d
-    for pid, (_, kthread, start, t) in a.items():
-        if not kthread and not mine(pid) and (pid not in b or b[pid][2] != start):
-            other -= t  # ended: its parent's reaped children's time holds all of its life
-    return other, kthreads
+    def kind(pid, kthread):
+        return "kthreads" if kthread else "programs" if ours(pid) else "other"
 
-
-def own_cpu_ms():
-    r = resource.getrusage(resource.RUSAGE_SELF)  # this process, all its threads
-    return (r.ru_utime + r.ru_stime) * 1000
+    out = dict.fromkeys(("client", "daemon", "programs", "kthreads", "other"), 0.0)
+    for pid, (_, kthread, start, own, kids) in b.items():
+        same = pid in a and a[pid][2] == start
+        d_own, d_kids = (own - a[pid][3], kids - a[pid][4]) if same else (own, kids)
+        out["client" if pid == me else "daemon" if pid == daemon else kind(pid, kthread)] += d_own
+        out[kind(pid, kthread)] += d_kids
+    for pid, (_, kthread, start, own, kids) in a.items():
+        if not kthread and (pid not in b or b[pid][2] != start):
+            out[kind(pid, kthread)] -= own + kids
+    return out
 
 
 def stderr_outcome(rc, stderr):
@@ -119,8 +119,7 @@ def result_outcome(res):
 
 
 # A runner makes one client per client thread (before the clock starts),
-# each with run(code) -> outcome; programs_cpu() is the CPU its programs'
-# own processes took so far (ms), daemon_cpu() the daemon's own.
+# each with run(code) -> outcome.
 
 class Plain:
     key, label = "plain", "plain `python3 -I -c`, no isolation"
@@ -134,13 +133,6 @@ class Plain:
         except subprocess.TimeoutExpired:  # it is killed and reaped
             return "timeout"
         return stderr_outcome(p.returncode, p.stderr.decode(errors="replace"))
-
-    def programs_cpu(self):
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return (r.ru_utime + r.ru_stime) * 1000
-
-    def daemon_cpu(self):
-        return 0.0
 
     def close(self):
         pass
@@ -157,10 +149,6 @@ class ForkClient:
         self.p.stdin.flush()
         return json.loads(self.p.stdout.readline())["outcome"]
 
-    def cpu(self):  # the server's utime, stime, and its reaped children's
-        f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
-        return sum(int(x) for x in f[11:15]) * TICK_MS
-
 
 class Fork:
     key, label = "fork", "fork of a warm interpreter + `exec` (scripts/forkharness.py), no isolation"
@@ -168,12 +156,6 @@ class Fork:
     def clients(self, n):
         self.cs = [ForkClient() for _ in range(n)]
         return self.cs
-
-    def programs_cpu(self):
-        return sum(c.cpu() for c in self.cs)
-
-    def daemon_cpu(self):
-        return 0.0
 
     def close(self):
         for c in self.cs:
@@ -212,17 +194,8 @@ class Daemon:
         self.cs = [DaemonClient(self) for _ in range(n)]
         return self.cs
 
-    def programs_cpu(self):
-        # Every process of the jails, set-up included: the daemon's reaped
-        # children (a jail's init reaps its python3, the daemon the init).
-        f = open(f"/proc/{self.srv.pid}/stat").read().rsplit(")", 1)[1].split()
-        return (int(f[13]) + int(f[14])) * TICK_MS
-
     def cgroup_cpu(self):  # the jails' cgroups: each result's cpu_time_ms
         return self.jail_cpu
-
-    def daemon_cpu(self):
-        return bench.proc_cpu_ms(self.srv.pid)
 
     def close(self):
         for c in self.cs:
@@ -248,23 +221,22 @@ def phase(runner, programs, nclients):
 
     ths = [threading.Thread(target=work, args=(c,)) for c in clients]
     cg = getattr(runner, "cgroup_cpu", lambda: 0.0)
-    p0 = proc_times()
-    s0 = (busy_ms(), own_cpu_ms(), runner.programs_cpu(), runner.daemon_cpu(), cg())
+    daemon = runner.srv.pid if isinstance(runner, Daemon) else None
+    p0, b0, cg0 = proc_times(), busy_ms(), cg()
     t0 = time.perf_counter()
     for th in ths:
         th.start()
     for th in ths:
         th.join()
     dt = time.perf_counter() - t0
-    s1 = (busy_ms(), own_cpu_ms(), runner.programs_cpu(), runner.daemon_cpu(), cg())
-    other, kthreads = outsiders(p0, proc_times())
+    b1, cg1, p1 = busy_ms(), cg(), proc_times()
     runner.close()
     n = len(programs)
-    machine, client, progs, daemon, cgroup = ((b - a) / n for a, b in zip(s0, s1))
-    other, kthreads = other / n, kthreads / n
-    return {"rate": n / dt, "machine": machine, "client": client, "programs": progs, "daemon": daemon, "cgroup": cgroup,
-            "other": other, "kthreads": kthreads, "net": machine - other,
-            "rest": machine - other - kthreads - client - progs - daemon, "outcomes": outcomes}
+    f = {k: v / n for k, v in split(p0, p1, daemon).items()}
+    f.update(rate=n / dt, machine=(b1 - b0) / n, cgroup=(cg1 - cg0) / n, outcomes=outcomes)
+    f["net"] = f["machine"] - f["other"]
+    f["rest"] = f["net"] - f["kthreads"] - f["programs"] - f["daemon"] - f["client"]
+    return f
 
 
 def background(seconds=0.5):
@@ -341,10 +313,10 @@ def throughput(runners, programs, rounds):
     print("Where the machine's CPU per program goes (ms, medians of the rounds; from /proc/stat, and /proc/PID/stat of every "
           "process at the two ends of each pass): other tenants' processes (outside this benchmark's process tree, with "
           "their reaped children); kernel threads (kworkers, RCU, ksoftirqd: this benchmark's and others'); the programs' "
-          "own processes (the daemon's jails: the daemon's reaped children, set-up and python3; in brackets the part "
-          "in the jails' cgroups, their results' `cpu_time_ms`; plain: the python3 children; fork harness: the servers "
-          "and their forked children); the daemon itself (utime+stime); this benchmark's client process; and the rest, "
-          "unattributed (interrupts, processes not yet reaped).")
+          "own processes (every process of this benchmark's tree but the client and the daemon: the jails, set-up "
+          "included, with in brackets the part in the jails' cgroups, their results' `cpu_time_ms`; the python3 "
+          "children; the fork servers and their children); the daemon itself (utime+stime); this benchmark's client "
+          "process; and the rest, unattributed (interrupts, tick rounding).")
     print()
     print("| runner | clients | machine | other tenants | kernel threads | programs' processes | daemon | client | rest |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -358,7 +330,7 @@ def throughput(runners, programs, rounds):
     print()
     print(f"Background: with this benchmark asleep (0.5 s before each round) the machine was busy "
           f"{fmt_range(bg)} ms per second (of {os.cpu_count() * 1000}).")
-    print(f"The endless loop, wall time to its outcome: " + "; ".join(
+    print("The endless loop, wall time to its outcome: " + "; ".join(
         f"{k} {', '.join('%.2f s' % s for s in v)}" for k, v in endless_s.items()) + ".")
     for r in runners:
         if isinstance(r, Daemon):

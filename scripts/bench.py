@@ -93,14 +93,40 @@ class UnixHTTP(http.client.HTTPConnection):
         self.sock.connect(self.path)
 
 
-def post_run(conn, code="pass"):
-    body = json.dumps({"code": code})
-    conn.request("POST", "/v1/run", body, {"Content-Type": "application/json"})
+def post(conn, req):
+    """POST /v1/run of the request req (a dict): (HTTP status, the answer's JSON)."""
+    conn.request("POST", "/v1/run", json.dumps(req), {"Content-Type": "application/json"})
     r = conn.getresponse()
     data = r.read()
-    if r.status != 200:
-        sys.exit(f"bench: daemon answered {r.status}: {data[:300]}")
-    return json.loads(data)
+    try:
+        return r.status, json.loads(data)
+    except ValueError:
+        return r.status, {"error": data[:300].decode(errors="replace")}
+
+
+def post_run(conn, code="pass", start=None, **req):
+    """The result of a run of code; start: "cold", "warm" or None (the
+    daemon's default, and the only choice of a daemon without warm runs)."""
+    req["code"] = code
+    if start:
+        req["start"] = start
+    status, res = post(conn, req)
+    if status != 200:
+        sys.exit(f"bench: daemon answered {status}: {res}")
+    return res
+
+
+def starts(conn):
+    """Which of "cold" and "warm" this daemon accepts in a request's
+    "start" (issue 18): a 400 means it does not know the field or the
+    value."""
+    ok = {}
+    for s in ("cold", "warm"):
+        status, res = post(conn, {"code": "pass", "start": s})
+        if status not in (200, 400):
+            sys.exit(f"bench: daemon answered {status}: {res}")
+        ok[s] = status == 200
+    return ok
 
 
 def proc_cpu_ms(pid):
@@ -115,34 +141,54 @@ def proc_rss(pid):
     return 0
 
 
-def start_daemon(binary, max_concurrent):
+class DaemonFailed(Exception):
+    pass
+
+
+def try_start_daemon(binary, max_concurrent, extra_config=""):
     """A daemon of binary on a socket of its own, its 10 first runs done:
-    (process, socket path, a kept-alive connection)."""
+    (process, socket path, a kept-alive connection). extra_config is
+    appended to its config file. Raises DaemonFailed with the daemon's
+    last words if it does not come up."""
     d = tempfile.mkdtemp(prefix="agentjail-bench-")
     sock = os.path.join(d, "s.sock")
     cfg = os.path.join(d, "config.toml")
     with open(cfg, "w") as f:
         f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % max_concurrent)
-    srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=subprocess.DEVNULL)
+        f.write(extra_config)
+    log = open(os.path.join(d, "stderr.log"), "w")
+    srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=log)
+    log.close()
     for _ in range(200):
         if os.path.exists(sock) or srv.poll() is not None:
             break
         time.sleep(0.02)
     if srv.poll() is not None or not os.path.exists(sock):
         srv.kill()
-        sys.exit(f"bench: the daemon did not come up (exit status {srv.poll()}); run `{binary} serve --config {cfg} --socket {sock}` to see why")
+        srv.wait()
+        words = open(os.path.join(d, "stderr.log")).read().strip()
+        stop_daemon(None, sock)
+        raise DaemonFailed(f"the daemon did not come up (exit status {srv.returncode}): {words[-500:]}")
     conn = UnixHTTP(sock)
     for _ in range(10):
         post_run(conn)
     return srv, sock, conn
 
 
+def start_daemon(binary, max_concurrent, extra_config=""):
+    try:
+        return try_start_daemon(binary, max_concurrent, extra_config)
+    except DaemonFailed as e:
+        sys.exit(f"bench: {e}")
+
+
 def stop_daemon(srv, sock):
     """Ends a start_daemon daemon and removes its folder."""
-    srv.terminate()
-    srv.wait(timeout=30)
+    if srv:
+        srv.terminate()
+        srv.wait(timeout=30)
     d = os.path.dirname(sock)
-    for f in ("config.toml", "s.sock"):
+    for f in ("config.toml", "s.sock", "stderr.log"):
         if os.path.exists(os.path.join(d, f)):
             os.remove(os.path.join(d, f))
     os.rmdir(d)
@@ -201,18 +247,100 @@ def daemon_bench(binary, n):
         stop_daemon(srv, sock)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--quick", action="store_true")
-    a = ap.parse_args()
-    n, reps = (40, 1) if a.quick else (200, 3)
+def start_modes(binary, n, block=50):
+    """Runs of `pass` through one daemon, cold and warm side by side (issue
+    18): the kept-alive latency against bare python3 and the daemon's own
+    CPU (utime+stime) per run. Blocks of `block` runs of one start alternate
+    (cold, warm, warm, cold, ...), each run after a bare python3: the
+    daemon's CPU is read at a block's two ends, after a pause, so that the
+    clock ticks' rounding stays small and the work a run leaves behind (the
+    replacement of its prepared jail) falls in its own block. Returns
+    {"cold"/"warm": None when the daemon refuses that start, else a dict}."""
+    srv, sock, conn = start_daemon(binary, os.cpu_count())
+    try:
+        ok = starts(conn)
+        # A daemon without warm runs refuses "start" altogether: its runs are cold.
+        modes = {"cold": "cold" if ok["cold"] else None}
+        if ok["warm"]:
+            modes["warm"] = "warm"
+        stat = {m: {"bare": [], "run": [], "cpu": 0.0, "starts": {}} for m in modes}
+        settle = lambda: time.sleep(0.02)
+        for b in range(max(1, n // block)):
+            for m in (list(modes) if b % 2 == 0 else list(modes)[::-1]):
+                st = stat[m]
+                settle()
+                c0 = proc_cpu_ms(srv.pid)
+                for _ in range(block):
+                    settle(); st["bare"].append(timed([PY, "-I", "-c", "pass"]))
+                    settle()
+                    t = time.perf_counter()
+                    res = post_run(conn, "pass", modes[m])
+                    st["run"].append((time.perf_counter() - t) * 1000)
+                    k = res.get("start", "(absent)")
+                    st["starts"][k] = st["starts"].get(k, 0) + 1
+                settle()
+                st["cpu"] += proc_cpu_ms(srv.pid) - c0
+        out = {"cold": None, "warm": None}
+        for m, st in stat.items():
+            mb, v = statistics.median(st["bare"]), st["run"]
+            out[m] = {"cpu": st["cpu"] / len(v), "median": statistics.median(v), "p10": pct(v, .1), "p90": pct(v, .9),
+                      "bare": mb, "ratio": statistics.median(v) / mb, "runs": len(v), "starts": st["starts"],
+                      "sent": modes[m]}
+        return out
+    finally:
+        stop_daemon(srv, sock)
+
+
+def print_start_modes(r):
+    print("Cold and warm runs of `pass` through one daemon, kept-alive connection, side by side (issue 18): blocks of 50 runs of each start alternate, each run after a bare python3.")
+    print()
+    print("| `pass`, kept-alive | runs | median ms | p10 | p90 | bare python3, its interleaved median | ratio to bare | daemon CPU per run (its own utime+stime) | result's `start` |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for m in ("cold", "warm"):
+        x = r[m]
+        if x is None:
+            print(f"| {m} | n/a: the daemon answers 400 to `\"start\": \"{m}\"` | | | | | | | |")
+            continue
+        sent = f"`\"start\": \"{x['sent']}\"`" if x["sent"] else "no `start` (the daemon refuses the field; its runs are cold)"
+        seen = ", ".join(f"{k}: {v}" for k, v in x["starts"].items())
+        print(f"| {m}: {sent} | {x['runs']} | {x['median']:.2f} | {x['p10']:.2f} | {x['p90']:.2f} | {x['bare']:.2f} | **{x['ratio']:.2f}** | **{x['cpu']:.2f} ms** | {seen} |")
+    w = r["warm"]
+    wr = "n/a" if w is None else "%.2f×" % w["ratio"]
+    wc = "n/a" if w is None else "%.2f ms" % w["cpu"]
+    print()
+    print(f"Targets: warm ≤ 0.25× bare: {wr}; daemon CPU per run ≤ 1.5 ms: cold {r['cold']['cpu']:.2f} ms, warm {wc}.")
+    print()
+
+
+def header(binary, command, what):
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    version = subprocess.run([binary, "version"], capture_output=True, text=True).stdout.strip()
     print(f"### {datetime.date.today()} · {platform.node()}")
     print()
     print(f"- machine: {os.cpu_count()} CPUs ({cpu}), {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30} GiB, Linux {platform.release()}, cgroup {cgroup_version()}")
-    print(f"- command: `sudo scripts/bench{' --quick' if a.quick else ''}` ({n} interleaved runs of each side; peaks are medians of {reps})")
+    print(f"- binary: {binary} ({version})")
+    print(f"- command: `{command}` ({what})")
     print()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--throughput", action="store_true",
+                    help="issue 18's figures instead: the corpus through the daemon (cold, warm), plain python3 and a fork harness; "
+                         "daemon CPU per run cold and warm; import numpy cold and warm; cold imports")
+    ap.add_argument("--preload-numpy", action="store_true",
+                    help="with --throughput: the import numpy row on a daemon whose default environment preloads numpy")
+    a = ap.parse_args()
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("quick", a.quick), ("preload-numpy", a.preload_numpy)) if on)
+    if a.throughput:
+        import bench_throughput
+        header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baselines in the same run")
+        bench_throughput.main(a.bin, a.quick, a.preload_numpy)
+        return
+    n, reps = (40, 1) if a.quick else (200, 3)
+    header(a.bin, f"sudo scripts/bench{flags}", f"{n} interleaved runs of each side; peaks are medians of {reps}")
     bare, jail = latency(a.bin, n)
     mb, mj = statistics.median(bare), statistics.median(jail)
     print("| `pass` | median ms | p10 | p90 |")
@@ -239,6 +367,7 @@ def main():
     for clients, total, rps in tput:
         print(f"| throughput, {clients} concurrent client(s), {total} runs of `pass` | {rps:.0f} runs/s | |")
     print()
+    print_start_modes(start_modes(a.bin, 100 if a.quick else 300))
     base, fbase, rows = precision(a.bin, reps)
     print(f"Peak memory (`peak_memory_bytes`): `pass` baseline {base / (1 << 20):.2f} MiB (4-process baseline {fbase / (1 << 20):.2f} MiB); target: peak − baseline = N ± 1 MiB.")
     print()

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"os/user"
-	"path"
 	"reflect"
 	"runtime"
 	"sort"
@@ -37,13 +36,29 @@ const (
 // treat a zero field as its default, so a zero Config behaves like the
 // defaults wherever a zero would make no sense.
 type Config struct {
-	Socket    SocketConfig    `toml:"socket"`
-	Peers     PeersConfig     `toml:"peers"`
-	Admission AdmissionConfig `toml:"admission"`
-	Limits    LimitsConfig    `toml:"limits"`
-	Jail      JailConfig      `toml:"jail"`
-	Collect   CollectConfig   `toml:"collect"`
-	Log       LogConfig       `toml:"log"`
+	Socket       SocketConfig                 `toml:"socket"`
+	Peers        PeersConfig                  `toml:"peers"`
+	Admission    AdmissionConfig              `toml:"admission"`
+	Limits       LimitsConfig                 `toml:"limits"`
+	Jail         JailConfig                   `toml:"jail"`
+	Environments map[string]EnvironmentConfig `toml:"environments"`
+	Collect      CollectConfig                `toml:"collect"`
+	Log          LogConfig                    `toml:"log"`
+
+	// oldSpelling: the environment "default" comes from [jail] python
+	// and read_only_mounts (errors about it name those keys).
+	oldSpelling bool
+}
+
+// EnvironmentConfig is one Python runtime, [environments.NAME]: what a
+// request that names it runs in. The environment "default" is what a
+// request that names none gets; jail.python and jail.read_only_mounts
+// are its older spelling.
+type EnvironmentConfig struct {
+	Python         string            `toml:"python"`           // interpreter: an absolute path that resolves inside /usr or one of read_only_mounts; default /usr/bin/python3
+	ReadOnlyMounts []string          `toml:"read_only_mounts"` // host directories bound read-only, nosuid, nodev at the same path (a virtualenv, /opt/...); checked at start-up (CheckHost); default []
+	Env            map[string]string `toml:"env"`              // variables every run of it gets (the request's own override them; PATH may be set, HOME and TMPDIR not); default {}
+	Preload        []string          `toml:"preload"`          // modules its warm interpreter imports ahead; each must import at start-up; default []
 }
 
 // SocketConfig is the Unix socket the daemon listens on when it is not
@@ -96,11 +111,15 @@ type LimitValues struct {
 
 // JailConfig shapes every jail.
 type JailConfig struct {
-	Python             string   `toml:"python"`               // interpreter, an absolute path under a bound directory; default /usr/bin/python3
-	ReadOnlyMounts     []string `toml:"read_only_mounts"`     // extra host dirs bound read-only at the same path (a virtualenv); default []
+	Python             string   `toml:"python"`               // the environment "default"'s python (its older spelling); default /usr/bin/python3
+	ReadOnlyMounts     []string `toml:"read_only_mounts"`     // the environment "default"'s read_only_mounts (its older spelling); default []
+	Start              string   `toml:"start"`                // how a request that says nothing starts: "warm" (a fork of its environment's zygote; default) or "cold"
+	WarmAhead          *int     `toml:"warm_ahead"`           // warm runs forked ahead of requests, per environment, 0 = none; default admission.max_concurrent
+	ZygoteMaxForks     int      `toml:"zygote_max_forks"`     // runs a zygote forks before it is replaced by a fresh one (re-randomised); default 10000
+	ZygoteMemoryBytes  int64    `toml:"zygote_memory_bytes"`  // memory limit of each zygote (its imports, its runs' set-up); default 2 GiB
 	UIDBase            uint32   `toml:"uid_base"`             // first host uid (and gid) for jails, at least 65536; default 2000000000
-	UIDCount           uint32   `toml:"uid_count"`            // how many, at least max_concurrent + prepared_jails; default 1000000
-	PreparedJails      *int     `toml:"prepared_jails"`       // jails started ahead of requests, 0 = off; default admission.max_concurrent
+	UIDCount           uint32   `toml:"uid_count"`            // how many, at least max_concurrent + prepared_jails + (per environment) 1 + warm_ahead; default 1000000
+	PreparedJails      *int     `toml:"prepared_jails"`       // cold jails started ahead of requests, 0 = off; default admission.max_concurrent when start is "cold", else 0
 	OnForbiddenSyscall string   `toml:"on_forbidden_syscall"` // "errno" (default) or "kill"; a request may override it
 }
 
@@ -162,12 +181,16 @@ func DefaultConfig() *Config {
 		Jail: JailConfig{
 			Python:             nsjail.DefaultPython,
 			ReadOnlyMounts:     []string{},
+			Start:              string(nsjail.StartWarm),
+			ZygoteMaxForks:     10000,
+			ZygoteMemoryBytes:  2 << 30,
 			UIDBase:            nsjail.DefaultUIDBase,
 			UIDCount:           nsjail.DefaultUIDSize,
 			OnForbiddenSyscall: "errno",
 		},
-		Collect: CollectConfig{FileBytes: 8 << 20, TotalBytes: 32 << 20, Files: 100},
-		Log:     LogConfig{Level: "info", Format: "text"},
+		Environments: map[string]EnvironmentConfig{DefaultEnvironment: {Python: nsjail.DefaultPython, ReadOnlyMounts: []string{}, Env: map[string]string{}, Preload: []string{}}},
+		Collect:      CollectConfig{FileBytes: 8 << 20, TotalBytes: 32 << 20, Files: 100},
+		Log:          LogConfig{Level: "info", Format: "text"},
 	}
 }
 
@@ -267,15 +290,36 @@ func (c *Config) forbiddenSyscallMode() seccomp.Mode {
 // waiting jail is a process with memory of its own and a uid.
 const maxPreparedJails = 1024
 
-// Prepared is how many jails the daemon keeps prepared ahead of requests:
-// jail.prepared_jails, by default admission.max_concurrent (each running
-// jail's replacement is being prepared while it runs), at most
-// maxPreparedJails.
+// Prepared is how many cold jails the daemon keeps prepared ahead of
+// requests: jail.prepared_jails, by default admission.max_concurrent
+// (each running jail's replacement is being prepared while it runs) when
+// jail.start is "cold", and none when it is "warm" (a warm run is forked
+// ahead instead: jail.warm_ahead), at most maxPreparedJails.
 func (c *Config) Prepared() int {
 	if c.Jail.PreparedJails != nil {
 		return *c.Jail.PreparedJails
 	}
+	if c.Jail.Start != string(nsjail.StartCold) {
+		return 0
+	}
 	return min(c.Admission.MaxConcurrent, maxPreparedJails)
+}
+
+// WarmAhead is how many warm runs each environment keeps forked ahead of
+// requests: jail.warm_ahead, by default admission.max_concurrent, at most
+// maxPreparedJails.
+func (c *Config) WarmAhead() int {
+	if c.Jail.WarmAhead != nil {
+		return *c.Jail.WarmAhead
+	}
+	return min(c.Admission.MaxConcurrent, maxPreparedJails)
+}
+
+// uidsNeeded is how many jail uids may be held at once: every running
+// jail, every prepared one, and per environment its zygote and its runs
+// forked ahead.
+func (c *Config) uidsNeeded() uint64 {
+	return uint64(c.Admission.MaxConcurrent) + uint64(c.Prepared()) + uint64(len(c.Environments))*(1+uint64(c.WarmAhead()))
 }
 
 // UIDRange is a fresh allocator of the jails' host uids (one per daemon);
@@ -438,10 +482,17 @@ func parseConfig(data []byte) (*Config, error) {
 		return nil, joinErrors(errs)
 	}
 	c := DefaultConfig()
+	c.Environments = nil // the file's own, or the older [jail] keys' (normalizeEnvironments)
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(c); err != nil {
 		return nil, joinErrors([]*ConfigError{decodeError(err)})
+	}
+	if errs := c.normalizeEnvironments(func(k string) bool { _, ok := lines[k]; return ok }); errs != nil {
+		for _, e := range errs {
+			e.Line = lines[e.Key]
+		}
+		return nil, joinErrors(errs)
 	}
 	if err := c.Validate(); err != nil {
 		var ce *configErrors
@@ -517,17 +568,20 @@ func (c *Config) Validate() error {
 	}
 
 	j := c.Jail
-	if !path.IsAbs(j.Python) || path.Clean(j.Python) != j.Python {
-		bad("jail.python", "%q must be a clean absolute path", j.Python)
+	c.validateEnvironments(bad)
+	switch j.Start {
+	case string(nsjail.StartWarm), string(nsjail.StartCold):
+	default:
+		bad("jail.start", "must be \"warm\" or \"cold\", got %q", j.Start)
 	}
-	spec := nsjail.Spec{Limits: nsjail.DefaultLimits(), ReadOnlyMounts: j.ReadOnlyMounts}
-	if err := spec.Validate(); err != nil {
-		var fe *nsjail.FieldError
-		if errors.As(err, &fe) {
-			bad("jail."+fe.Field, "%s", fe.Msg)
-		} else {
-			bad("jail.read_only_mounts", "%v", err)
-		}
+	if j.WarmAhead != nil && (*j.WarmAhead < 0 || *j.WarmAhead > maxPreparedJails) {
+		bad("jail.warm_ahead", "must be from 0 (none) to %d, got %d", maxPreparedJails, *j.WarmAhead)
+	}
+	if j.ZygoteMaxForks < 1 {
+		bad("jail.zygote_max_forks", "must be at least 1, got %d", j.ZygoteMaxForks)
+	}
+	if j.ZygoteMemoryBytes < 64<<20 {
+		bad("jail.zygote_memory_bytes", "must be at least 64 MiB (67108864): a zygote holds an interpreter and its imports, got %d", j.ZygoteMemoryBytes)
 	}
 	if j.PreparedJails != nil && (*j.PreparedJails < 0 || *j.PreparedJails > maxPreparedJails) {
 		bad("jail.prepared_jails", "must be from 0 (off) to %d, got %d", maxPreparedJails, *j.PreparedJails)
@@ -540,8 +594,9 @@ func (c *Config) Validate() error {
 		bad("jail.uid_count", "must be at least 1")
 	case end > math.MaxUint32: // 2^32-1 is the kernel's invalid uid
 		bad("jail.uid_count", "uid_base %d + uid_count %d passes the largest uid %d", j.UIDBase, j.UIDCount, uint32(math.MaxUint32-1))
-	case a.MaxConcurrent >= 1 && c.Prepared() >= 0 && uint64(j.UIDCount) < uint64(a.MaxConcurrent)+uint64(c.Prepared()):
-		bad("jail.uid_count", "%d is below admission.max_concurrent + jail.prepared_jails (%d): every running or prepared jail needs its own uid", j.UIDCount, a.MaxConcurrent+c.Prepared())
+	case a.MaxConcurrent >= 1 && c.Prepared() >= 0 && c.WarmAhead() >= 0 && uint64(j.UIDCount) < c.uidsNeeded():
+		bad("jail.uid_count", "%d is below the %d uids jails may hold at once: admission.max_concurrent (%d) + jail.prepared_jails (%d), and per environment (%d) a zygote and jail.warm_ahead (%d); every one needs its own uid",
+			j.UIDCount, c.uidsNeeded(), a.MaxConcurrent, c.Prepared(), len(c.Environments), c.WarmAhead())
 	default:
 		// A jail's uid is also its gid: an allowed peer id inside the range
 		// would let a jailed process call the daemon.

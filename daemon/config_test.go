@@ -28,10 +28,16 @@ func configKeys(t reflect.Type, prefix string) []string {
 	var keys []string
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		name := prefix + f.Tag.Get("toml")
-		if f.Type.Kind() == reflect.Struct {
+		switch {
+		case f.Type.Kind() == reflect.Struct:
 			keys = append(keys, configKeys(f.Type, name+".")...)
-		} else {
+		case f.Type.Kind() == reflect.Map && f.Type.Elem().Kind() == reflect.Struct:
+			keys = append(keys, configKeys(f.Type.Elem(), name+".NAME.")...)
+		default:
 			keys = append(keys, name)
 		}
 	}
@@ -129,6 +135,15 @@ uid_base = 100000
 uid_count = 1000
 prepared_jails = 1
 on_forbidden_syscall = "kill"
+start = "cold"
+warm_ahead = 3
+zygote_max_forks = 50
+zygote_memory_bytes = 1073741824
+[environments.sci]
+python = "/opt/sci/bin/python3"
+read_only_mounts = ["/opt/sci"]
+env = { OMP_NUM_THREADS = "2", LANG = "C.UTF-8" }
+preload = ["numpy", "matplotlib.pyplot"]
 [collect]
 file_bytes = 1024
 total_bytes = 4096
@@ -147,10 +162,19 @@ format = "json"
 			Default: LimitValues{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
 			Max:     LimitValues{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
 		},
-		Jail:    JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, PreparedJails: ptr(1), OnForbiddenSyscall: "kill"},
-		Collect: CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
-		Log:     LogConfig{Level: "debug", Format: "json"},
+		Jail: JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, PreparedJails: ptr(1), OnForbiddenSyscall: "kill",
+			Start: "cold", WarmAhead: ptr(3), ZygoteMaxForks: 50, ZygoteMemoryBytes: 1 << 30},
+		Environments: map[string]EnvironmentConfig{
+			"default": {Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, Env: map[string]string{}, Preload: []string{}},
+			"sci": {Python: "/opt/sci/bin/python3", ReadOnlyMounts: []string{"/opt/sci"}, Env: map[string]string{"OMP_NUM_THREADS": "2", "LANG": "C.UTF-8"},
+				Preload: []string{"numpy", "matplotlib.pyplot"}},
+		},
+		Collect:     CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
+		Log:         LogConfig{Level: "debug", Format: "json"},
+		oldSpelling: true,
 	}, c)
+	assert.Equal(t, []string{"default", "sci"}, c.EnvironmentNames())
+	assert.Equal(t, 3, c.WarmAhead())
 	assert.Equal(t, os.FileMode(0o640), c.SocketMode())
 	assert.Equal(t, slog.LevelDebug, c.SlogLevel())
 	assert.Equal(t, seccomp.ModeKill, c.forbiddenSyscallMode())
@@ -164,7 +188,7 @@ format = "json"
 	// line above (and in scripts/config.toml and the README).
 	for _, k := range configKeys(reflect.TypeFor[Config](), "") {
 		_, name, _ := strings.Cut(k, ".")
-		if strings.HasPrefix(k, "limits.") {
+		if strings.HasPrefix(k, "limits.") || strings.HasPrefix(k, "environments.") {
 			name = k[strings.LastIndex(k, ".")+1:]
 		}
 		assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(name)+` = `, doc, "key %s", k)
@@ -258,8 +282,13 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		{"[jail]\nuid_count = 0", "line 2: jail.uid_count: must be at least 1"},
 		{"[jail]\nuid_base = 4294967000\nuid_count = 295", ""}, // the last uid is 2^32-2: fine
 		{"[jail]\nuid_base = 4294967000\nuid_count = 296", "line 3: jail.uid_count: uid_base 4294967000 + uid_count 296 passes the largest uid 4294967294"},
-		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 4", "line 4: jail.uid_count: 4 is below admission.max_concurrent + jail.prepared_jails (16)"},
-		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 8\nprepared_jails = 0", ""},
+		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 4", "line 4: jail.uid_count: 4 is below the 17 uids jails may hold at once: admission.max_concurrent (8) + jail.prepared_jails (0), and per environment (1) a zygote and jail.warm_ahead (8)"},
+		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 9\nwarm_ahead = 0", ""},
+		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 16\nstart = \"cold\"\nwarm_ahead = 0", "line 4: jail.uid_count: 16 is below the 17 uids"},
+		{"[jail]\nstart = \"hot\"", `line 2: jail.start: must be "warm" or "cold", got "hot"`},
+		{"[jail]\nwarm_ahead = -1", "line 2: jail.warm_ahead: must be from 0 (none) to 1024, got -1"},
+		{"[jail]\nzygote_max_forks = 0", "line 2: jail.zygote_max_forks: must be at least 1, got 0"},
+		{"[jail]\nzygote_memory_bytes = 1000", "line 2: jail.zygote_memory_bytes: must be at least 64 MiB"},
 		{"[jail]\nprepared_jails = -1", "line 2: jail.prepared_jails: must be from 0 (off) to 1024, got -1"},
 		{"[jail]\nprepared_jails = 1025", "line 2: jail.prepared_jails: must be from 0 (off) to 1024, got 1025"},
 		{"[jail]\non_forbidden_syscall = \"trap\"", `line 2: jail.on_forbidden_syscall: must be "errno" or "kill", got "trap"`},
@@ -448,13 +477,17 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	assert.Equal(t, DefaultConfig(), c)
 
 	text := string(b)
-	commented := map[string]bool{"admission.max_concurrent": true, "jail.prepared_jails": true}
+	commented := map[string]bool{"admission.max_concurrent": true, "jail.prepared_jails": true, "jail.warm_ahead": true,
+		"jail.python": true, "jail.read_only_mounts": true} // the last two: the older spelling of [environments.default]
 	section := ""
 	set := map[string]bool{}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if strings.HasPrefix(line, "[") {
 			section = strings.Trim(line, "[]") + "."
+			if strings.HasPrefix(section, "environments.") {
+				section = "environments.NAME."
+			}
 			continue
 		}
 		if k, _, ok := strings.Cut(line, " = "); ok {
@@ -482,16 +515,23 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 
 // prepared_jails follows max_concurrent unless it is set.
 func TestPreparedJailsFollowMaxConcurrent(t *testing.T) {
-	c, err := parseConfig([]byte("[admission]\nmax_concurrent = 3\n"))
+	c, err := parseConfig([]byte("[admission]\nmax_concurrent = 3\n[jail]\nstart = \"cold\"\n"))
 	require.NoError(t, err)
 	assert.Equal(t, 3, c.Prepared())
-	c, err = parseConfig([]byte("[admission]\nmax_concurrent = 3\n[jail]\nprepared_jails = 0\n"))
+	assert.Equal(t, 3, c.WarmAhead())
+	c, err = parseConfig([]byte("[admission]\nmax_concurrent = 3\n[jail]\nstart = \"cold\"\nprepared_jails = 0\n"))
 	require.NoError(t, err)
 	assert.Equal(t, 0, c.Prepared())
+	// Warm by default: runs are forked ahead instead.
+	c, err = parseConfig([]byte("[admission]\nmax_concurrent = 3\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 0, c.Prepared())
+	assert.Equal(t, 3, c.WarmAhead())
 	// The default is bounded as a set value is.
-	c, err = parseConfig([]byte("[admission]\nmax_concurrent = 5000\n[jail]\nuid_count = 10000\n"))
+	c, err = parseConfig([]byte("[admission]\nmax_concurrent = 5000\n[jail]\nuid_count = 10000\nstart = \"cold\"\nwarm_ahead = 0\n"))
 	require.NoError(t, err)
 	assert.Equal(t, 1024, c.Prepared())
+	assert.Equal(t, 0, c.WarmAhead())
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -8,8 +8,10 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -139,6 +141,24 @@ func checkTable(m map[string]any, t reflect.Type, prefix string, lines map[strin
 			checkTable(sub, ft, key+".", lines, errs)
 			continue
 		}
+		if ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct {
+			// A table of named tables ([environments.NAME]): each is
+			// checked as one of its struct.
+			sub, ok := v.(map[string]any)
+			if !ok {
+				*errs = append(*errs, &ConfigError{Key: key, Line: lines[key], Msg: "must be a table of tables ([" + key + ".NAME]), got " + describe(v)})
+				continue
+			}
+			for name, el := range sub {
+				t, ok := el.(map[string]any)
+				if !ok {
+					*errs = append(*errs, &ConfigError{Key: key + "." + name, Line: lines[key+"."+name], Msg: "must be a table ([" + key + "." + name + "]), got " + describe(el)})
+					continue
+				}
+				checkTable(t, ft.Elem(), key+"."+name+".", lines, errs)
+			}
+			continue
+		}
 		if msg := checkValue(v, ft); msg != "" {
 			if h := quoteHints[key]; h != "" {
 				if _, isString := v.(string); !isString {
@@ -200,6 +220,16 @@ func checkValue(v any, t reflect.Type) string {
 		for i, el := range a {
 			if msg := checkValue(el, t.Elem()); msg != "" {
 				return fmt.Sprintf("element %d: %s", i, msg)
+			}
+		}
+	case reflect.Map: // of strings: a table of names to values
+		m, ok := v.(map[string]any)
+		if !ok {
+			return "must be a table (e.g. { NAME = \"value\" }), got " + describe(v)
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if msg := checkValue(m[k], t.Elem()); msg != "" {
+				return fmt.Sprintf("%s: %s", k, msg)
 			}
 		}
 	default:

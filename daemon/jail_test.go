@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +30,10 @@ var (
 	runnerOnce sync.Once
 	runner     *nsjail.Runner
 	runnerErr  error
+	// realEnvs are the environments realRunner opened, as the daemon
+	// does: testOptions' when a test has called realRunner first.
+	realEnvs map[string]*Environment
+	realCfg  *Config
 )
 
 // realRunner is the shared jail runner of the integration tests.
@@ -38,7 +43,12 @@ func realRunner(t testing.TB) *nsjail.Runner {
 	runnerOnce.Do(func() {
 		runner, runnerErr = nsjail.NewRunner()
 		if runnerErr == nil { // as the daemon does
-			runner.KeepPrepared(2, DefaultConfig().PreparedTemplate())
+			cfg := DefaultConfig()
+			cfg.Admission.MaxConcurrent = 2
+			cfg.Jail.Start = string(testStart())
+			envs := cfg.Policy().Environments
+			runnerErr = OpenEnvironments(cfg, envs, runner, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			realEnvs, realCfg = envs, cfg
 		}
 	})
 	require.NoError(t, runnerErr)
@@ -235,13 +245,16 @@ func TestLoad(t *testing.T) {
 	o.MaxConcurrent, o.QueueLength = 2, 16
 	s, _, c := startServer(t, o, j)
 
-	// Warm up, then take the baseline with both prepared jails waiting
-	// (each holds fds: its socket, and on cgroup v1 its cgroup's locks
-	// and tasks files), as at the end.
+	// Warm up, then take the baseline with every prepared jail and warm
+	// run waiting (each holds fds: its socket, and on cgroup v1 its
+	// cgroup's locks and tasks files), as at the end.
 	runJSON(t, c, map[string]any{"code": "pass"})
 	poolFull := func() {
-		require.Eventually(t, func() bool { ready, _ := j.r.PreparedStats(); return ready == 2 }, 10*time.Second, 5*time.Millisecond,
-			"both prepared jails waiting")
+		require.Eventually(t, func() bool {
+			ready, _ := j.r.PreparedStats()
+			up, ahead, _, _ := j.r.WarmStats()
+			return ready == realCfg.Prepared() && up == 1 && ahead == realCfg.WarmAhead()
+		}, 10*time.Second, 5*time.Millisecond, "every prepared jail and warm run waiting")
 	}
 	poolFull()
 	debug.FreeOSMemory()

@@ -29,6 +29,7 @@ func (j *Job) Run(ctx context.Context, jl Jailer) (*Result, *nsjail.Result, erro
 
 func (j *Job) result(jr *nsjail.Result) *Result {
 	res := fromJail(jr)
+	res.Environment = j.Environment
 	rep := harness.ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
 	res.Exception = rep.UncaughtException(jr)
 	res.Tests = rep.Verdicts(j.Tests, jr)

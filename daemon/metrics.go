@@ -19,9 +19,10 @@ type metrics struct {
 	peak      prometheus.Histogram
 	violation prometheus.Counter
 	prepared  prometheus.Counter
+	starts    *prometheus.CounterVec
 }
 
-func newMetrics(adm *admission, preparedReady func() int) *metrics {
+func newMetrics(adm *admission, preparedReady func() int, warm func() (up, ahead int, restarts, fallbacks int64)) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -55,12 +56,30 @@ func newMetrics(adm *admission, preparedReady func() int) *metrics {
 			Name: "agentjail_runs_prepared_total",
 			Help: "Runs whose jail was prepared ahead of the request (jail.prepared_jails); the others started their jail on the request's path.",
 		}),
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentjail_runs_by_start_total",
+			Help: "Programs run to their end, by environment and by how their interpreter started (warm: a fork of the zygote; cold: a fresh python3).",
+		}, []string{"environment", "start"}),
+	}
+	if warm != nil {
+		stat := func(i int) func() float64 {
+			return func() float64 {
+				up, ahead, restarts, fallbacks := warm()
+				return [...]float64{float64(up), float64(ahead), float64(restarts), float64(fallbacks)}[i]
+			}
+		}
+		m.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_zygotes_up", Help: "Environments whose zygote is up now."}, stat(0)),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_warm_runs_ahead", Help: "Warm runs forked ahead of requests, waiting now."}, stat(1)),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentjail_zygote_restarts_total", Help: "Zygotes started after each environment's first: replacements of one that died, failed or was retired (jail.zygote_max_forks)."}, stat(2)),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentjail_warm_fallbacks_total", Help: "Warm requests run cold because no zygote of their environment was up."}, stat(3)),
+		)
 	}
 	if preparedReady != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_prepared_jails", Help: "Prepared jails waiting for a request now."},
 			func() float64 { return float64(preparedReady()) }))
 	}
-	m.reg.MustRegister(m.runs, m.rejected, m.wall, m.queueWait, m.peak, m.violation, m.prepared,
+	m.reg.MustRegister(m.runs, m.rejected, m.wall, m.queueWait, m.peak, m.violation, m.prepared, m.starts,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_running_jails", Help: "Jails running now."},
 			func() float64 { return float64(adm.running()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_queue_depth", Help: "Requests waiting for a slot now."},
@@ -77,6 +96,7 @@ func (m *metrics) handler() http.Handler {
 
 func (m *metrics) observe(r *Result) {
 	m.runs.WithLabelValues(r.Status, r.KillReason).Inc()
+	m.starts.WithLabelValues(r.Environment, r.Start).Inc()
 	m.wall.Observe(r.WallTimeMs / 1000)
 	if r.PeakMemoryBytes != nil {
 		m.peak.Observe(float64(*r.PeakMemoryBytes))

@@ -11,20 +11,41 @@ func (c *Config) Policy() Policy {
 	return Policy{
 		Defaults:           c.defaultLimits(),
 		Max:                &max,
-		Python:             c.Jail.Python,
-		ReadOnlyMounts:     c.Jail.ReadOnlyMounts,
+		Environments:       c.environments(),
+		Start:              nsjail.StartMode(c.Jail.Start),
 		OnForbiddenSyscall: c.forbiddenSyscallMode(),
 		Collect:            nsjail.CollectLimits{FileBytes: c.Collect.FileBytes, TotalBytes: c.Collect.TotalBytes, Files: c.Collect.Files},
 	}
 }
 
-// PreparedTemplate is what the daemon's prepared jails hold ahead of a
-// request (nsjail.Runner.KeepPrepared): the configured mounts, the
-// harness, the default scratch size.
-func (c *Config) PreparedTemplate() nsjail.PreparedTemplate {
+// PreparedTemplate is what the daemon's prepared jails of environment e
+// hold ahead of a request (nsjail.Runner.KeepPrepared): its mounts and
+// /etc, the harness, the default scratch size.
+func (c *Config) PreparedTemplate(e *Environment) nsjail.PreparedTemplate {
 	return nsjail.PreparedTemplate{
-		ReadOnlyMounts: c.Jail.ReadOnlyMounts,
+		Name:           e.Name,
+		ReadOnlyMounts: e.ReadOnlyMounts,
+		Etc:            e.Etc,
 		Code:           harness.SharedFiles(),
 		Limits:         c.defaultLimits(),
+	}
+}
+
+// ZygoteSpec is environment e's warm interpreter (nsjail.Runner.KeepWarm):
+// its runtime, its preload, the harness every run has, and the bounds of
+// jail.warm_ahead, jail.zygote_max_forks and jail.zygote_memory_bytes.
+func (c *Config) ZygoteSpec(e *Environment) nsjail.ZygoteSpec {
+	return nsjail.ZygoteSpec{
+		Name:           e.Name,
+		Python:         e.Python,
+		ReadOnlyMounts: e.ReadOnlyMounts,
+		Etc:            e.Etc,
+		Env:            e.Env,
+		Preload:        e.Preload,
+		Code:           harness.SharedFiles(),
+		Limits:         nsjail.Limits{MemoryBytes: c.Jail.ZygoteMemoryBytes},
+		RunLimits:      c.defaultLimits(),
+		Ahead:          c.WarmAhead(),
+		MaxForks:       c.Jail.ZygoteMaxForks,
 	}
 }

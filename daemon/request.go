@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -139,18 +141,40 @@ func jsonKind(k string) string {
 
 // Policy is what the daemon's configuration decides for every request.
 type Policy struct {
-	Defaults           nsjail.Limits  // for omitted limits
-	Max                *nsjail.Limits // nil: no maximum (local mode, run by root)
-	Python             string
-	ReadOnlyMounts     []string
+	Defaults nsjail.Limits  // for omitted limits
+	Max      *nsjail.Limits // nil: no maximum (local mode, run by root)
+	// Environments are the runtimes a request may name; nil is one,
+	// "default", the default python with nothing added.
+	Environments       map[string]*Environment
+	Start              nsjail.StartMode // a request's that says none; "" is cold
 	OnForbiddenSyscall seccomp.Mode
 	Collect            nsjail.CollectLimits
 }
 
+// environment is the request's environment, or an error that lists the
+// names there are.
+func (p *Policy) environment(name string) (*Environment, error) {
+	if name == "" {
+		name = DefaultEnvironment
+	}
+	if p.Environments == nil && name == DefaultEnvironment {
+		return &Environment{Name: DefaultEnvironment}, nil
+	}
+	if e, ok := p.Environments[name]; ok {
+		return e, nil
+	}
+	names := slices.Sorted(maps.Keys(p.Environments))
+	if p.Environments == nil {
+		names = []string{DefaultEnvironment}
+	}
+	return nil, &nsjail.FieldError{Field: "environment", Msg: fmt.Sprintf("unknown environment %q; this daemon has: %s", name, strings.Join(names, ", "))}
+}
+
 // Job is a validated request, ready to run.
 type Job struct {
-	Spec  nsjail.Spec
-	Tests *harness.Tests
+	Spec        nsjail.Spec
+	Tests       *harness.Tests
+	Environment string // its name
 }
 
 // Job validates the request against the policy and builds the jail's spec.
@@ -177,12 +201,27 @@ func (r *Request) Job(p Policy) (*Job, error) {
 			return nil, err
 		}
 	}
-	j := &Job{Tests: r.Tests}
+	env, err := p.environment(r.Environment)
+	if err != nil {
+		return nil, err
+	}
+	start := p.Start
+	switch r.Start {
+	case "":
+	case string(nsjail.StartWarm), string(nsjail.StartCold):
+		start = nsjail.StartMode(r.Start)
+	default:
+		return nil, &nsjail.FieldError{Field: "start", Msg: fmt.Sprintf("must be \"warm\" or \"cold\", got %q", r.Start)}
+	}
+	j := &Job{Tests: r.Tests, Environment: env.Name}
 	s := &j.Spec
 	s.Program, s.ProgramName, s.CodeFiles = harness.Program([]byte(*r.Code), r.Tests)
 	s.Report = true
-	s.Python = p.Python
-	s.ReadOnlyMounts = p.ReadOnlyMounts
+	s.Python = env.Python
+	s.ReadOnlyMounts = env.ReadOnlyMounts
+	s.Etc = env.Etc
+	s.DefaultEnv = env.Env
+	s.Start = start
 	s.Limits = limits
 	s.OnForbiddenSyscall = mode
 	s.Env = r.Env

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -37,6 +39,13 @@ type Options struct {
 	// PreparedReady, when set, tells how many prepared jails wait now
 	// (nsjail.Runner.PreparedStats), for the metrics.
 	PreparedReady func() int
+	// Warm, when set, tells of the zygotes (nsjail.Runner.WarmStats): how
+	// many are up, how many runs wait forked ahead, how many zygotes were
+	// started after the first, how many warm requests ran cold.
+	Warm func() (up, ahead int, restarts, fallbacks int64)
+	// WarmUp, when set, tells whether environment name's zygote is up
+	// (GET /v1/environments).
+	WarmUp func(name string) bool
 	// bodyTimeout bounds the reading of a request's body, which holds its
 	// size of the bytes that may be decoded at once; answerTimeout bounds
 	// the writing of a result to a client that does not read it, which
@@ -95,14 +104,15 @@ func NewServer(o Options, jailer Jailer) *Server {
 		budget = int64(max(2, o.MaxConcurrent)) * o.MaxRequestBytes
 	}
 	s.decoding = newByteSem(max(budget, o.MaxRequestBytes))
-	s.m = newMetrics(s.adm, o.PreparedReady)
+	s.m = newMetrics(s.adm, o.PreparedReady, o.Warm)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/run", s.handleRun)
 	mux.HandleFunc("/v1/health", s.handleHealth)
+	mux.HandleFunc("/v1/environments", s.handleEnvironments)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see CONTRACT.md §2: POST /v1/run, GET /v1/health, GET /metrics)", r.Method, r.URL.Path))
+		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see CONTRACT.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, GET /metrics)", r.Method, r.URL.Path))
 	})
 	s.hs = &http.Server{
 		Handler:           s.checkPeer(mux),
@@ -206,6 +216,49 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		"status": status, "version": s.opts.Version, "cgroup": s.opts.CgroupVersion,
 		"running": s.adm.running(), "queued": s.adm.waiting(),
 	})
+}
+
+// EnvironmentInfo is one environment in GET /v1/environments.
+type EnvironmentInfo struct {
+	Name           string   `json:"name"`
+	Python         string   `json:"python"`
+	PythonVersion  string   `json:"python_version"`
+	ReadOnlyMounts []string `json:"read_only_mounts"`
+	Preload        []string `json:"preload"`
+	Packages       []string `json:"packages"` // top-level modules beyond the standard library
+	Warm           bool     `json:"warm"`     // its zygote is up: a warm request forks it now
+}
+
+// handleEnvironments is GET /v1/environments: the environments a request
+// may name, sorted by name.
+func (s *Server) handleEnvironments(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use GET /v1/environments")
+		return
+	}
+	envs := s.opts.Policy.Environments
+	if envs == nil {
+		envs = map[string]*Environment{DefaultEnvironment: {Name: DefaultEnvironment}}
+	}
+	list := []EnvironmentInfo{}
+	for _, name := range slices.Sorted(maps.Keys(envs)) {
+		e := envs[name]
+		info := EnvironmentInfo{Name: name, Python: cmp.Or(e.Python, nsjail.DefaultPython), PythonVersion: e.PythonVersion,
+			ReadOnlyMounts: nonNil(e.ReadOnlyMounts), Preload: nonNil(e.Preload), Packages: nonNil(e.Packages)}
+		if s.opts.WarmUp != nil {
+			info.Warm = s.opts.WarmUp(name)
+		}
+		list = append(list, info)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"environments": list, "default_start": cmp.Or(string(s.opts.Policy.Start), string(nsjail.StartCold))})
+}
+
+// nonNil is s, or an empty list (JSON [] rather than null).
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // handleRun is POST /v1/run, in its steps: admit the request, decode its
@@ -418,7 +471,7 @@ func (s *Server) logRun(r *http.Request, res *Result, jr *nsjail.Result, queued 
 		attrs = append(attrs, "peer_pid", c.Pid, "peer_uid", c.Uid)
 	}
 	if jr != nil {
-		attrs = append(attrs, "jail_uid", jr.HostUID, "prepared", jr.Prepared)
+		attrs = append(attrs, "jail_uid", jr.HostUID, "prepared", jr.Prepared, "environment", res.Environment, "start", res.Start)
 		if jr.Prepared {
 			s.m.prepared.Inc()
 		}

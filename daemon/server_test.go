@@ -66,11 +66,20 @@ func blockUntilCancelled(started chan<- struct{}) *fakeJailer {
 	}}
 }
 
+// testStart is how the tests' requests start by default: warm, or cold
+// with AGENTJAIL_TEST_COLD=1 (CI runs both).
+func testStart() nsjail.StartMode {
+	if os.Getenv("AGENTJAIL_TEST_COLD") == "1" {
+		return nsjail.StartCold
+	}
+	return nsjail.StartWarm
+}
+
 func testOptions() Options {
 	max := nsjail.DefaultLimits()
 	max.MemoryBytes = 1 << 30
 	return Options{
-		Policy:          Policy{Defaults: nsjail.DefaultLimits(), Max: &max, Python: nsjail.DefaultPython},
+		Policy:          Policy{Defaults: nsjail.DefaultLimits(), Max: &max, Environments: realEnvs, Start: testStart()},
 		AllowUIDs:       []uint32{uint32(os.Getuid())},
 		MaxConcurrent:   2,
 		QueueLength:     2,

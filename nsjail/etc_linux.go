@@ -48,14 +48,15 @@ const (
 // /usr/share/fontconfig). Each is copied when the host has it.
 var etcTrees = []string{"matplotlibrc", "fonts"}
 
-// HostEtc is the /etc a jail with these read-only binds needs from the
-// host: every link of /etc/alternatives that a library or program in the
-// binds resolves through (Debian's BLAS and LAPACK are such links:
+// HostEtc is the /etc a jail with these read-only mounts
+// (Spec.ReadOnlyMounts) needs from the host: every link of
+// /etc/alternatives that a library or program in its binds (/usr and the
+// mounts) resolves through (Debian's BLAS and LAPACK are such links:
 // /usr/lib/x86_64-linux-gnu/libblas.so.3 -> /etc/alternatives/...) and
 // whose target is inside the binds, and etcTrees. Nothing else of the
 // host's /etc enters a jail.
-func HostEtc(binds []string) (*Etc, error) {
-	return hostEtc("/etc", binds)
+func HostEtc(readOnlyMounts []string) (*Etc, error) {
+	return hostEtc("/etc", binds(&Spec{ReadOnlyMounts: readOnlyMounts}))
 }
 
 func hostEtc(etc string, binds []string) (*Etc, error) {

@@ -76,7 +76,7 @@ var testWarm = os.Getenv("AGENTJAIL_TEST_WARM") == "1"
 // every test: the warm test runner's zygote has it, and a run fits a
 // zygote only with the same *Etc.
 var testEtc = sync.OnceValue(func() *Etc {
-	e, err := HostEtc(binds(&Spec{}))
+	e, err := HostEtc(nil)
 	if err != nil {
 		panic(err)
 	}

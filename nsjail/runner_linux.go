@@ -160,14 +160,21 @@ var runtimeBinds = []string{"/usr"}
 // default binds.
 func CheckPython(py string) error { return checkPython(py, runtimeBinds) }
 
+// CheckPythonIn tells whether py can be the interpreter of a jail that
+// also binds these read-only mounts (Spec.ReadOnlyMounts).
+func CheckPythonIn(py string, mounts []string) error {
+	return checkPython(py, binds(&Spec{ReadOnlyMounts: mounts}))
+}
+
 // pythonOK caches the interpreters that passed checkPython, keyed by path
 // and binds. Failures are not cached: an operator may fix the path while a
 // daemon runs.
 var pythonOK sync.Map
 
 // checkPython makes sure the interpreter resolves, on the host, to an
-// executable file inside the directories the jail binds (so that it
-// resolves the same way inside).
+// executable file inside the directories the jail binds, through links
+// that each lie inside them too (so that it resolves the same way inside:
+// a virtualenv's bin/python is a link to /usr/bin/python3.11).
 func checkPython(py string, binds []string) error {
 	key := py + "\x00" + strings.Join(binds, "\x00")
 	if _, ok := pythonOK.Load(key); ok {
@@ -187,13 +194,30 @@ func checkPython(py string, binds []string) error {
 	if !st.Mode().IsRegular() || st.Mode().Perm()&0o001 == 0 {
 		return fmt.Errorf("python %q: %s is not a file executable by others", py, real)
 	}
-	for _, b := range binds {
-		if within(py, b) && within(real, b) {
-			pythonOK.Store(key, true)
-			return nil
-		}
+	inside := func(p string) bool {
+		return slices.ContainsFunc(binds, func(b string) bool { return within(p, b) })
 	}
-	return fmt.Errorf("python %q (%s) is outside the directories bound into the jail (%s); add its directory to the read-only mounts", py, real, strings.Join(binds, ", "))
+	// Each link of the chain py -> ... -> real (as far as 40 links).
+	hop := py
+	for range 40 {
+		if !inside(hop) {
+			break
+		}
+		target, err := os.Readlink(hop)
+		if err != nil { // not a link: the chain ends here
+			if inside(real) {
+				pythonOK.Store(key, true)
+				return nil
+			}
+			hop = real
+			break
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(hop), target)
+		}
+		hop = filepath.Clean(target)
+	}
+	return fmt.Errorf("python %q resolves through %s, outside the directories bound into the jail (%s); add its directory to the read-only mounts", py, hop, strings.Join(binds, ", "))
 }
 
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

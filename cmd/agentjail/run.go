@@ -233,7 +233,7 @@ func localPolicy(python string) daemon.Policy {
 	p := daemon.DefaultConfig().Policy()
 	p.Max = nil
 	if python != "" {
-		p.Python = python
+		p.Environments[daemon.DefaultEnvironment].Python = python
 	}
 	return p
 }
@@ -316,6 +316,13 @@ func localRun(ctx context.Context, ra *runArgs) (*daemon.Result, error) {
 	if err := nsjail.CheckPython(ra.job.Spec.Python); err != nil {
 		return nil, usagef("--python: %v", err)
 	}
+	// The libraries' configuration from the host's /etc (BLAS's
+	// alternatives links, matplotlib's and fontconfig's files).
+	etc, err := nsjail.HostEtc(ra.job.Spec.ReadOnlyMounts)
+	if err != nil {
+		return nil, err
+	}
+	ra.job.Spec.Etc = etc
 	runner, err := nsjail.NewRunner()
 	if err != nil {
 		return nil, err

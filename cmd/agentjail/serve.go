@@ -61,14 +61,25 @@ func cmdServe(args []string, stderr io.Writer) int {
 		h = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.SlogLevel()})
 	}
 	log := slog.New(h)
-	if err := serve(cfg, log); err != nil {
+	if !explicit {
+		*configPath = "" // no file was read
+		if _, err := os.Stat(daemon.DefaultConfigPath); err == nil {
+			*configPath = daemon.DefaultConfigPath
+		}
+	}
+	if err := serve(cfg, *configPath, log); err != nil {
 		log.Error("agentjail serve: " + err.Error())
 		return 1
 	}
 	return 0
 }
 
-func serve(cfg *daemon.Config, log *slog.Logger) error {
+func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
+	// What the environments need from this host: their mounts (each
+	// rule), their pythons.
+	if err := cfg.CheckHost(configPath, cfg.Socket.Path); err != nil {
+		return err
+	}
 	runner, err := nsjail.NewRunner()
 	if err != nil {
 		return err
@@ -85,9 +96,6 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 	}
 	defer exe.Close()
 	runner.ExeFile = exe
-	if err := nsjail.CheckPython(cfg.Jail.Python); err != nil {
-		return fmt.Errorf("jail.python: %w", err)
-	}
 
 	if runner.Cgroups.AttachWaits() {
 		log.Warn("cgroup v2 is mounted without favordynmods: each jail's move into its cgroup waits an RCU grace period (several ms) when jails are not started back to back; remount /sys/fs/cgroup with favordynmods (Linux 6.0+) to avoid it")
@@ -114,16 +122,17 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// Jails prepared ahead of requests; they die with this process
+	// Each environment: the host's /etc its libraries need, a trial jail
+	// (python's version, preload, matplotlib's font cache), then its
+	// jails kept ahead of requests. They die with this process
 	// (Pdeathsig), and Close ends them at a clean stop.
-	tpl := cfg.PreparedTemplate()
-	tpl.OnError = func(err error) {
-		log.Warn("could not prepare a jail; requests start their own until one can be", "err", err)
+	policy := cfg.Policy()
+	if err := daemon.OpenEnvironments(cfg, policy.Environments, runner, log); err != nil {
+		return err
 	}
-	runner.KeepPrepared(cfg.Prepared(), tpl)
 	defer runner.Close()
 	srv := daemon.NewServer(daemon.Options{
-		Policy:          cfg.Policy(),
+		Policy:          policy,
 		AllowUIDs:       cfg.Peers.UIDs,
 		AllowGIDs:       cfg.Peers.GIDs,
 		MaxConcurrent:   cfg.Admission.MaxConcurrent,
@@ -134,6 +143,8 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		CgroupVersion:   string(runner.Cgroups.Version()),
 		Logger:          log,
 		PreparedReady:   func() int { n, _ := runner.PreparedStats(); return n },
+		Warm:            runner.WarmStats,
+		WarmUp:          func(name string) bool { _, up := runner.WarmInfo(name); return up },
 	}, runner)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
@@ -147,7 +158,8 @@ func serve(cfg *daemon.Config, log *slog.Logger) error {
 		addr = l.Addr().String() + " (systemd socket activation)"
 	}
 	log.Info("serving", "socket", addr, "version", version, "cgroup", runner.Cgroups.Version(),
-		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength, "prepared_jails", cfg.Prepared())
+		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength,
+		"environments", len(policy.Environments), "start", cfg.Jail.Start, "warm_ahead", cfg.WarmAhead(), "prepared_jails", cfg.Prepared())
 
 	select {
 	case err := <-served:

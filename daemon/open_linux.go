@@ -1,0 +1,52 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"agentjail/nsjail"
+)
+
+// OpenEnvironments makes each environment ready: its /etc from the host,
+// its trial jail (Config.ProbeAll: a preload that does not import
+// stops the start), the cold jails prepared ahead for "default", and its
+// zygote.
+func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.Runner, log *slog.Logger) error {
+	for _, e := range envs {
+		etc, err := nsjail.HostEtc(e.ReadOnlyMounts)
+		if err != nil {
+			return fmt.Errorf("environment %s: the host's /etc: %w", e.Name, err)
+		}
+		e.Etc = etc
+	}
+	t0 := time.Now()
+	if err := cfg.ProbeAll(context.Background(), runner, envs); err != nil {
+		return err
+	}
+	for _, e := range envs {
+		log.Info("environment", "name", e.Name, "python", e.Python, "version", e.PythonVersion, "read_only_mounts", e.ReadOnlyMounts,
+			"preload", e.Preload, "packages", len(e.Packages), "font_cache", e.Etc.MatplotlibCache != "", "probe_ms", time.Since(t0).Milliseconds())
+		if e.Name == DefaultEnvironment && cfg.Prepared() > 0 {
+			tpl := cfg.PreparedTemplate(e)
+			tpl.OnError = func(err error) {
+				log.Warn("could not prepare a jail; requests start their own until one can be", "err", err)
+			}
+			runner.KeepPrepared(cfg.Prepared(), tpl)
+		}
+		zs := cfg.ZygoteSpec(e)
+		zs.OnEvent = func(event string, err error) {
+			switch {
+			case err != nil:
+				log.Warn("zygote "+event+"; its warm runs start cold until a new one is up", "environment", e.Name, "err", err)
+			case event == "started":
+				log.Debug("zygote started", "environment", e.Name)
+			default:
+				log.Info("zygote "+event, "environment", e.Name)
+			}
+		}
+		runner.KeepWarm(zs)
+	}
+	return nil
+}

@@ -53,6 +53,10 @@ func testsJSONError(err error, data []byte) error {
 		out.Field = "tests." + out.Field
 	}
 	var se *json.SyntaxError
+	if end := bytes.TrimRight(data, " \t\r\n"); len(end) > 0 && out.Msg == "empty or incomplete JSON object" {
+		line, _ := position(data, int64(len(end)))
+		out.Msg = fmt.Sprintf("incomplete JSON: it ends at byte %d (line %d) before the object does", len(end), line)
+	}
 	if errors.As(err, &se) && strings.HasPrefix(out.Msg, "invalid JSON at byte ") {
 		line, col := position(data, se.Offset)
 		out.Msg = fmt.Sprintf("invalid JSON at byte %d (line %d, column %d): %v", se.Offset, line, col, err)

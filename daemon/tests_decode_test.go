@@ -12,16 +12,16 @@ import (
 func TestDecodeTestsMessages(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"function":"f","cases":[{"args":[1],"expect":2}]}`: `tests.cases[0].expect: unknown field; did you mean "expected"?`,
-		`[{"args":[1]}]`:                          `tests: must be an object, got JSON array`,
-		`{"function":"f","cases":[{"args":[1]`:    `tests: empty or incomplete JSON object`,
-		"{\"function\": \"f\",\n \"cases\": [}\n": `tests: invalid JSON at byte 30 (line 2, column 12): invalid character '}' looking for beginning of value`,
-		`{"function":"f","Cases":[]}`:             `tests.Cases: unknown field; did you mean "cases"?`,
-		`{"function":"f","function":"g"}`:         `tests.function: is given twice`,
-		`{"function":5}`:                          `tests.function: must be a string, got JSON number 5`,
-		`{"function":"f","cases":[{"name":1}]}`:   `tests.cases[0].name: must be a string, got JSON number 1`,
-		`{"function":"f"} {}`:                     `tests: one JSON object only`,
-		`null`:                                    `tests: must be an object, got JSON null`,
-		``:                                        `tests: empty or incomplete JSON object`,
+		`[{"args":[1]}]`: `tests: must be an object, got JSON array`,
+		"{\"function\":\"f\",\n\"cases\":[{\"args\":[1]\n": `tests: incomplete JSON: it ends at byte 37 (line 2) before the object does`,
+		"{\"function\": \"f\",\n \"cases\": [}\n":          `tests: invalid JSON at byte 30 (line 2, column 12): invalid character '}' looking for beginning of value`,
+		`{"function":"f","Cases":[]}`:                      `tests.Cases: unknown field; did you mean "cases"?`,
+		`{"function":"f","function":"g"}`:                  `tests.function: is given twice`,
+		`{"function":5}`:                                   `tests.function: must be a string, got JSON number 5`,
+		`{"function":"f","cases":[{"name":1}]}`:            `tests.cases[0].name: must be a string, got JSON number 1`,
+		`{"function":"f"} {}`:                              `tests: one JSON object only`,
+		`null`:                                             `tests: must be an object, got JSON null`,
+		``:                                                 `tests: empty or incomplete JSON object`,
 	} {
 		_, err := DecodeTests([]byte(in))
 		require.Error(t, err, in)

@@ -105,14 +105,14 @@ func TestRunFlagValueLooksLikeFlag(t *testing.T) {
 		assert.Contains(t, stderr, want, args)
 	}
 	// On purpose: the = form, and "-" (stdin) as a value or the program.
-	ra, _, err := parseRun([]string{"--collect=-c", "--stdin", "-", "--json", "-c", "pass", "--", "--"}, strings.NewReader(""), &bytes.Buffer{})
-	require.Error(t, err, "one program only")
-	ra, _, err = parseRun([]string{"--collect=-c", "--stdin", "-", "--json=false", "-c", "pass"}, strings.NewReader("in"), &bytes.Buffer{})
+	_, _, err := parseRun([]string{"--collect=-c", "--json", "-c", "pass", "--", "--"}, strings.NewReader(""), &bytes.Buffer{})
+	require.ErrorContains(t, err, `give either -c CODE or a program file, not both (got "--")`, "after --, \"--\" is the program")
+	ra, _, err := parseRun([]string{"--collect=-c", "--stdin", "-", "--json=false", "-c", "pass"}, strings.NewReader("in"), &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"-c"}, ra.req.Collect)
 	assert.Equal(t, "in", *ra.req.Stdin)
 	assert.False(t, ra.json)
-	ra, _, err = parseRun([]string{"--", "-prog.py"}, strings.NewReader(""), &bytes.Buffer{})
+	_, _, err = parseRun([]string{"--", "-prog.py"}, strings.NewReader(""), &bytes.Buffer{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "read program: open -prog.py", "after --, a name that starts with - is the program")
 }

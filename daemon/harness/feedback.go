@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -22,8 +23,14 @@ import (
 // caller's own. Empty when there is no exception and every test passed.
 func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests) []string {
 	fb := []string{}
+	said := map[string]bool{} // the situation hints given so far: each once
 	if exc != nil {
-		fb = append(fb, exceptionSentence(exc))
+		s := exceptionSentence(exc)
+		if h := situationHint(exc.Type + ": " + exc.Message); h != "" {
+			s += " " + h
+			said[h] = true
+		}
+		fb = append(fb, s)
 	}
 	if tr == nil || tr.Failed == 0 {
 		return fb
@@ -49,7 +56,12 @@ func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests) []string {
 		if t != nil && i < len(t.Cases) {
 			call = " (" + pyCall(t.Function, &t.Cases[i]) + ")"
 		}
-		listed = append(listed, sentence(fmt.Sprintf("Test '%s'%s failed: %s", r.Name, call, strings.TrimPrefix(r.Detail, "failed: "))))
+		s := sentence(fmt.Sprintf("Test '%s'%s failed: %s", r.Name, call, strings.TrimPrefix(r.Detail, "failed: ")))
+		if h := situationHint(r.Detail); h != "" && !said[h] {
+			s += " " + h
+			said[h] = true
+		}
+		listed = append(listed, s)
 	}
 	if notRun == tr.Total {
 		return append(fb, sentence(fmt.Sprintf("None of the %d tests ran: %s", tr.Total, notRunWhy))+notRunHint(notRunWhy))
@@ -191,6 +203,37 @@ func exceptionSentence(e *Exception) string {
 	}
 	return s
 }
+
+// The hints of situationHint.
+const (
+	// A full /workspace: ENOSPC, which Python raises as OSError.
+	hintNoSpace = "/workspace, /tmp and /dev/shm share one file system of the jail's tmp_bytes limit (--tmp-size on the command line) and at most 4096 files: write less, delete what is no longer needed, or ask for a larger tmp_bytes."
+	// A file past RLIMIT_FSIZE: python3 ignores SIGXFSZ and gets EFBIG.
+	hintFileTooLarge = "A file may not grow past the jail's file_size_bytes limit (--file-size on the command line): write less, or ask for a larger file_size_bytes."
+	// A name not defined: often a variable of an earlier run.
+	hintNoSharedState = "Runs share no state: a name defined by an earlier run is not defined in this one. To keep state between runs, use a session (POST /v1/sessions, agentjail session, client.session() in Python)."
+)
+
+// situationHint is a hint about the sandbox for an exception that its
+// text ("Type: message", or a test's detail that quotes it) shows to come
+// from one: a limit of the jail that the program ran into, or a name that
+// an earlier run defined. "" for any other.
+func situationHint(text string) string {
+	switch {
+	case strings.Contains(text, "[Errno 28]") || strings.Contains(text, "No space left on device"):
+		return hintNoSpace
+	case strings.Contains(text, "[Errno 27]") || strings.Contains(text, "File too large"):
+		return hintFileTooLarge
+	case notDefined.MatchString(text):
+		return hintNoSharedState
+	}
+	return ""
+}
+
+// notDefined is the text of a NameError whose name the program never
+// defined: "name 'x' is not defined" (not a free variable without a
+// value, which the program defines).
+var notDefined = regexp.MustCompile(`NameError: name '[^']*' is not defined`)
 
 var exceptionHints = map[string]string{
 	"SyntaxError":            "Fix the syntax at that line; an unclosed bracket or quote on an earlier line can also cause it.",

@@ -120,3 +120,45 @@ func TestFeedbackNamesTheSeccompKill(t *testing.T) {
 	assert.Contains(t, kill(seccomp.CallCount{Syscall: "unshare", Number: 272, Count: 1001})[0], "more than 1000 forbidden system calls (1001, the most frequent unshare)")
 	assert.Contains(t, kill(seccomp.CallCount{Syscall: "ptrace", Number: 101, Count: 1})[0], "forbidden system call ptrace;")
 }
+
+// Issue 22: a full /workspace (ENOSPC) names the limit and its flag, as
+// the memory kill does; so does a file past file_size_bytes (EFBIG).
+func TestFeedbackNamesTheTmpLimit(t *testing.T) {
+	fb := ProgramFeedback(&Exception{Type: "OSError", Message: "[Errno 28] No space left on device", Line: 2}, nil, nil)
+	require.Len(t, fb, 1)
+	assert.Contains(t, fb[0], "The program raised OSError at line 2: [Errno 28] No space left on device.")
+	assert.Contains(t, fb[0], "tmp_bytes limit (--tmp-size on the command line)")
+	assert.Contains(t, fb[0], "4096 files")
+
+	fb = ProgramFeedback(&Exception{Type: "OSError", Message: "[Errno 27] File too large", Line: 2}, nil, nil)
+	assert.Contains(t, fb[0], "file_size_bytes limit (--file-size on the command line)")
+
+	// In a tested call: said once, however many cases hit it.
+	tests := &Tests{Function: "save", Cases: []TestCase{{Args: rawArgs("1")}, {Args: rawArgs("2")}}}
+	raised := `{"t":"case","i":%d,"ms":0,"raised":{"type":"OSError","mro":["OSError","Exception","BaseException"],"message":"[Errno 28] No space left on device: 'big'","line":2}}`
+	tr := ParseReport(report(fmt.Sprintf(started, 2), fmt.Sprintf(raised, 0), fmt.Sprintf(raised, 1)), false, tests).Verdicts(tests, exited0)
+	require.Equal(t, 2, tr.Failed, "%+v", tr)
+	fb = ProgramFeedback(nil, tr, tests)
+	assert.Equal(t, 1, strings.Count(strings.Join(fb, "\n"), "--tmp-size"), "%q", fb)
+}
+
+// Issue 22: a NameError of a name the program never defined says that
+// runs share no state, and points to sessions; another NameError does not.
+func TestFeedbackNameErrorPointsToSessions(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"name 'df' is not defined":                       true,
+		"name 'dff' is not defined. Did you mean: 'df'?": true,
+		"cannot access free variable 'x' where it is not associated with a value in enclosing scope": false,
+	} {
+		fb := ProgramFeedback(&Exception{Type: "NameError", Message: msg, Line: 1}, nil, nil)
+		require.Len(t, fb, 1)
+		if want {
+			assert.Contains(t, fb[0], "Runs share no state", msg)
+			assert.Contains(t, fb[0], "POST /v1/sessions, agentjail session, client.session() in Python", msg)
+		} else {
+			assert.NotContains(t, fb[0], "Runs share no state", msg)
+		}
+	}
+	fb := ProgramFeedback(&Exception{Type: "ValueError", Message: "name 'x' is not defined", Line: 1}, nil, nil)
+	assert.NotContains(t, fb[0], "Runs share no state", "only a NameError")
+}

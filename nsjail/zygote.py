@@ -464,6 +464,11 @@ def main():
                 _entry.zygote()
         except BaseException as e:
             info["entry"] = "%s: %s" % (type(e).__name__, e)
+    # What python does once per process on a first call is done here, once
+    # for every run: compile() builds the ast module's types on its first
+    # call (about 3 ms of CPU on this project's host, more than all the
+    # rest of a warm `pass`).
+    compile("pass", "<zygote>", "exec", dont_inherit=True)
     _quiesce()
     # Every object there is now stays out of the collector's walks, so
     # that a fork's collections do not write to (and copy) the pages of
@@ -471,7 +476,6 @@ def main():
     import gc
     gc.collect()
     gc.freeze()
-    _text.extend(_code_ranges())
     _send(ctl, Z_READY, json.dumps(info).encode())
     while True:
         try:
@@ -513,31 +517,6 @@ def _load(path):
     return mod
 
 
-_text = []  # (address, length) of the code mapped from files: _prefault's
-
-
-def _code_ranges():
-    """The zygote's executable mappings of files (python, libpython,
-    extension modules): a fork shares their pages but not their page
-    table entries, which the kernel does not copy for a mapping that was
-    never written, and then faults them in one by one (hundreds a run)."""
-    out = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 6 and parts[1].startswith("r-x") and parts[5].startswith("/"):
-                lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                out.append((lo, hi - lo))
-    return out
-
-
-def _prefault():
-    """Maps a fork's code pages in one call per mapping
-    (MADV_POPULATE_READ, Linux 5.14), instead of a fault each."""
-    for addr, n in _text:
-        _libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(n), 22)
-
-
 def _quiesce():
     """What the zygote's imports left that a fork must not share: a thread
     (a fork copies only the forking one, and a library's pool would be
@@ -564,7 +543,6 @@ def _fork(run, uid):
     """The fork: the run's identity and user namespace, its other
     namespaces, and its init. uid is the run's uid in the zygote's
     namespace (its host uid, mapped there)."""
-    _prefault()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # The run's uid and gid, before its namespace: the namespace is that
     # user's (the kernel charges what it holds to its owner), and the fork
@@ -585,7 +563,6 @@ def _fork(run, uid):
     _sys(SYS_UNSHARE, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID)
     if os.fork() == 0:
         try:
-            _prefault()
             _init(run)
         except BaseException as e:
             _fail(run, e)
@@ -748,7 +725,6 @@ def _run_program(run, st):
     zygote's or the init's that the program could use stays: every fd but
     0 to 3 is closed, every signal is back to python's own dispositions."""
     try:
-        _prefault()
         run.detach()  # the fd goes with close_range below; the object must not close another one later
         for sig in FORWARDED + (signal.SIGCHLD,):
             signal.signal(sig, signal.SIG_DFL)

@@ -78,6 +78,8 @@ env = { AJ_ENV = "from-the-environment" }
 		assert.Equal(t, "default", res.Environment)
 		require.NotNil(t, res.Exception)
 		assert.Equal(t, "ModuleNotFoundError", res.Exception.Type, start)
+		require.NotEmpty(t, res.Feedback)
+		assert.Contains(t, res.Feedback[0], "'ajvenvpkg' is not installed in environment 'default', which has the standard library and ", "what is true of the environment")
 	}
 
 	resp, body := post(t, c, `{"code":"pass","environment":"science"}`)

@@ -16,16 +16,25 @@ import (
 	"agentjail/seccomp"
 )
 
+// Installed is what an environment has, for the feedback about an import
+// that failed: its name, and the top-level modules it has beyond the
+// standard library. nil: not known (the hint then says less).
+type Installed struct {
+	Environment string
+	Packages    []string
+}
+
 // ProgramFeedback gives the sentences of CONTRACT.md §3 for the uncaught
 // exception (its type, line and a hint) and for the failed tests: how many
 // failed, up to five of them with their call and what differed, and why the
 // cases that did not run did not. The expected values they quote are the
 // caller's own. Empty when there is no exception and every test passed.
-func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests) []string {
+// env tells a failed import what the environment has.
+func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests, env *Installed) []string {
 	fb := []string{}
 	said := map[string]bool{} // the situation hints given so far: each once
 	if exc != nil {
-		s := exceptionSentence(exc)
+		s := exceptionSentence(exc, env)
 		if h := situationHint(exc.Type + ": " + exc.Message); h != "" {
 			s += " " + h
 			said[h] = true
@@ -184,7 +193,7 @@ func writePy(b *strings.Builder, v any) {
 
 // exceptionSentence names the exception, its line and its message, and
 // adds a hint for the common ones.
-func exceptionSentence(e *Exception) string {
+func exceptionSentence(e *Exception, env *Installed) string {
 	bare := e.Type[strings.LastIndexByte(e.Type, '.')+1:]
 	msg := ""
 	if e.Message != "" {
@@ -198,10 +207,66 @@ func exceptionSentence(e *Exception) string {
 		s = fmt.Sprintf("The program raised %s%s%s", e.Type, atLine(e.Line), msg)
 	}
 	s = sentence(s)
-	if h := exceptionHints[bare]; h != "" {
+	h := exceptionHints[bare]
+	if bare == "ModuleNotFoundError" || bare == "ImportError" {
+		h = importHint(bare, e.Message, env)
+	}
+	if h != "" {
 		s += " " + h
 	}
 	return s
+}
+
+var (
+	noModule   = regexp.MustCompile(`^No module named '([^']+)'`)
+	cannotName = regexp.MustCompile(`^cannot import name '([^']+)' from '([^']+)'`)
+)
+
+// maxListedPackages bounds the packages a hint names.
+const maxListedPackages = 20
+
+// importHint says what is true of a failed import: the module is not
+// installed in this environment (and what is), a shared library it needs
+// did not load, a library could not start its threads, or the name
+// imported does not exist in a module that is installed. Never "standard
+// library only" unless the environment has nothing else.
+func importHint(typ, msg string, env *Installed) string {
+	where := "the sandbox's environment"
+	if env != nil && env.Environment != "" {
+		where = fmt.Sprintf("environment '%s'", env.Environment)
+	}
+	switch {
+	case strings.Contains(msg, "cannot open shared object file") || strings.Contains(msg, "undefined symbol") ||
+		strings.Contains(msg, ".so:") || strings.Contains(msg, "DLL load failed"):
+		return fmt.Sprintf("The module is installed in %s, but a shared library it needs did not load (the message names it): that is the environment's fault, not the program's; tell its operator.", where)
+	case strings.Contains(msg, "pthread_create") || strings.Contains(msg, "Resource temporarily unavailable") || strings.Contains(msg, "can't start new thread"):
+		return "A library could not start its threads: the jail's process and thread limit (limits.pids, --pids) was reached; ask for more, or set OPENBLAS_NUM_THREADS=1 (and OMP_NUM_THREADS=1) in env."
+	}
+	if m := cannotName.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("'%s' is installed, but has no '%s': check the name and that it exists in this version of '%s'.", m[2], m[1], m[2])
+	}
+	m := noModule.FindStringSubmatch(msg)
+	if m == nil {
+		if typ == "ModuleNotFoundError" {
+			return fmt.Sprintf("The module is not installed in %s: check the name imported.", where)
+		}
+		return "Check the name imported."
+	}
+	top, _, isSub := strings.Cut(m[1], ".")
+	switch {
+	case env == nil:
+		return fmt.Sprintf("'%s' is not installed in %s: check the name, or do without it.", m[1], where)
+	case isSub && slices.Contains(env.Packages, top):
+		return fmt.Sprintf("'%s' is installed in %s, but has no submodule '%s': check the name imported.", top, where, m[1])
+	case len(env.Packages) == 0:
+		return fmt.Sprintf("Only the Python standard library is installed in %s: do without third-party packages such as '%s'.", where, top)
+	}
+	list := env.Packages
+	more := ""
+	if len(list) > maxListedPackages {
+		list, more = list[:maxListedPackages], fmt.Sprintf(" and %d more", len(env.Packages)-maxListedPackages)
+	}
+	return fmt.Sprintf("'%s' is not installed in %s, which has the standard library and %s%s: use one of those (or another environment, if the sandbox has one with it).", top, where, strings.Join(list, ", "), more)
 }
 
 // The hints of situationHint.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -61,6 +62,7 @@ type runArgs struct {
 	json        bool
 	socket      string // "" runs the jail in this process
 	python      string // local mode only
+	config      string // local mode only: the configuration file ("" for the default one, when it exists)
 	collectDir  string // where the collected files are written; "" for nowhere
 	overwrite   bool   // --collect-dir may replace existing files
 	failOnTests bool   // a failed test makes the exit status 1
@@ -96,6 +98,12 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	r := &ra.req
 	if ra.socket != "" && ra.python != "" {
 		return usagef("--python: the daemon runs the interpreter of its configuration (jail.python), not the caller's")
+	}
+	if ra.socket != "" && ra.config != "" {
+		return usagef("--config: the daemon runs with its own configuration; --config is for runs without a daemon")
+	}
+	if ra.socket == "" && r.Start == string(nsjail.StartWarm) {
+		return usagef("--start warm: runs without a daemon are cold (a warm run is a fork of a daemon's zygote); give --socket, or leave --start out")
 	}
 	if ra.collectDir != "" && len(r.Collect) == 0 {
 		return usagef("--collect-dir: give --collect GLOB too: it names the files to write")
@@ -179,7 +187,11 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	}
 	// Validated here in both modes, so that a bad flag is a usage error
 	// before anything runs; the daemon checks its own maxima again.
-	job, err := r.Job(localPolicy(ra.python))
+	policy, err := ra.policy()
+	if err != nil {
+		return err
+	}
+	job, err := r.Job(policy)
 	if err != nil {
 		return flagError(err)
 	}
@@ -187,15 +199,62 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	return nil
 }
 
-// localPolicy is what local mode applies: CONTRACT.md's defaults and no
-// maximum (the caller is root).
-func localPolicy(python string) daemon.Policy {
-	p := daemon.DefaultConfig().Policy()
-	p.Max = nil
-	if python != "" {
-		p.Environments[daemon.DefaultEnvironment].Python = python
+// policy is what the request is validated against here. Without a
+// daemon: the configuration's environments and defaults (--config, or
+// the default file when there is one, else the built-in ones), with no
+// maximum (the caller is root), the environment checked as the daemon
+// checks it at start-up. Through a daemon, whose environments are its
+// own: the built-in defaults, any environment name (the daemon says
+// which it has).
+func (ra *runArgs) policy() (daemon.Policy, error) {
+	if ra.socket != "" {
+		p := daemon.DefaultConfig().Policy()
+		p.Max = nil
+		if name := ra.req.Environment; name != "" {
+			p.Environments[name] = &daemon.Environment{Name: name}
+		}
+		return p, nil
 	}
-	return p
+	cfg, path, err := localConfig(ra.config)
+	if err != nil {
+		return daemon.Policy{}, err
+	}
+	p := cfg.Policy()
+	p.Max = nil
+	p.Start = nsjail.StartCold
+	name := ra.req.Environment
+	if name == "" {
+		name = daemon.DefaultEnvironment
+	}
+	e, ok := p.Environments[name]
+	if !ok {
+		return p, usagef("--environment: unknown environment %q; %s has: %s", name, cmp.Or(path, "the built-in configuration"), strings.Join(cfg.EnvironmentNames(), ", "))
+	}
+	if ra.python != "" {
+		e.Python = ra.python
+		return p, nil
+	}
+	if err := cfg.CheckEnvironment(name, path, ""); err != nil {
+		return p, fmt.Errorf("%s: %w", cmp.Or(path, "configuration"), err)
+	}
+	return p, nil
+}
+
+// localConfig is the configuration of a run without a daemon: the file
+// given, else the default file when it exists, else the defaults; and
+// its path ("" for the defaults).
+func localConfig(path string) (*daemon.Config, string, error) {
+	if path == "" {
+		if _, err := os.Stat(daemon.DefaultConfigPath); err != nil {
+			return daemon.DefaultConfig(), "", nil
+		}
+		path = daemon.DefaultConfigPath
+	}
+	cfg, err := daemon.LoadConfig(path)
+	if err != nil {
+		return nil, "", usagef("--config: %v", err)
+	}
+	return cfg, path, nil
 }
 
 // flagError names the flag behind a field that failed validation: the

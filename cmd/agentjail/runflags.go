@@ -58,6 +58,19 @@ func runFlags() []runFlag {
 		{name: "tests", arg: "FILE.json", group: "program", field: "tests",
 			help: `test cases, judged outside the jail: {"function": NAME, "cases": [...]} (CONTRACT.md §3.9)`,
 			set:  func(ra *runArgs, v string) error { ra.testsPath = v; return nil }},
+		{name: "env", arg: "KEY=VALUE", group: "program", field: "env",
+			help: "set a variable in the program's environment (repeatable); it overrides the environment's own",
+			set: func(ra *runArgs, v string) error {
+				k, val, ok := strings.Cut(v, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("%q: want KEY=VALUE", v)
+				}
+				if ra.req.Env == nil {
+					ra.req.Env = map[string]string{}
+				}
+				ra.req.Env[k] = val
+				return nil
+			}},
 		{name: "on-forbidden-syscall", arg: "errno|kill", group: "program", field: "on_forbidden_syscall",
 			help: "errno: a forbidden system call fails with EPERM and is reported (default); kill: it ends the jail",
 			set: func(ra *runArgs, v string) error {
@@ -98,8 +111,23 @@ func runFlags() []runFlag {
 		runFlag{name: "socket", arg: "PATH", group: "where",
 			help: "send the run to the daemon on this socket (default $AGENTJAIL_SOCKET; empty: run the jail in this process, as root)",
 			set:  func(ra *runArgs, v string) error { ra.socket = v; return nil }},
+		runFlag{name: "environment", arg: "NAME", group: "where", field: "environment", def: daemon.DefaultEnvironment,
+			help: "the environment (Python runtime) to run in: one of the daemon's (GET /v1/environments), or without a daemon one of --config's",
+			set:  func(ra *runArgs, v string) error { ra.req.Environment = v; return nil }},
+		runFlag{name: "start", arg: "warm|cold", group: "where", field: "start",
+			help: "through a daemon: warm (a fork of the environment's ready interpreter) or cold (a fresh python3); default the daemon's. Without a daemon runs are cold",
+			set: func(ra *runArgs, v string) error {
+				if v != string(nsjail.StartWarm) && v != string(nsjail.StartCold) {
+					return fmt.Errorf("%q: want warm or cold", v)
+				}
+				ra.req.Start = v
+				return nil
+			}},
+		runFlag{name: "config", arg: "FILE", group: "where", def: daemon.DefaultConfigPath + " when it exists",
+			help: "without a daemon: the configuration whose environments and [limits.default] to use",
+			set:  func(ra *runArgs, v string) error { ra.config = v; return nil }},
 		runFlag{name: "python", arg: "PATH", group: "where",
-			help: "the interpreter, under /usr (this process only; default " + nsjail.DefaultPython + "); a daemon runs the one of its configuration",
+			help: "the interpreter, under /usr (this process only; default the environment's, " + nsjail.DefaultPython + "); a daemon runs the one of its configuration",
 			set:  func(ra *runArgs, v string) error { ra.python = v; return nil }},
 	)
 }

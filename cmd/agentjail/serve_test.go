@@ -178,7 +178,7 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 func TestServeSIGTERM(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	base := 3_000_000_000 + uint32(rand.IntN(1000))*100_000 // this test's own uids: see TestServeCrashRecovery
+	base := 3_000_000_000 + uint32(rand.IntN(1000))*100_000                                                                                                                                          // this test's own uids: see TestServeCrashRecovery
 	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\nshutdown_grace = \"300ms\"\n[jail]\nprepared_jails = 2\nuid_base = %d\nuid_count = 100000\n", base)) // two jails prepared, whatever the CPUs
 	id, answer := startSleeper(t, d)
 	kids := waitChildren(t, d.cmd.Process.Pid, 2) // the running jail and the other prepared one

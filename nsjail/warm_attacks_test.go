@@ -788,8 +788,9 @@ done()
 
 // The zygote's filter opens unshare, mount, umount2, pivot_root and seccomp,
 // and it holds CAP_SETUID and CAP_SETGID; none of that reaches a warm run:
-// every namespace and mount call, setns into each of its own namespaces,
-// a nested filter, setuid(0) and raising a capability fail, its capability
+// every namespace and mount call, setns into each of its own namespaces, an
+// fd of its parent (the zygote's) user namespace, a nested filter,
+// setuid(0) and raising a capability fail, its capability
 // sets are empty, no_new_privs is set and it is filtered. The seccomp
 // report names the calls the zygote's filter allows: the run's own filter
 // (and listener) answered them.
@@ -819,6 +820,11 @@ for n in sorted(os.listdir("/proc/self/ns")):
     setns[n] = sc(308, fd, 0)
     os.close(fd)
 R["setns"] = setns
+fcntl_ioctl = libc.ioctl
+fd = os.open("/proc/self/ns/user", os.O_RDONLY)
+r = fcntl_ioctl(fd, 0xb702, 0)  # NS_GET_PARENT: the zygote's user namespace
+R["ns_get_parent"] = ename(ctypes.get_errno()) if r < 0 else "OK:%d" % r
+os.close(fd)
 allow = (ctypes.c_uint64 * 1)(0x7fff000000000006)  # BPF_RET|BPF_K SECCOMP_RET_ALLOW
 class Fprog(ctypes.Structure): _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 prog = Fprog(1, ctypes.addressof(allow))
@@ -847,6 +853,7 @@ done()
 	for k, v := range m["setns"].(map[string]any) {
 		assert.Equal(t, "EPERM", v, "setns into its own %s namespace", k)
 	}
+	assert.Equal(t, "EPERM", m["ns_get_parent"], "an fd of the zygote's user namespace")
 	for _, k := range []string{"clone_newuser", "mount", "mount_bind", "umount2", "pivot_root", "chroot", "fsopen", "open_tree",
 		"seccomp_listener", "seccomp_plain", "prctl_seccomp", "capset", "ambient"} {
 		assert.Equal(t, "EPERM", m[k], k)

@@ -66,8 +66,8 @@ func TestWarmCostLog(t *testing.T) {
 	}
 }
 
-// zygoteOf is environment name's zygote now (nil while none is up).
-func zygoteOf(r *Runner, name string) *zygote {
+// currentZygote is environment name's zygote now (nil while none is up).
+func currentZygote(r *Runner, name string) *zygote {
 	r.poolMu.Lock()
 	w := r.warm[name]
 	r.poolMu.Unlock()
@@ -101,12 +101,12 @@ func warmPass(t *testing.T, r *Runner) *Result {
 func TestZygoteKilledIsReplaced(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
 	assert.Equal(t, StartWarm, warmPass(t, r).Start)
-	z := zygoteOf(r, "default")
+	z := currentZygote(r, "default")
 	require.NotNil(t, z)
 	procs := zygoteProcesses(z)
 	require.GreaterOrEqual(t, len(procs), 3, "its init, the zygote, the runs forked ahead: %v", procs)
 	group, uid := z.j.cg.Name(), z.j.uid
-	require.NoError(t, syscall.Kill(procs[1], syscall.SIGKILL)) // the zygote itself
+	require.NoError(t, syscall.Kill(procs[2], syscall.SIGKILL)) // the zygote itself (below its jail's init and pid 2)
 	<-z.done
 
 	// Until its replacement is up (after a back-off of a second), warm
@@ -146,7 +146,7 @@ func TestWarmFallsBackToCold(t *testing.T) {
 // run has.
 func TestZygoteRetiredAfterMaxForks(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1, MaxForks: 3})
-	first := zygoteOf(r, "default")
+	first := currentZygote(r, "default")
 	require.NotNil(t, first)
 	procs := zygoteProcesses(first)
 	seeds := map[string]bool{}
@@ -179,7 +179,7 @@ func TestWarmCloseLeavesNothing(t *testing.T) {
 	r.KeepWarm(ZygoteSpec{Name: "default", Ahead: 2})
 	require.Eventually(t, func() bool { up, ahead, _, _ := r.WarmStats(); return up == 1 && ahead == 2 }, 30*time.Second, 10*time.Millisecond)
 	warmPass(t, r)
-	z := zygoteOf(r, "default")
+	z := currentZygote(r, "default")
 	procs := zygoteProcesses(z)
 	var groups []string
 	r.poolMu.Lock()

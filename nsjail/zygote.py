@@ -46,6 +46,7 @@ MAX_MSG = 256 << 20
 MAX_FDS = 4
 REPORT_FD = 3
 JAIL_ID = 1000
+ZYGOTE_INSIDE = 100000  # where the zygote's namespace maps the jails' uid range
 # The zygote's own messages on its control socket (fd 3): Z_FORK carries
 # the run's socket and, as payload, the run's uid in the zygote's namespace.
 Z_READY, Z_FORK = 101, 102
@@ -53,7 +54,7 @@ Z_READY, Z_FORK = 101, 102
 # plan.go's op codes.
 (OP_UNSHARE, OP_MOUNT, OP_BIND_RO, OP_MKDIR, OP_SYMLINK, OP_WRITE, OP_CHMOD, OP_IF_EXISTS, OP_UMOUNT, OP_RMDIR,
  OP_PIVOT_ROOT, OP_HOSTNAME, OP_DOMAINNAME, OP_LOOPBACK_UP, OP_CHDIR, OP_SECCOMP, OP_STDIO, OP_RLIMIT, OP_EXEC,
- OP_LAST) = range(1, 21)
+ OP_KEEP_CAPS, OP_LAST) = range(1, 22)  # OP_KEEP_CAPS: a zygote's jail only, never a run's (an unknown step here)
 
 # x86_64 system calls and constants.
 SYS_UMOUNT2, SYS_MOUNT, SYS_UNSHARE, SYS_SECCOMP, SYS_CAPSET, SYS_PRCTL = 166, 165, 272, 317, 126, 157
@@ -515,7 +516,10 @@ def main():
             typ, payload, fds = _recv(ctl)
         except Gone:
             os._exit(0)  # the daemon dropped this zygote
-        if typ != Z_FORK or len(fds) != 1 or len(payload) != 4:
+        # A run's uid is one of the range, mapped from ZYGOTE_INSIDE up
+        # (zygote_linux.go's zygoteInside): never this zygote's own (1000)
+        # nor anything below.
+        if typ != Z_FORK or len(fds) != 1 or len(payload) != 4 or struct.unpack("<I", payload)[0] < ZYGOTE_INSIDE:
             for fd in fds:
                 os.close(fd)
             continue

@@ -340,7 +340,7 @@ func CleanRelPath(p string) (string, error) {
 	}
 	for _, el := range strings.Split(p, "/") {
 		if el == ".." {
-			return "", fmt.Errorf("path %q must not contain ..", p)
+			return "", fmt.Errorf("path %q must not have a \"..\" element", p)
 		}
 	}
 	c := path.Clean(p)

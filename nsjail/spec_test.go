@@ -55,7 +55,7 @@ func TestSpecValidate(t *testing.T) {
 		mod  func(*Spec)
 		want string // in the error's text
 	}{
-		"dotdot file": {func(s *Spec) { s.Files = []File{{Path: "../x"}} }, `files[0].path: path "../x" must not contain ..`},
+		"dotdot file": {func(s *Spec) { s.Files = []File{{Path: "../x"}} }, `files[0].path: path "../x" must not have a ".." element`},
 		"abs file":    {func(s *Spec) { s.Files = []File{{Path: "/etc/x"}} }, `files[0].path: path "/etc/x" must be relative to /workspace`},
 		"dup file":    {func(s *Spec) { s.Files = []File{{Path: "a"}, {Path: "./a"}} }, `files[1].path: "./a" is given twice`},
 		// A file and a directory of the same name could not both be

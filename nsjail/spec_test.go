@@ -124,7 +124,7 @@ func TestDecide(t *testing.T) {
 	}{
 		{"ok", exited(0), "", 0, StatusOK, "", 0},
 		{"error", exited(1), "", 0, StatusError, "", 1},
-		// A program that exits 137 by itself is not a kill (attacks.md S05).
+		// A program that exits 137 by itself is not a kill (docs/security.md S05).
 		{"exit 137", exited(137), "", 0, StatusError, "", 137},
 		// It exited before our kill landed: it ended by itself.
 		{"exit beats timer", exited(0), KillWallTimeout, 0, StatusOK, "", 0},

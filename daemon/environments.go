@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"agentjail/nsjail"
@@ -122,15 +123,30 @@ type Environment struct {
 	ReadOnlyMounts []string
 	Env            map[string]string
 	Preload        []string
-	// Etc is the /etc of its jails (nsjail.HostEtc, and the font cache
-	// Probe built); nil is agentjail's own files only. The same pointer
-	// for every jail of it: prepared and warm jails are kept per Etc.
-	Etc *nsjail.Etc
+	// Etc is the /etc of its jails from the start (nsjail.HostEtc); nil
+	// is agentjail's own files only. CurrentEtc is the one in use, which
+	// gains matplotlib's font cache once it is built (OpenEnvironments).
+	// The same pointer for every jail of it: prepared and warm jails are
+	// kept per Etc.
+	Etc    *nsjail.Etc
+	etcNow atomic.Pointer[nsjail.Etc]
 	// What Probe found: python's version ("3.11.2") and the top-level
 	// modules it can import beyond the standard library.
 	PythonVersion string
 	Packages      []string
 }
+
+// CurrentEtc is the /etc of the environment's jails now: Etc, or the one
+// that replaced it (with the font cache).
+func (e *Environment) CurrentEtc() *nsjail.Etc {
+	if etc := e.etcNow.Load(); etc != nil {
+		return etc
+	}
+	return e.Etc
+}
+
+// setEtc replaces the environment's /etc for the jails from now on.
+func (e *Environment) setEtc(etc *nsjail.Etc) { e.etcNow.Store(etc) }
 
 // environments are the configured environments, not yet probed; a Config
 // without any (a zero one) has "default", from [jail].

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,8 +32,9 @@ func openTestEnvironments(t *testing.T, toml string) (*Config, map[string]*Envir
 	r, err := nsjail.NewRunner()
 	require.NoError(t, err)
 	envs := cfg.Policy().Environments
-	require.NoError(t, OpenEnvironments(cfg, envs, r, slog.New(slog.NewTextHandler(io.Discard, nil))))
-	t.Cleanup(r.Close)
+	stop, err := OpenEnvironments(cfg, envs, r, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	t.Cleanup(func() { stop(); r.Close() })
 	o := testOptions()
 	o.Policy = cfg.Policy()
 	o.Policy.Environments = envs
@@ -103,7 +105,7 @@ func TestPreloadThatDoesNotImportStopsTheStart(t *testing.T) {
 	r, err := nsjail.NewRunner()
 	require.NoError(t, err)
 	defer r.Close()
-	err = OpenEnvironments(cfg, cfg.Policy().Environments, r, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	_, err = OpenEnvironments(cfg, cfg.Policy().Environments, r, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `environments.x: preload: "no_such_module_aj" does not import: ModuleNotFoundError: No module named 'no_such_module_aj'`)
 	assert.NotContains(t, err.Error(), `"json"`)
@@ -115,10 +117,17 @@ func TestPreloadThatDoesNotImportStopsTheStart(t *testing.T) {
 // numpy past the memory limit, a library's thread pool under pids 16.
 func TestScientificStackThroughTheDaemon(t *testing.T) {
 	systest.Require(t, systest.Scientific)
-	_, envs, _, _, sock := openTestEnvironments(t, `[environments.science]
+	_, envs, r, _, sock := openTestEnvironments(t, `[environments.science]
 preload = ["numpy", "pandas", "matplotlib.pyplot"]
 `)
-	assert.NotEmpty(t, envs["default"].Etc.MatplotlibCache, "the font cache was built once")
+	for _, name := range []string{"default", "science"} {
+		require.Eventually(t, func() bool { return envs[name].CurrentEtc().MatplotlibCache != "" }, 2*time.Minute, 10*time.Millisecond,
+			"%s: the font cache was built once, in the background", name)
+		require.Eventually(t, func() bool {
+			_, up := r.WarmInfo(name)
+			return up
+		}, time.Minute, 10*time.Millisecond, "%s: the zygote with it is up", name)
+	}
 	c := HTTPClient(sock)
 	code := `import sys
 preloaded = "numpy" in sys.modules

@@ -47,7 +47,7 @@ func realRunner(t testing.TB) *nsjail.Runner {
 			cfg.Admission.MaxConcurrent = 2
 			cfg.Jail.Start = string(testStart())
 			envs := cfg.Policy().Environments
-			runnerErr = OpenEnvironments(cfg, envs, runner, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			_, runnerErr = OpenEnvironments(cfg, envs, runner, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			realEnvs, realCfg = envs, cfg
 		}
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"agentjail/nsjail"
@@ -12,12 +13,17 @@ import (
 // OpenEnvironments makes each environment ready: its /etc from the host,
 // its trial jail (Config.ProbeAll: a preload that does not import
 // stops the start), the cold jails prepared ahead for "default", and its
-// zygote.
-func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.Runner, log *slog.Logger) error {
+// zygote. Then, in the background, matplotlib's font cache of each
+// environment that has matplotlib (Environment.FontCache: about as long
+// as importing matplotlib, which the start does not wait for); once built,
+// its jails from then on share it, their zygote and prepared jails
+// replaced. stop ends that work and waits for it: call it before
+// runner.Close.
+func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.Runner, log *slog.Logger) (stop func(), err error) {
 	for _, e := range envs {
 		etc, err := nsjail.HostEtc(e.ReadOnlyMounts)
 		if err != nil {
-			return fmt.Errorf("environment %s: the host's /etc: %w", e.Name, err)
+			return nil, fmt.Errorf("environment %s: the host's /etc: %w", e.Name, err)
 		}
 		e.Etc = etc
 	}
@@ -28,30 +34,12 @@ func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.
 	}
 	t0 := time.Now()
 	if err := cfg.ProbeAll(context.Background(), runner, envs); err != nil {
-		return err
+		return nil, err
 	}
 	for _, e := range envs {
 		log.Info("environment", "name", e.Name, "python", e.Python, "version", e.PythonVersion, "read_only_mounts", e.ReadOnlyMounts,
-			"preload", e.Preload, "packages", len(e.Packages), "font_cache", e.Etc.MatplotlibCache != "", "probe_ms", time.Since(t0).Milliseconds())
-		if e.Name == DefaultEnvironment && cfg.Prepared() > 0 {
-			tpl := cfg.PreparedTemplate(e)
-			tpl.OnError = func(err error) {
-				log.Warn("could not prepare a jail; requests start their own until one can be", "err", err)
-			}
-			runner.KeepPrepared(cfg.Prepared(), tpl)
-		}
-		zs := cfg.ZygoteSpec(e)
-		zs.OnEvent = func(event string, err error) {
-			switch {
-			case err != nil:
-				log.Warn("zygote "+event+"; its warm runs start cold until a new one is up", "environment", e.Name, "err", err)
-			case event == "started":
-				log.Debug("zygote started", "environment", e.Name)
-			default:
-				log.Info("zygote "+event, "environment", e.Name)
-			}
-		}
-		runner.KeepWarm(zs)
+			"preload", e.Preload, "packages", len(e.Packages), "probe_ms", time.Since(t0).Milliseconds())
+		keepJails(cfg, e, runner, log)
 	}
 	// Serve once the zygotes are up, so that the first requests run warm
 	// as the later ones do; one that is slow to come up (a heavy preload
@@ -70,7 +58,50 @@ func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	return nil
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, e := range envs {
+		wg.Go(func() {
+			t := time.Now()
+			etc, err := e.FontCache(ctx, runner, cfg.TrialLimits())
+			switch {
+			case ctx.Err() != nil:
+			case err != nil:
+				log.Warn("matplotlib's font cache could not be built; each run that draws builds its own", "environment", e.Name, "err", err)
+			case etc != nil:
+				e.setEtc(etc)
+				keepJails(cfg, e, runner, log)
+				log.Info("matplotlib font cache built", "environment", e.Name, "file", etc.MatplotlibCache, "ms", time.Since(t).Milliseconds())
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }, nil
+}
+
+// keepJails keeps environment e's jails ahead of requests, with its /etc
+// now: its zygote, and for "default" the cold jails prepared ahead. A
+// second call replaces the first's (KeepWarm and KeepPrepared replace by
+// name).
+func keepJails(cfg *Config, e *Environment, runner *nsjail.Runner, log *slog.Logger) {
+	if e.Name == DefaultEnvironment && cfg.Prepared() > 0 {
+		tpl := cfg.PreparedTemplate(e)
+		tpl.OnError = func(err error) {
+			log.Warn("could not prepare a jail; requests start their own until one can be", "err", err)
+		}
+		runner.KeepPrepared(cfg.Prepared(), tpl)
+	}
+	zs := cfg.ZygoteSpec(e)
+	zs.OnEvent = func(event string, err error) {
+		switch {
+		case err != nil:
+			log.Warn("zygote "+event+"; its warm runs start cold until a new one is up", "environment", e.Name, "err", err)
+		case event == "started":
+			log.Debug("zygote started", "environment", e.Name)
+		default:
+			log.Info("zygote "+event, "environment", e.Name)
+		}
+	}
+	runner.KeepWarm(zs)
 }
 
 // zygoteWait bounds how long the start-up waits for the zygotes.

@@ -25,7 +25,7 @@ func (c *Config) PreparedTemplate(e *Environment) nsjail.PreparedTemplate {
 	return nsjail.PreparedTemplate{
 		Name:           e.Name,
 		ReadOnlyMounts: e.ReadOnlyMounts,
-		Etc:            e.Etc,
+		Etc:            e.CurrentEtc(),
 		Code:           harness.SharedFiles(),
 		Limits:         c.defaultLimits(),
 	}
@@ -39,7 +39,7 @@ func (c *Config) ZygoteSpec(e *Environment) nsjail.ZygoteSpec {
 		Name:           e.Name,
 		Python:         e.Python,
 		ReadOnlyMounts: e.ReadOnlyMounts,
-		Etc:            e.Etc,
+		Etc:            e.CurrentEtc(),
 		Env:            e.Env,
 		Preload:        e.Preload,
 		// The harness, and its warm entry: loaded once by the zygote, its

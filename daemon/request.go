@@ -220,7 +220,7 @@ func (r *Request) Job(p Policy) (*Job, error) {
 	s.Report = true
 	s.Python = env.Python
 	s.ReadOnlyMounts = env.ReadOnlyMounts
-	s.Etc = env.Etc
+	s.Etc = env.CurrentEtc()
 	s.DefaultEnv = env.Env
 	s.Start = start
 	s.Limits = limits

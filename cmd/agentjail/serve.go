@@ -127,10 +127,12 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	// jails kept ahead of requests. They die with this process
 	// (Pdeathsig), and Close ends them at a clean stop.
 	policy := cfg.Policy()
-	if err := daemon.OpenEnvironments(cfg, policy.Environments, runner, log); err != nil {
+	defer runner.Close()
+	stopEnvs, err := daemon.OpenEnvironments(cfg, policy.Environments, runner, log)
+	if err != nil {
 		return err
 	}
-	defer runner.Close()
+	defer stopEnvs() // before runner.Close: it may start jails until it returns
 	srv := daemon.NewServer(daemon.Options{
 		Policy:          policy,
 		AllowUIDs:       cfg.Peers.UIDs,

@@ -78,6 +78,9 @@ type jail struct {
 	// filter, when set before start, is the jail's seccomp filter instead
 	// of the Runner's (a zygote's).
 	filter []byte
+	// session: the jail runs a session (session_linux.go): its /workspace
+	// comes with msgSeccomp whatever the spec collects, for the calls'.
+	session bool
 
 	// A warm run (zygote_linux.go): its pid 1 is a fork of a zygote, not
 	// this process's child; it is known by its pid from the credentials
@@ -503,11 +506,17 @@ func stdinFile(data []byte) (*os.File, error) {
 	if data == nil {
 		return os.Open(os.DevNull)
 	}
-	fd, err := unix.MemfdCreate("stdin", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	return sealedFile("stdin", data)
+}
+
+// sealedFile is a memfd named name that holds data, read from its start,
+// sealed against every change.
+func sealedFile(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, os.NewSyscallError("memfd_create", err)
 	}
-	f := os.NewFile(uintptr(fd), "stdin")
+	f := os.NewFile(uintptr(fd), name)
 	if _, err := f.Write(data); err != nil {
 		f.Close()
 		return nil, err
@@ -518,7 +527,7 @@ func stdinFile(data []byte) (*os.File, error) {
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
 		f.Close()
-		return nil, os.NewSyscallError("seal stdin", err)
+		return nil, os.NewSyscallError("seal "+name, err)
 	}
 	return f, nil
 }

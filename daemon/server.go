@@ -46,6 +46,13 @@ type Options struct {
 	// WarmUp, when set, tells whether environment name's zygote is up
 	// (GET /v1/environments).
 	WarmUp func(name string) bool
+	// Sessions (sessions.go; the jailer must keep them, as
+	// nsjail.Runner does): how many may be alive (0: none), their idle
+	// timeout and its maximum, their lifetime. Zero durations take the
+	// configuration's defaults.
+	MaxSessions                               int
+	SessionIdleTimeout, SessionMaxIdleTimeout time.Duration
+	SessionMaxLifetime                        time.Duration
 	// bodyTimeout bounds the reading of a request's body, which holds its
 	// size of the bytes that may be decoded at once; answerTimeout bounds
 	// the writing of a result to a client that does not read it, which
@@ -63,6 +70,7 @@ type Server struct {
 	log    *slog.Logger
 	adm    *admission
 	m      *metrics
+	sess   *sessions
 	hs     *http.Server
 
 	decoding *byteSem // bodies being read and decoded: max_queued_bytes together
@@ -97,6 +105,10 @@ func NewServer(o Options, jailer Jailer) *Server {
 	if o.answerTimeout <= 0 {
 		o.answerTimeout = time.Minute
 	}
+	def := DefaultConfig().Sessions
+	o.SessionIdleTimeout = cmp.Or(o.SessionIdleTimeout, time.Duration(def.IdleTimeout))
+	o.SessionMaxIdleTimeout = max(cmp.Or(o.SessionMaxIdleTimeout, time.Duration(def.MaxIdleTimeout)), o.SessionIdleTimeout)
+	o.SessionMaxLifetime = cmp.Or(o.SessionMaxLifetime, time.Duration(def.MaxLifetime))
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
 	budget := o.MaxQueuedBytes
@@ -105,14 +117,17 @@ func NewServer(o Options, jailer Jailer) *Server {
 	}
 	s.decoding = newByteSem(max(budget, o.MaxRequestBytes))
 	s.m = newMetrics(s.adm, o.PreparedReady, o.Warm)
+	s.sess = newSessions(s)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/run", s.handleRun)
 	mux.HandleFunc("/v1/health", s.handleHealth)
 	mux.HandleFunc("/v1/environments", s.handleEnvironments)
+	mux.HandleFunc("/v1/sessions", s.handleSessions)
+	mux.HandleFunc("/v1/sessions/", s.handleSession)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see CONTRACT.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, GET /metrics)", r.Method, r.URL.Path))
+		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see CONTRACT.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, /v1/sessions, GET /metrics)", r.Method, r.URL.Path))
 	})
 	s.hs = &http.Server{
 		Handler:           s.checkPeer(mux),
@@ -131,8 +146,9 @@ func NewServer(o Options, jailer Jailer) *Server {
 func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
 
 // Shutdown stops the server: it stops accepting, answers queued requests
-// with 503, lets running jails finish until ctx is done, then kills them
-// with kill_reason "shutdown", answers their requests and returns once
+// with 503, ends idle sessions, lets running jails (and sessions' calls)
+// finish until ctx is done, then kills them with kill_reason "shutdown",
+// answers their requests, ends every session ("shutdown") and returns once
 // every jail is gone (its cgroup removed).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.jobsMu.Lock()
@@ -142,6 +158,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return errors.New("already shutting down")
 	}
 	s.adm.close()
+	s.sess.shutdown() // idle sessions end now, those in a call with it
 	done := make(chan error, 1)
 	go func() { done <- s.hs.Shutdown(context.Background()) }()
 	jobsDone := make(chan struct{})
@@ -153,6 +170,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.killAll()
 		<-jobsDone
 	}
+	s.sess.closeAll()
 	// Every handler has answered; the connections close as they go idle.
 	select {
 	case err := <-done:
@@ -307,6 +325,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use POST /v1/run with a JSON run request")
 		return false
 	}
+	return s.admitBody(w, r)
+}
+
+// admitBody is admit after the method: what any request with a body that
+// will wait for a slot must pass.
+func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) bool {
 	if s.draining.Load() {
 		s.shuttingDown(w, r)
 		return false
@@ -331,6 +355,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 // decode reads the body and decodes the request strictly; size is the
 // bytes it read.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, size int64, ok bool) {
+	return decodeFor[Request](s, w, r)
+}
+
+// decodeFor is decode for a body of type T; a failure is answered.
+func decodeFor[T any](s *Server, w http.ResponseWriter, r *http.Request) (req *T, size int64, ok bool) {
 	// Decoding takes about twice a body's size: the bodies being decoded
 	// hold at most max_queued_bytes together (one of no declared size
 	// counts as the largest). A body that does not come in time gives its
@@ -346,7 +375,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, s
 	// see the client leave.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.bodyTimeout))
 	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)}
-	req, err := decodeRequest(body, r.ContentLength)
+	req, err := decodeBody[T](body, r.ContentLength)
 	s.decoding.release(share)
 	var mbe *http.MaxBytesError
 	switch {
@@ -484,6 +513,11 @@ func (s *Server) logRun(r *http.Request, res *Result, jr *nsjail.Result, queued 
 // Content-Length.
 func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *Result) {
 	e, err := res.encode()
+	s.writeEncoded(w, r, e, err)
+}
+
+// writeEncoded is writeResult of a result encode made (err: it could not).
+func (s *Server) writeEncoded(w http.ResponseWriter, r *http.Request, e *encoded, err error) {
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, "internal", "cannot encode the answer: "+err.Error())
 		return

@@ -60,6 +60,9 @@ type Options struct {
 	// http.Server's ReadTimeout or WriteTimeout, which would count the
 	// run. Always 30 s and 1 min, but in tests.
 	bodyTimeout, answerTimeout time.Duration
+	// sessionMemory is how long an ended session is remembered (410,
+	// then 404): rememberEnded, but in tests.
+	sessionMemory time.Duration
 }
 
 // Server is the HTTP API of CONTRACT.md §2 on a Unix socket, shaped like
@@ -105,6 +108,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	if o.answerTimeout <= 0 {
 		o.answerTimeout = time.Minute
 	}
+	o.sessionMemory = cmp.Or(o.sessionMemory, rememberEnded)
 	def := DefaultConfig().Sessions
 	o.SessionIdleTimeout = cmp.Or(o.SessionIdleTimeout, time.Duration(def.IdleTimeout))
 	o.SessionMaxIdleTimeout = max(cmp.Or(o.SessionMaxIdleTimeout, time.Duration(def.MaxIdleTimeout)), o.SessionIdleTimeout)

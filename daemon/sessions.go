@@ -216,6 +216,23 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	live, ended := s.sess.find(id, peerOf(r).Uid)
+	if r.Method == http.MethodDelete && live != nil {
+		// Removed before the answer, also when it had ended by itself
+		// and its removal is under way (a failed clean-up is logged by
+		// retire).
+		already := live.js.Ended()
+		live.js.End(nsjail.EndDeleted)
+		_ = live.js.Wait()
+		if already != "" {
+			s.sessionEnded(w, r, id, already)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if live != nil && live.js.Ended() != "" { // not retired yet
+		live, ended = nil, &endedSession{owner: live.owner, info: live.info()}
+	}
 	switch {
 	case live == nil && ended == nil:
 		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no session %s of yours (it never existed, ended long ago, or is another user's)", id))
@@ -225,14 +242,6 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, ended.info)
 	case rest == "run":
 		s.callSession(w, r, live)
-	case r.Method == http.MethodDelete:
-		if reason := live.js.Ended(); reason != "" {
-			s.sessionEnded(w, r, id, reason)
-			return
-		}
-		live.js.End(nsjail.EndDeleted)
-		_ = live.js.Wait() // removed before the answer; a failed clean-up is logged by retire
-		w.WriteHeader(http.StatusNoContent)
 	default:
 		writeJSON(w, http.StatusOK, live.info())
 	}
@@ -678,7 +687,7 @@ func (t *sessions) retire(s *session) {
 func (t *sessions) forget() {
 	n := 0
 	for _, id := range t.order {
-		if len(t.order)-n <= maxRemembered && time.Since(t.ended[id].at) < rememberEnded {
+		if len(t.order)-n <= maxRemembered && time.Since(t.ended[id].at) < t.srv.opts.sessionMemory {
 			break
 		}
 		delete(t.ended, id)
@@ -687,8 +696,8 @@ func (t *sessions) forget() {
 	t.order = t.order[n:]
 }
 
-// find is the session id of owner: live, or remembered ended (a live one
-// whose jail has ended counts as ended). Another owner's is not found.
+// find is the session id of owner: live (its jail may have ended, not
+// yet removed), or remembered ended. Another owner's is not found.
 func (t *sessions) find(id string, owner uint32) (*session, *endedSession) {
 	t.mu.Lock()
 	t.forget()
@@ -696,9 +705,6 @@ func (t *sessions) find(id string, owner uint32) (*session, *endedSession) {
 	t.mu.Unlock()
 	switch {
 	case s != nil && s.owner == owner:
-		if s.js.Ended() != "" { // not retired yet
-			return nil, &endedSession{owner: owner, info: s.info()}
-		}
 		return s, nil
 	case e != nil && e.owner == owner:
 		return nil, e

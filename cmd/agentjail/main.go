@@ -36,6 +36,7 @@ const usage = `usage:
   agentjail run    [--socket PATH] [--json] [limits] [--on-forbidden-syscall errno|kill] [--stdin FILE]
                    [--file NAME=HOSTPATH]... [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)
   agentjail check  [--json]
+  agentjail session start|run|show|end|list ... (run "agentjail session help")
   agentjail version
 
 Run "agentjail run --help" for the limit flags.
@@ -53,6 +54,8 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdin, stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
+	case "session":
+		return cmdSession(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "agentjail %s\n", version)
 		return 0

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -80,7 +79,6 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		testsPath string
 		files     multiFlag
 		collect   multiFlag
-		limitVals = map[string]*string{}
 	)
 	fs.BoolVar(&ra.json, "json", false, "print exactly one JSON result object on stdout")
 	fs.StringVar(&ra.socket, "socket", os.Getenv("AGENTJAIL_SOCKET"), "send the request to the daemon on this socket (default $AGENTJAIL_SOCKET; empty: run the jail in this process, as root)")
@@ -91,9 +89,7 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 	fs.Var(&files, "file", "NAME=HOSTPATH: copy a host file to /workspace/NAME before the program starts (repeatable)")
 	fs.Var(&collect, "collect", "GLOB: return the files of /workspace matching GLOB after the program ends (repeatable; see --json)")
 	fs.StringVar(&testsPath, "tests", "", "FILE.json: test cases ({\"function\": ..., \"cases\": [...]}, CONTRACT.md §3), judged outside the jail")
-	for _, l := range limitFlags() {
-		limitVals[l.Flag] = fs.String(l.Flag, "", l.Help)
-	}
+	readLimits := addLimitFlags(fs, nil)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "usage: agentjail run [--socket PATH] [--json] [limits] [--stdin FILE] [--file NAME=HOSTPATH]...\n"+
 			"                     [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)\n\n")
@@ -128,19 +124,9 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 	if ra.socket != "" && ra.python != "" {
 		return nil, usagef("--python: the daemon runs the interpreter of its configuration (jail.python), not the caller's")
 	}
-	for _, l := range limitFlags() {
-		if v := *limitVals[l.Flag]; v != "" {
-			if r.Limits == nil {
-				r.Limits = &daemon.RequestLimits{}
-			}
-			n, err := parseLimit(l, v)
-			if err == nil {
-				err = l.Set(r.Limits, n)
-			}
-			if err != nil {
-				return nil, usagef("--%s: %v", l.Flag, err)
-			}
-		}
+	var err error
+	if r.Limits, err = readLimits(); err != nil {
+		return nil, err
 	}
 	var program string
 	switch {
@@ -190,20 +176,8 @@ func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error
 		str := string(in)
 		r.Stdin = &str
 	}
-	for _, f := range files {
-		name, host, ok := strings.Cut(f, "=")
-		if !ok || name == "" || host == "" {
-			return nil, usagef("--file %q: want NAME=HOSTPATH", f)
-		}
-		clean, err := nsjail.CleanRelPath(name)
-		if err != nil {
-			return nil, usagef("--file %q: %v", f, err)
-		}
-		b, err := os.ReadFile(host)
-		if err != nil {
-			return nil, usagef("--file %s: %v", name, err)
-		}
-		r.Files = append(r.Files, daemon.RequestFile{Path: clean, Content: base64.StdEncoding.EncodeToString(b), Encoding: "base64"})
+	if r.Files, err = hostFiles(files); err != nil {
+		return nil, err
 	}
 	r.Collect = collect
 	if testsPath != "" {
@@ -272,19 +246,8 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// result is still reported; through a daemon the request is dropped
 	// (the daemon cancels the jail when the connection closes) and the
 	// command exits 125 without a result.
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		if _, ok := <-sigs; ok {
-			cancel(nsjail.KillCancelled)
-		}
-	}()
-	defer func() {
-		signal.Stop(sigs)
-		close(sigs)
-	}()
+	ctx, stop := signalContext()
+	defer stop()
 	var res *daemon.Result
 	if ra.socket != "" {
 		res, err = remoteRun(ctx, ra.socket, &ra.req)
@@ -310,6 +273,54 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, summary(res))
 	}
 	return res.ExitCode
+}
+
+// signalContext is cancelled (cause nsjail.KillCancelled) by Ctrl-C,
+// SIGTERM or SIGHUP, until stop.
+func signalContext() (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		if _, ok := <-sigs; ok {
+			cancel(nsjail.KillCancelled)
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(sigs)
+		cancel(nil)
+	}
+}
+
+// addLimitFlags adds to fs the flags of the limits whose keys keep
+// accepts (every limit with a flag when nil); read gives the request's
+// limits they set (nil: none).
+func addLimitFlags(fs *flag.FlagSet, keep func(key string) bool) (read func() (*daemon.RequestLimits, error)) {
+	vals := map[string]*string{}
+	for _, l := range limitFlags() {
+		if keep == nil || keep(l.Key) {
+			vals[l.Flag] = fs.String(l.Flag, "", l.Help)
+		}
+	}
+	return func() (*daemon.RequestLimits, error) {
+		var rl *daemon.RequestLimits
+		for _, l := range limitFlags() {
+			if v := vals[l.Flag]; v != nil && *v != "" {
+				if rl == nil {
+					rl = &daemon.RequestLimits{}
+				}
+				n, err := parseLimit(l, *v)
+				if err == nil {
+					err = l.Set(rl, n)
+				}
+				if err != nil {
+					return nil, usagef("--%s: %v", l.Flag, err)
+				}
+			}
+		}
+		return rl, nil
+	}
 }
 
 func localRun(ctx context.Context, ra *runArgs) (*daemon.Result, error) {

@@ -256,7 +256,7 @@ def _show(h, e):
     for n, src in _sources.items():  # again each time: the calls' code may have cleared the cache
         linecache.cache.setdefault(n, (len(src), None, src.splitlines(True), n))
     t = type(e)
-    tb = h.strip(e, e.__traceback__)
+    tb = _drop_handler(h.strip(e, e.__traceback__))
     sys.last_type, sys.last_value, sys.last_traceback = t, e, tb
     try:
         text = "".join(traceback.format_exception(t, e, tb))
@@ -264,6 +264,19 @@ def _show(h, e):
         text = h.display(t, e, tb)
     h.report_exception(t, e, tb, text)
     _put(sys.stderr, text)
+
+
+def _drop_handler(tb):
+    """An interrupt's traceback ends in this file's signal handler, which
+    raised it: the call's code ends at the frame before."""
+    last, t = None, tb
+    while t is not None:
+        if t.tb_frame.f_code.co_filename not in _skip:
+            last = t
+        t = t.tb_next
+    if last is not None:
+        last.tb_next = None
+    return tb
 
 
 def _fresh_stdin():

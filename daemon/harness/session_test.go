@@ -239,6 +239,8 @@ func TestSessionForkAndInterrupt(t *testing.T) {
 	}
 	assert.Equal(t, int32(syscall.SIGINT), c.status, "ended as by an uncaught KeyboardInterrupt")
 	assert.Contains(t, c.stderr, "KeyboardInterrupt")
+	assert.Contains(t, c.stderr, `line 3, in <module>`)
+	assert.NotContains(t, c.stderr, "agentjail_session", "the server's signal handler is not the call's frame")
 	assert.Equal(t, "'before'", value(h.call("x", nil, nil, "")), "the session lives on")
 	// An interrupt between calls is dropped: it cannot hit the next one.
 	require.NoError(t, h.cmd.Process.Signal(syscall.SIGINT))

@@ -25,7 +25,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentjail/internal/systest"
-	"agentjail/nsjail"
 )
 
 // Sessions through the daemon's socket, with real jails: the daemon's own
@@ -229,7 +228,7 @@ func TestSessionWarmAndCold(t *testing.T) {
 		t.Run(start, func(t *testing.T) {
 			sc := startSession(t, s, c, map[string]any{"start": start})
 			want := start
-			if start == "warm" && testStart() == nsjail.StartCold {
+			if _, up := realRunner(t).WarmInfo("default"); start == "warm" && !up {
 				want = "cold" // no zygote: a warm request starts cold
 			}
 			assert.Equal(t, want, sc.Start)

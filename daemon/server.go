@@ -303,17 +303,24 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.jobs.Done()
-	queuedAt := time.Now()
-	if !s.queue(w, r, size) {
-		return
-	}
-	started := time.Now()
-	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
-	res, jr, ok := s.run(w, r, job, started)
+	var res *Result
+	var jr *nsjail.Result
+	var err, cause error
+	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) {
+		res, jr, err = job.Run(ctx, s.jailer)
+		cause = context.Cause(ctx)
+	})
 	if !ok {
 		return
 	}
-	s.logRun(r, res, jr, started.Sub(queuedAt))
+	if res == nil {
+		s.notRun(w, r, cause, err)
+		return
+	}
+	if err != nil {
+		s.log.Warn("jail clean-up failed; the start-up sweep of the next instance removes what is left", "id", res.ID, "err", err)
+	}
+	s.logRun(r, res, jr, queued)
 	// Written even when the client looks gone: net/http cannot tell a
 	// client that closed from one that only shut down its writing side
 	// (nc -N), which still reads. To a closed one the write fails at once.
@@ -438,29 +445,28 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, size int64) bool 
 	return true
 }
 
-// run runs the job in a jail and gives its slot back when the jail is
-// gone. The jail ends when the client goes away (the request's context is
-// cancelled once its connection closes: "cancelled") or when the grace
-// period of a shutdown is over ("shutdown"). Without a result, the
-// request is answered here.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, job *Job, started time.Time) (*Result, *nsjail.Result, bool) {
+// withSlot waits for a run slot for a request of size bytes (answering
+// 429 or 503 itself: ok false) and runs f holding it; queued is how long
+// it waited. f's jail ends when the client goes away (the request's
+// context is cancelled once its connection closes: "cancelled") or when
+// the grace period of a shutdown is over (ctx's cause KillShutdown). The
+// slot is given back when f returns, before the answer is written.
+func (s *Server) withSlot(w http.ResponseWriter, r *http.Request, size int64, f func(ctx context.Context)) (queued time.Duration, ok bool) {
+	queuedAt := time.Now()
+	if !s.queue(w, r, size) {
+		return 0, false
+	}
+	started := time.Now()
+	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	stop := context.AfterFunc(s.killCtx, func() { cancel(nsjail.KillShutdown) })
-	res, jr, err := func() (*Result, *nsjail.Result, error) {
-		defer func() { s.adm.release(time.Since(started)) }()
-		return job.Run(ctx, s.jailer)
+	defer func() {
+		stop()
+		cancel(nil)
+		s.adm.release(time.Since(started))
 	}()
-	stop()
-	cancel(nil)
-
-	if res == nil {
-		s.notRun(w, r, context.Cause(ctx), err)
-		return nil, nil, false
-	}
-	if err != nil {
-		s.log.Warn("jail clean-up failed; the start-up sweep of the next instance removes what is left", "id", res.ID, "err", err)
-	}
-	return res, jr, true
+	f(ctx)
+	return started.Sub(queuedAt), true
 }
 
 // notRun answers a request whose jail gave no result: err is why, cause

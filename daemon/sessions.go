@@ -315,22 +315,21 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.jobs.Done()
-	queuedAt := time.Now()
-	if !s.queue(w, r, size) {
-		return
-	}
+	var js *nsjail.Session
+	var cause error
 	started := time.Now()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	stop := context.AfterFunc(s.killCtx, func() { cancel(nsjail.KillShutdown) })
-	js, err := starter.StartSession(ctx, spec)
-	stop()
-	s.adm.release(time.Since(started))
-	if err != nil {
-		s.notRun(w, r, context.Cause(ctx), err)
-		cancel(nil)
+	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) {
+		started = time.Now()
+		js, err = starter.StartSession(ctx, spec)
+		cause = context.Cause(ctx)
+	})
+	if !ok {
 		return
 	}
-	cancel(nil)
+	if err != nil {
+		s.notRun(w, r, cause, err)
+		return
+	}
 	if r.Context().Err() != nil { // the client left: nobody will ever call it
 		js.End(nsjail.EndCancelled)
 		_ = js.Wait()
@@ -341,7 +340,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	sess := s.sess.add(js, peerOf(r).Uid, env.Name, spec.Limits, idle)
 	c := peerOf(r)
 	s.log.Info("session started", "id", js.ID, "environment", env.Name, "start", js.Start, "jail_uid", js.HostUID(),
-		"start_ms", time.Since(started).Milliseconds(), "queue_ms", started.Sub(queuedAt).Milliseconds(), "peer_pid", c.Pid, "peer_uid", c.Uid)
+		"start_ms", time.Since(started).Milliseconds(), "queue_ms", queued.Milliseconds(), "peer_pid", c.Pid, "peer_uid", c.Uid)
 	writeJSON(w, http.StatusCreated, sess.created())
 }
 
@@ -486,18 +485,11 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 		return
 	}
 	defer s.jobs.Done()
-	queuedAt := time.Now()
-	if !s.queue(w, r, size) {
+	var cr *nsjail.CallResult
+	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) { cr, err = sess.js.Call(ctx, c) })
+	if !ok {
 		return
 	}
-	started := time.Now()
-	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
-	ctx, cancel := context.WithCancelCause(r.Context())
-	stop := context.AfterFunc(s.killCtx, func() { cancel(nsjail.KillShutdown) })
-	cr, err := sess.js.Call(ctx, c)
-	stop()
-	cancel(nil)
-	s.adm.release(time.Since(started))
 	var ended *nsjail.SessionEndedError
 	var fe *nsjail.FieldError
 	switch {
@@ -524,7 +516,7 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 	res := sess.result(cr, req.Tests, end.Value)
 	s.sess.calls.WithLabelValues(res.Status, res.KillReason).Inc()
 	attrs := []any{"id", res.ID, "session", sess.js.ID, "status", res.Status, "exit_code", res.ExitCode,
-		"wall_ms", res.WallTimeMs, "cpu_ms", res.CPUTimeMs, "queue_ms", started.Sub(queuedAt).Milliseconds()}
+		"wall_ms", res.WallTimeMs, "cpu_ms", res.CPUTimeMs, "queue_ms", queued.Milliseconds()}
 	if res.KillReason != "" {
 		attrs = append(attrs, "kill_reason", res.KillReason)
 	}

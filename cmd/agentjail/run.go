@@ -230,18 +230,30 @@ func flagError(err error) error {
 	return &usageError{err.Error()}
 }
 
-func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// parseRunOr is parseRun for the command name (run, session run); a
+// failure is answered, with the exit status code.
+func parseRunOr(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) (ra *runArgs, code int, ok bool) {
 	ra, err := parseRun(args, stdin, stderr)
 	var ue *usageError
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		return 0
+		return nil, 0, false
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "agentjail run: %v\n", err)
-		return exitUsage
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return nil, exitUsage, false
 	case err != nil:
-		return setupFailed(ra, err, stdout, stderr)
+		return nil, setupFailed(ra, err, stdout, stderr), false
 	}
+	return ra, 0, true
+}
+
+func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ra, code, ok := parseRunOr("agentjail run", args, stdin, stdout, stderr)
+	if !ok {
+		return code
+	}
+	var err error
+	var ue *usageError
 	// Ctrl-C or a TERM ends the jail as "cancelled". In local mode the
 	// result is still reported; through a daemon the request is dropped
 	// (the daemon cancels the jail when the connection closes) and the

@@ -206,16 +206,9 @@ func sessionRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The call's flags are run's: parsed as run parses them (the same
 	// program, stdin, files, collect and tests), then what a call does
 	// not take is refused.
-	ra, err := parseRun(args[1:], stdin, stderr)
-	var ue *usageError
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "agentjail session run: %v\n", err)
-		return exitUsage
-	case err != nil:
-		return setupFailed(ra, err, stdout, stderr)
+	ra, code, ok := parseRunOr("agentjail session run", args[1:], stdin, stdout, stderr)
+	if !ok {
+		return code
 	}
 	r := &ra.req
 	req := daemon.CallRequest{Code: r.Code, Stdin: r.Stdin, Files: r.Files, Collect: r.Collect, Tests: r.Tests}

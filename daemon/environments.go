@@ -168,27 +168,38 @@ var forbiddenMounts = []string{"/proc", "/sys", "/dev", "/run", "/tmp", "/var/tm
 // inside /usr or one of its environment's mounts.
 func (c *Config) CheckHost(configPath, socketPath string) error {
 	var errs []*ConfigError
+	for _, name := range c.EnvironmentNames() {
+		errs = append(errs, c.checkEnvironment(name, configPath, socketPath)...)
+	}
+	return joinErrors(errs)
+}
+
+// CheckEnvironment is CheckHost for environment name alone (local mode
+// checks the one it runs).
+func (c *Config) CheckEnvironment(name, configPath, socketPath string) error {
+	return joinErrors(c.checkEnvironment(name, configPath, socketPath))
+}
+
+func (c *Config) checkEnvironment(name, configPath, socketPath string) []*ConfigError {
+	var errs []*ConfigError
 	bad := func(key, format string, a ...any) {
 		errs = append(errs, &ConfigError{Key: key, Msg: fmt.Sprintf(format, a...)})
 	}
-	for _, name := range c.EnvironmentNames() {
-		e := c.Environments[name]
-		key := c.envKey(name)
-		ok := true
-		for i, m := range e.ReadOnlyMounts {
-			if err := checkMount(m, configPath, socketPath); err != nil {
-				bad(fmt.Sprintf("%s.read_only_mounts[%d]", key, i), "%q: %v", m, err)
-				ok = false
-			}
+	e := c.Environments[name]
+	key := c.envKey(name)
+	ok := true
+	for i, m := range e.ReadOnlyMounts {
+		if err := checkMount(m, configPath, socketPath); err != nil {
+			bad(fmt.Sprintf("%s.read_only_mounts[%d]", key, i), "%q: %v", m, err)
+			ok = false
 		}
-		if !ok {
-			continue
-		}
+	}
+	if ok {
 		if err := nsjail.CheckPythonIn(e.python(), e.ReadOnlyMounts); err != nil {
 			bad(key+".python", "%v", err)
 		}
 	}
-	return joinErrors(errs)
+	return errs
 }
 
 // checkMount says what is wrong with binding host directory m into every

@@ -34,7 +34,11 @@ func (j *Job) result(jr *nsjail.Result) *Result {
 	res.Exception = rep.UncaughtException(jr)
 	res.Tests = rep.Verdicts(j.Tests, jr)
 	// What the program did wrong first, then what the jail did to it.
-	res.Feedback = append(append([]string{}, harness.ProgramFeedback(res.Exception, res.Tests, j.Tests)...), res.Feedback...)
+	var env *harness.Installed
+	if e := j.env; e != nil && e.PythonVersion != "" { // probed: its packages are known
+		env = &harness.Installed{Environment: e.Name, Packages: e.Packages}
+	}
+	res.Feedback = append(append([]string{}, harness.ProgramFeedback(res.Exception, res.Tests, j.Tests, env)...), res.Feedback...)
 	for _, f := range jr.Files {
 		res.Files = append(res.Files, resultFile(f))
 	}

@@ -48,5 +48,25 @@ func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.
 		}
 		runner.KeepWarm(zs)
 	}
+	// Serve once the zygotes are up, so that the first requests run warm
+	// as the later ones do; one that is slow to come up (a heavy preload
+	// on a loaded host) is waited for at most zygoteWait, and its
+	// requests start cold until it is up.
+	deadline := time.Now().Add(zygoteWait)
+	for _, e := range envs {
+		for {
+			if _, up := runner.WarmInfo(e.Name); up {
+				break
+			}
+			if time.Now().After(deadline) {
+				log.Warn("zygote not up yet; its warm requests start cold until it is", "environment", e.Name, "waited", zygoteWait.String())
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 	return nil
 }
+
+// zygoteWait bounds how long the start-up waits for the zygotes.
+const zygoteWait = 30 * time.Second

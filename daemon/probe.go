@@ -60,24 +60,9 @@ const maxFontlistBytes = 1 << 20
 // replaced: call Probe before any jail of it is started). It fails, naming
 // the module and the error, when a preload module does not import.
 func (e *Environment) Probe(ctx context.Context, jl Jailer, l nsjail.Limits) error {
-	preload, _ := json.Marshal(append([]string{}, e.Preload...))
-	spec := &nsjail.Spec{
-		Program: []byte(probeProgram), ProgramName: "agentjail_probe.py",
-		Python: e.Python, ReadOnlyMounts: e.ReadOnlyMounts, Etc: e.Etc, DefaultEnv: e.Env,
-		Stdin: preload, Limits: l, Start: nsjail.StartCold,
-		Collect: []string{"fontlist.json"}, CollectLimits: nsjail.CollectLimits{FileBytes: maxFontlistBytes, TotalBytes: maxFontlistBytes, Files: 1},
-	}
-	res, err := jl.Run(ctx, spec)
+	rep, files, err := e.trial(ctx, jl, l, e.Preload)
 	if err != nil {
-		return fmt.Errorf("its trial jail could not start: %w", err)
-	}
-	var rep probeReport
-	if res.Status != nsjail.StatusOK || res.ExitCode != 0 || json.Unmarshal(res.Stdout, &rep) != nil || rep.Python == "" {
-		what := fmt.Sprintf("exit code %d", res.ExitCode)
-		if res.KillReason != nsjail.KillNone {
-			what = "killed: " + string(res.KillReason)
-		}
-		return fmt.Errorf("python did not run in its trial jail (%s): %s", what, lastLines(res.Stderr, 5))
+		return err
 	}
 	var bad []string
 	for _, m := range e.Preload {
@@ -89,10 +74,45 @@ func (e *Environment) Probe(ctx context.Context, jl Jailer, l nsjail.Limits) err
 		return fmt.Errorf("preload: %s (install it where the environment's python finds it, or remove it from preload)", strings.Join(bad, "; "))
 	}
 	e.PythonVersion, e.Packages = rep.Python, rep.Packages
-	if rep.Fontlist != "" && len(res.Files) == 1 && res.Files[0].Error == "" && !strings.ContainsAny(rep.Fontlist, "/\x00") {
-		e.Etc = withFontlist(e.Etc, rep.Fontlist, res.Files[0].Content)
+	if rep.Fontlist != "" && len(files) == 1 && files[0].Error == "" && !strings.ContainsAny(rep.Fontlist, "/\x00") {
+		e.Etc = withFontlist(e.Etc, rep.Fontlist, files[0].Content)
 	}
 	return nil
+}
+
+// TryImports runs a trial jail of the environment that imports each of
+// modules (`agentjail check`): python's version, and each module's import
+// error ("" when it imported).
+func (e *Environment) TryImports(ctx context.Context, jl Jailer, l nsjail.Limits, modules []string) (version string, errs map[string]string, err error) {
+	rep, _, err := e.trial(ctx, jl, l, modules)
+	if err != nil {
+		return "", nil, err
+	}
+	return rep.Python, rep.Preload, nil
+}
+
+// trial runs probeProgram in a jail of the environment.
+func (e *Environment) trial(ctx context.Context, jl Jailer, l nsjail.Limits, modules []string) (*probeReport, []nsjail.CollectedFile, error) {
+	preload, _ := json.Marshal(append([]string{}, modules...))
+	spec := &nsjail.Spec{
+		Program: []byte(probeProgram), ProgramName: "agentjail_probe.py",
+		Python: e.Python, ReadOnlyMounts: e.ReadOnlyMounts, Etc: e.Etc, DefaultEnv: e.Env,
+		Stdin: preload, Limits: l, Start: nsjail.StartCold,
+		Collect: []string{"fontlist.json"}, CollectLimits: nsjail.CollectLimits{FileBytes: maxFontlistBytes, TotalBytes: maxFontlistBytes, Files: 1},
+	}
+	res, err := jl.Run(ctx, spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("its trial jail could not start: %w", err)
+	}
+	var rep probeReport
+	if res.Status != nsjail.StatusOK || res.ExitCode != 0 || json.Unmarshal(res.Stdout, &rep) != nil || rep.Python == "" {
+		what := fmt.Sprintf("exit code %d", res.ExitCode)
+		if res.KillReason != nsjail.KillNone {
+			what = "killed: " + string(res.KillReason)
+		}
+		return nil, nil, fmt.Errorf("python did not run in its trial jail (%s): %s", what, lastLines(res.Stderr, 5))
+	}
+	return &rep, res.Files, nil
 }
 
 // withFontlist is etc with matplotlib's font cache added (a new Etc:
@@ -119,12 +139,19 @@ func lastLines(b []byte, n int) string {
 	return s
 }
 
-// ProbeAll probes every environment (Probe), one after another, and
-// returns every failure at once, each naming its environment's key.
-func (c *Config) ProbeAll(ctx context.Context, jl Jailer, envs map[string]*Environment) error {
+// TrialLimits are the limits of an environment's trial jail: a zygote's
+// memory, time for heavy imports.
+func (c *Config) TrialLimits() nsjail.Limits {
 	l := c.defaultLimits()
 	l.MemoryBytes = max(l.MemoryBytes, c.Jail.ZygoteMemoryBytes)
 	l.WallTime, l.CPUTime = max(l.WallTime, 2*time.Minute), max(l.CPUTime, time.Minute)
+	return l
+}
+
+// ProbeAll probes every environment (Probe), one after another, and
+// returns every failure at once, each naming its environment's key.
+func (c *Config) ProbeAll(ctx context.Context, jl Jailer, envs map[string]*Environment) error {
+	l := c.TrialLimits()
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(envs)) {
 		if err := envs[name].Probe(ctx, jl, l); err != nil {

@@ -179,6 +179,7 @@ type Job struct {
 	Spec        nsjail.Spec
 	Tests       *harness.Tests
 	Environment string // its name
+	env         *Environment
 }
 
 // Job validates the request against the policy and builds the jail's spec.
@@ -217,7 +218,7 @@ func (r *Request) Job(p Policy) (*Job, error) {
 	default:
 		return nil, &nsjail.FieldError{Field: "start", Msg: fmt.Sprintf("must be \"warm\" or \"cold\", got %q", r.Start)}
 	}
-	j := &Job{Tests: r.Tests, Environment: env.Name}
+	j := &Job{Tests: r.Tests, Environment: env.Name, env: env}
 	s := &j.Spec
 	s.Program, s.ProgramName, s.CodeFiles = harness.Program([]byte(*r.Code), r.Tests)
 	s.Report = true

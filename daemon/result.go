@@ -2,6 +2,9 @@ package daemon
 
 import (
 	"cmp"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -13,7 +16,11 @@ import (
 )
 
 // Result is the result object of CONTRACT.md §3, as both `agentjail run`
-// and POST /v1/run return it.
+// and POST /v1/run return it. Stdout, Stderr and the Path of each file hold
+// the exact bytes, which need not be UTF-8: WriteJSON adds their base64
+// twins (resultjson.go) where the JSON text cannot carry them, and
+// DecodeResult reads them back. (encoding/json, either way, gives and
+// takes only the text, with U+FFFD for each byte that is not UTF-8.)
 type Result struct {
 	ID              string          `json:"id"`
 	Status          string          `json:"status"`
@@ -86,3 +93,56 @@ func fromJail(r *nsjail.Result) *Result {
 
 // ms is a duration in milliseconds, to 0.1 ms.
 func ms(d time.Duration) float64 { return math.Round(float64(d)/1e5) / 10 }
+
+// DecodeResult reads a result object as WriteJSON writes it (the answer of
+// POST /v1/run), with the exact bytes of stdout, stderr and the collected
+// files' names from their base64 twins, where the object has them.
+func DecodeResult(data []byte) (*Result, error) {
+	// One pass: the outer Files shadows Result's own.
+	type plain Result
+	var in struct {
+		plain
+		StdoutBase64 *string `json:"stdout_base64"`
+		StderrBase64 *string `json:"stderr_base64"`
+		Files        []struct {
+			ResultFile
+			PathBase64 *string `json:"path_base64"`
+		} `json:"files"`
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, err
+	}
+	r := Result(in.plain)
+	for _, t := range []struct {
+		name string
+		b64  *string
+		dst  *string
+	}{{"stdout_base64", in.StdoutBase64, &r.Stdout}, {"stderr_base64", in.StderrBase64, &r.Stderr}} {
+		if err := exact(t.name, t.b64, t.dst); err != nil {
+			return nil, err
+		}
+	}
+	if in.Files != nil {
+		r.Files = make([]ResultFile, len(in.Files))
+		for i, f := range in.Files {
+			r.Files[i] = f.ResultFile
+			if err := exact(fmt.Sprintf("files[%d].path_base64", i), f.PathBase64, &r.Files[i].Path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &r, nil
+}
+
+// exact sets *dst to the bytes of a base64 twin, when there is one.
+func exact(name string, b64, dst *string) error {
+	if b64 == nil {
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(*b64)
+	if err != nil {
+		return fmt.Errorf("%s: not valid base64: %v", name, err)
+	}
+	*dst = string(b)
+	return nil
+}

@@ -3,7 +3,9 @@ package daemon
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"io"
+	"unicode/utf8"
 
 	"agentjail/daemon/internal/jsontext"
 )
@@ -16,6 +18,13 @@ import (
 // is sent as text). With limits.max.output_bytes at 64 MiB that was more
 // than 700 MiB of the daemon's memory, which its jails share, for one
 // answer.
+//
+// Output is lossless (CONTRACT.md §3.12): where stdout or stderr is not
+// valid UTF-8, the JSON text has U+FFFD for each bad byte, and
+// "stdout_base64" or "stderr_base64" beside it holds the exact bytes
+// (standard base64, padded), streamed as well. A collected file whose name
+// is not valid UTF-8 has "path_base64" beside its "path". A twin is absent
+// when its text is valid UTF-8; DecodeResult reads the exact bytes back.
 
 // resultRest is the result without stdout, stderr and files: the outer
 // fields shadow the embedded ones, and nil with omitempty leaves them out.
@@ -26,10 +35,12 @@ type resultRest struct {
 	Files  any `json:"files,omitempty"`
 }
 
-// fileMeta is a collected file without its content.
+// fileMeta is a collected file without its content, with the exact bytes
+// of a name that is not valid UTF-8.
 type fileMeta struct {
 	*ResultFile
-	Content any `json:"content,omitempty"`
+	Content    any    `json:"content,omitempty"`
+	PathBase64 string `json:"path_base64,omitempty"`
 }
 
 // encoded is a result ready to be written: the small fields encoded, the
@@ -51,7 +62,11 @@ func (r *Result) encodeWith(rest any) (*encoded, error) {
 	}
 	e := &encoded{r: r, rest: b[1:]} // {"id":... → "id":...
 	for i := range r.Files {
-		b, err := jsontext.Marshal(fileMeta{ResultFile: &r.Files[i]})
+		meta := fileMeta{ResultFile: &r.Files[i]}
+		if p := r.Files[i].Path; !utf8.ValidString(p) {
+			meta.PathBase64 = base64.StdEncoding.EncodeToString([]byte(p))
+		}
+		b, err := jsontext.Marshal(meta)
 		if err != nil {
 			return nil, err
 		}
@@ -88,8 +103,10 @@ func (e *encoded) len() int64 {
 func (e *encoded) write(w jsontext.Writer) {
 	w.WriteString(`{"stdout":`)
 	jsontext.WriteString(w, e.r.Stdout)
+	writeTwin(w, "stdout_base64", e.r.Stdout)
 	w.WriteString(`,"stderr":`)
 	jsontext.WriteString(w, e.r.Stderr)
+	writeTwin(w, "stderr_base64", e.r.Stderr)
 	w.WriteString(`,"files":`)
 	if e.r.Files == nil {
 		w.WriteString("null")
@@ -110,6 +127,27 @@ func (e *encoded) write(w jsontext.Writer) {
 	}
 	w.WriteByte(',')
 	w.Write(e.rest)
+}
+
+// writeTwin writes `,"name":"…"` with the base64 of s when s is not valid
+// UTF-8 (its JSON text lost bytes to U+FFFD), and nothing otherwise. The
+// base64 is made a chunk at a time: the output may be 64 MiB.
+func writeTwin(w jsontext.Writer, name, s string) {
+	if utf8.ValidString(s) {
+		return
+	}
+	w.WriteString(`,"`)
+	w.WriteString(name)
+	w.WriteString(`":"`)
+	var src [3 << 10]byte // a multiple of 3: padding only at the end
+	var dst [4 << 10]byte
+	for len(s) > 0 {
+		n := copy(src[:], s)
+		s = s[n:]
+		base64.StdEncoding.Encode(dst[:], src[:n])
+		w.Write(dst[:base64.StdEncoding.EncodedLen(n)])
+	}
+	w.WriteByte('"')
 }
 
 // counter counts what is written to it.

@@ -150,12 +150,12 @@ type sessions struct {
 
 // session is one live session.
 type session struct {
-	t           *sessions
-	js          *nsjail.Session
-	owner       uint32
-	environment string
-	limits      nsjail.Limits
-	idle        time.Duration
+	t      *sessions
+	js     *nsjail.Session
+	owner  uint32
+	env    *Environment
+	limits nsjail.Limits
+	idle   time.Duration
 
 	mu       sync.Mutex
 	busy     bool
@@ -337,7 +337,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	reserved = false
-	sess := s.sess.add(js, peerOf(r).Uid, env.Name, spec.Limits, idle)
+	sess := s.sess.add(js, peerOf(r).Uid, env, spec.Limits, idle)
 	c := peerOf(r)
 	s.log.Info("session started", "id", js.ID, "environment", env.Name, "start", js.Start, "jail_uid", js.HostUID(),
 		"start_ms", time.Since(started).Milliseconds(), "queue_ms", queued.Milliseconds(), "peer_pid", c.Pid, "peer_uid", c.Uid)
@@ -533,7 +533,7 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, value *string) *SessionResult {
 	jr := cr.Result
 	res := fromJail(jr)
-	res.Environment = sess.environment
+	res.Environment = sess.env.Name
 	rep := harness.ParseReport(jr.Report, jr.ReportTruncated, tests)
 	exc := rep.UncaughtException(jr)
 	// An interrupt of agentjail's (a limit of the call) ended it, not an
@@ -549,7 +549,11 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, value *
 	sess.mu.Lock()
 	before := sess.calls // this call is not counted yet
 	sess.mu.Unlock()
-	res.Feedback = append(harness.ProgramFeedback(res.Exception, res.Tests, tests), sessionFeedback(jr, exc, before, interrupted, line, cr.Ended)...)
+	var env *harness.Installed
+	if e := sess.env; e != nil && e.PythonVersion != "" { // probed: its packages are known
+		env = &harness.Installed{Environment: e.Name, Packages: e.Packages}
+	}
+	res.Feedback = append(harness.SessionFeedback(res.Exception, res.Tests, tests, env), sessionFeedback(jr, exc, before, interrupted, line, cr.Ended)...)
 	for _, f := range jr.Files {
 		res.Files = append(res.Files, resultFile(f))
 	}
@@ -636,8 +640,8 @@ func (t *sessions) retryAfter() int {
 
 // add registers a started session (reserved before), arms its timers and
 // watches for its end.
-func (t *sessions) add(js *nsjail.Session, owner uint32, env string, limits nsjail.Limits, idle time.Duration) *session {
-	s := &session{t: t, js: js, owner: owner, environment: env, limits: limits, idle: idle, lastUsed: js.Created}
+func (t *sessions) add(js *nsjail.Session, owner uint32, env *Environment, limits nsjail.Limits, idle time.Duration) *session {
+	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created}
 	s.idler = time.AfterFunc(idle, func() { s.expire(nsjail.EndIdle) })
 	s.lifer = time.AfterFunc(max(t.srv.opts.SessionMaxLifetime-time.Since(js.Created), 0), func() { s.expire(nsjail.EndLifetime) })
 	t.mu.Lock()
@@ -840,7 +844,7 @@ func (s *session) sessionLimits() SessionLimits {
 }
 
 func (s *session) created() SessionCreated {
-	return SessionCreated{ID: s.js.ID, Environment: s.environment, Start: string(s.js.Start), Limits: s.sessionLimits(),
+	return SessionCreated{ID: s.js.ID, Environment: s.env.Name, Start: string(s.js.Start), Limits: s.sessionLimits(),
 		IdleTimeoutMs: s.idle.Milliseconds(), ExpiresAt: rfc3339(s.expiresAt())}
 }
 
@@ -851,7 +855,7 @@ func (s *session) info() SessionInfo {
 	s.mu.Lock()
 	calls, last := s.calls, s.lastUsed
 	s.mu.Unlock()
-	info := SessionInfo{ID: s.js.ID, Environment: s.environment, Start: string(s.js.Start), Created: rfc3339(s.js.Created),
+	info := SessionInfo{ID: s.js.ID, Environment: s.env.Name, Start: string(s.js.Start), Created: rfc3339(s.js.Created),
 		LastUsed: rfc3339(last), ExpiresAt: rfc3339(s.expiresAt()), Calls: calls, Alive: reason == "", EndedReason: string(reason),
 		CPUTimeMs: ms(st.CPUTime), Limits: s.sessionLimits(), IdleTimeoutMs: s.idle.Milliseconds()}
 	if st.MemoryBytes >= 0 {

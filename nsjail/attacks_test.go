@@ -34,6 +34,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,7 +88,7 @@ type attackEnv struct {
 	canaryPath    string // readable only by host root
 	canaryContent string
 
-	runtimeHash, selfHash string
+	runtime, self treeManifest // A.4 item 3's sentinels, taken before the first case
 }
 
 // attack is one case of Part B.
@@ -119,10 +120,10 @@ func TestAttacks(t *testing.T) {
 		t.Run(a.id, func(t *testing.T) { runAttack(t, r, e, a, baseline) })
 	}
 	t.Run("A4_host_sentinels", func(t *testing.T) {
-		assert.Equal(t, e.runtimeHash, hashTree(t, runtimeTree...), "the Python runtime changed")
+		e.runtime.unchanged(t, "the host's Python runtime", manifestTree(t, runtimeTree...))
 		self, err := os.Executable()
 		require.NoError(t, err)
-		assert.Equal(t, e.selfHash, hashTree(t, self), "the daemon binary (this test binary) changed")
+		e.self.unchanged(t, "the daemon binary (this test binary)", manifestTree(t, self))
 		assert.Zero(t, e.accepted.Load(), "a jail reached one of the host's listeners")
 	})
 	t.Logf("attack suite: %v", time.Since(start))
@@ -189,10 +190,10 @@ func newAttackEnv(t *testing.T) *attackEnv {
 	e.canaryContent = "agentjail-canary-" + randHex(16)
 	require.NoError(t, os.WriteFile(e.canaryPath, []byte(e.canaryContent), 0o600))
 
-	e.runtimeHash = hashTree(t, runtimeTree...)
+	e.runtime = manifestTree(t, runtimeTree...)
 	self, err := os.Executable()
 	require.NoError(t, err)
-	e.selfHash = hashTree(t, self)
+	e.self = manifestTree(t, self)
 	return e
 }
 
@@ -323,11 +324,18 @@ func fdList() string {
 	return strings.Join(l, " ")
 }
 
-// hashTree is the sha256 of the files below the given paths (names and
-// contents), for the runtime and daemon sentinels of A.4 item 3.
-func hashTree(t *testing.T, roots ...string) string {
+// treeManifest is, for each path below some roots, its mode, size and
+// the sha256 of its content: the runtime and daemon sentinels of A.4 item
+// 3, compared path by path, so that a change is named.
+type treeManifest map[string]string
+
+// manifestTree walks the roots. A path that vanishes during the walk (a
+// root that does not exist, a file that a package manager removes between
+// the directory's read and its lstat) is left out: the comparison names it
+// as gone. Any other error fails the test.
+func manifestTree(t *testing.T, roots ...string) treeManifest {
 	t.Helper()
-	h := sha256.New()
+	m := treeManifest{}
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -338,23 +346,106 @@ func hashTree(t *testing.T, roots ...string) string {
 			}
 			info, err := d.Info()
 			if err != nil {
+				if os.IsNotExist(err) {
+					return nil
+				}
 				return err
 			}
-			fmt.Fprintf(h, "%s %v %d\n", p, info.Mode(), info.Size())
-			if !d.Type().IsRegular() {
-				return nil
+			entry := fmt.Sprintf("%v %d", info.Mode(), info.Size())
+			if d.Type().IsRegular() {
+				sum, err := fileSum(p)
+				if os.IsNotExist(err) {
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				entry += " " + sum
 			}
-			f, err := os.Open(p)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(h, f)
-			return err
+			m[p] = entry
+			return nil
 		})
 		require.NoError(t, err)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return m
+}
+
+func fileSum(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// unchanged fails the test, naming what changed, when after differs from
+// the manifest taken before the first case. No jail can write these files
+// (they are bound read-only, and owned by the host's root), but the host
+// can: the VM suite's guest reads the host's root file system live, so a
+// package installed on the host while the suite runs shows up here. The
+// message says so, so that such a failure is not taken for an escape, nor
+// an escape for a package.
+func (before treeManifest) unchanged(t *testing.T, what string, after treeManifest) {
+	t.Helper()
+	if msg := before.diff(what, after); msg != "" {
+		t.Error(msg)
+	}
+}
+
+// diff says what differs between the two manifests; "" when nothing.
+func (before treeManifest) diff(what string, after treeManifest) string {
+	var changed, gone, added []string
+	for p, b := range before {
+		switch a, ok := after[p]; {
+		case !ok:
+			gone = append(gone, p)
+		case a != b:
+			changed = append(changed, p)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			added = append(added, p)
+		}
+	}
+	if len(changed)+len(gone)+len(added) == 0 {
+		return ""
+	}
+	list := func(ps []string) string {
+		slices.Sort(ps)
+		if len(ps) > 10 {
+			return strings.Join(ps[:10], ", ") + fmt.Sprintf(" and %d more", len(ps)-10)
+		}
+		return strings.Join(ps, ", ")
+	}
+	return fmt.Sprintf("%s changed during the test: %d files changed (%s), %d gone (%s), %d new (%s). "+
+		"If a package was installed, upgraded or removed on the host meanwhile (the VM suite's guest reads the host's files live), "+
+		"that is the cause: run the suite again on a host left alone. Otherwise a jail wrote to the host: an escape.",
+		what, len(changed), list(changed), len(gone), list(gone), len(added), list(added))
+}
+
+// A change of the host's runtime during the suite is named, file by file,
+// with its likely cause; a root that is gone is no error (issue 22: a
+// package installed on the host made the walk fail with lstat ENOENT).
+func TestTreeManifestNamesTheChange(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"a", "b", "sub/c"} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
+	}
+	before := manifestTree(t, dir, filepath.Join(dir, "missing"))
+	assert.Empty(t, before.diff("the runtime", manifestTree(t, dir)))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o644))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "sub")))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "new"), nil, 0o644))
+	msg := before.diff("the runtime", manifestTree(t, dir, filepath.Join(dir, "missing")))
+	assert.Contains(t, msg, "the runtime changed during the test: 1 files changed ("+dir+"/a), 2 gone ("+dir+"/sub, "+dir+"/sub/c), 1 new ("+dir+"/new)")
+	assert.Contains(t, msg, "If a package was installed, upgraded or removed on the host meanwhile")
 }
 
 // The canary job of A.4 item 4.

@@ -63,21 +63,17 @@ var (
 // bootstrapBuilt: this binary has bootstrap_linux.c.
 const bootstrapBuilt = true
 
-// jailID is the uid and gid of the jail's user inside its namespace.
-const jailID = 1000
-
 // bootstrapArg0 is the argv[0] the C bootstrap acts on (for a test: it must
 // be initArg0).
 func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
 
-// uidEnv is the environment variable that gives the bootstrap the jail's
-// host uid (bootstrap_linux.h's AJ_UID_ENV); zygoteEnv=1 has the
-// bootstrap wait for its parent to write its maps (a zygote's, of many
-// ids) and keep CAP_SETUID and CAP_SETGID.
-const (
-	uidEnv    = C.AJ_UID_ENV
-	zygoteEnv = C.AJ_ZYGOTE_ENV
-)
+// bootstrap_linux.h's strings must be ids.go's (no compile-time check
+// for strings: the first use of the package says so).
+func init() {
+	if C.AJ_UID_ENV != uidEnv || C.AJ_ZYGOTE_ENV != zygoteEnv {
+		panic("nsjail: bootstrap_linux.h's AJ_UID_ENV or AJ_ZYGOTE_ENV differs from ids.go")
+	}
+}
 
 // bootstrap is the parent's side of bootstrap_linux.c's conversation,
 // right after the start of proc (the bootstrap process, started with the

@@ -11,7 +11,7 @@ import (
 const bootstrapBuilt = false
 
 // bootstrap ends the process it cannot bootstrap and says why.
-func bootstrap(_ io.ReadWriter, proc *os.Process, _ uint32) (*os.Process, error) {
+func bootstrap(_ io.ReadWriter, proc *os.Process, _ string) (*os.Process, error) {
 	_ = proc.Kill()
 	_, _ = proc.Wait()
 	return nil, ErrBuiltWithoutCgo

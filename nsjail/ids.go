@@ -94,3 +94,16 @@ func (r *UIDRange) Release(u uint32) {
 	delete(r.used, u)
 	r.mu.Unlock()
 }
+
+// jailID is the uid and gid of the jail's user inside its namespace
+// (bootstrap_linux.h's AJ_JAIL_ID).
+const jailID = 1000
+
+// uidEnv is the environment variable that gives the bootstrap the jail's
+// host uid (bootstrap_linux.h's AJ_UID_ENV); zygoteEnv=1 has the
+// bootstrap wait for its parent to write its maps (a zygote's, of many
+// ids) and keep CAP_SETUID and CAP_SETGID (AJ_ZYGOTE_ENV).
+const (
+	uidEnv    = "AGENTJAIL_JAIL_UID"
+	zygoteEnv = "AGENTJAIL_ZYGOTE"
+)

@@ -3,11 +3,14 @@ package nsjail
 import (
 	"context"
 	"log/slog"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
 )
 
 // warmRunner is a Runner of its own with a zygote of the default runtime
@@ -61,4 +64,143 @@ func TestWarmCostLog(t *testing.T) {
 		}
 		t.Logf("%s: %v per run, wall %v, cpu %v", start, time.Since(t0)/20, wall/20, cpu/20)
 	}
+}
+
+// currentZygote is environment name's zygote now (nil while none is up).
+func currentZygote(r *Runner, name string) *zygote {
+	r.poolMu.Lock()
+	w := r.warm[name]
+	r.poolMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cur
+}
+
+// zygoteProcesses are the pids of a zygote's jail: its init and what runs
+// under it (the zygote, and the runs it forked, in nested namespaces).
+func zygoteProcesses(z *zygote) []int {
+	pids := []int{z.j.proc.Pid}
+	for i := 0; i < len(pids); i++ {
+		pids = append(pids, systest.Children(pids[i])...)
+	}
+	return pids
+}
+
+func warmPass(t *testing.T, r *Runner) *Result {
+	t.Helper()
+	res, err := r.Run(context.Background(), &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm})
+	require.NoError(t, err)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	require.Equal(t, "ok\n", string(res.Stdout))
+	return res
+}
+
+// A zygote killed from outside is replaced; its environment's warm
+// requests run cold meanwhile (counted), and nothing of it is left: no
+// process, no cgroup, no uid.
+func TestZygoteKilledIsReplaced(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
+	assert.Equal(t, StartWarm, warmPass(t, r).Start)
+	z := currentZygote(r, "default")
+	require.NotNil(t, z)
+	procs := zygoteProcesses(z)
+	require.GreaterOrEqual(t, len(procs), 3, "its init, the zygote, the runs forked ahead: %v", procs)
+	group, uid := z.j.cg.Name(), z.j.uid
+	require.NoError(t, syscall.Kill(procs[1], syscall.SIGKILL)) // the zygote itself
+	<-z.done
+
+	// Until its replacement is up (after a back-off of a second), warm
+	// requests run cold.
+	res := warmPass(t, r)
+	assert.Equal(t, StartCold, res.Start)
+	_, _, restarts, fallbacks := r.WarmStats()
+	assert.Equal(t, int64(1), restarts)
+	assert.GreaterOrEqual(t, fallbacks, int64(1))
+	for _, p := range procs {
+		assert.False(t, systest.Running(p), "process %d of the dead zygote's jail", p)
+	}
+	assert.Empty(t, systest.CgroupDirs(group), "the dead zygote's cgroup")
+	assert.False(t, uidUsed(r, uid), "the dead zygote's uid is free")
+
+	require.Eventually(t, func() bool { up, ahead, _, _ := r.WarmStats(); return up == 1 && ahead == 2 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, StartWarm, warmPass(t, r).Start)
+}
+
+// A zygote that cannot start (no such python): warm requests run cold,
+// and it is tried again later.
+func TestWarmFallsBackToCold(t *testing.T) {
+	r := freshRunner(t)
+	events := make(chan string, 16)
+	r.KeepWarm(ZygoteSpec{Name: "broken", Python: "/usr/bin/no-such-python3", OnEvent: func(e string, err error) { events <- e }})
+	t.Cleanup(r.Close)
+	assert.Equal(t, "failed", <-events)
+	res, err := r.Run(context.Background(), &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm})
+	require.NoError(t, err)
+	assert.Equal(t, StartCold, res.Start)
+	assert.Equal(t, "ok\n", string(res.Stdout))
+}
+
+// After MaxForks runs a zygote is retired and replaced by a fresh one
+// (new address-space layout, new hash seed): the runs go on, warm or
+// (while the new one starts) cold, and the old one ends once its last
+// run has.
+func TestZygoteRetiredAfterMaxForks(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1, MaxForks: 3})
+	first := currentZygote(r, "default")
+	require.NotNil(t, first)
+	procs := zygoteProcesses(first)
+	seeds := map[string]bool{}
+	for range 8 {
+		res, err := r.Run(context.Background(), &Spec{Program: []byte(`print(hash("agentjail"))`), Limits: DefaultLimits(), Start: StartWarm})
+		require.NoError(t, err)
+		require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+		if res.Start == StartWarm {
+			seeds[string(res.Stdout)] = true
+		}
+	}
+	_, _, restarts, _ := r.WarmStats()
+	assert.GreaterOrEqual(t, restarts, int64(1), "retired at least once")
+	assert.GreaterOrEqual(t, len(seeds), 2, "a new zygote draws a new hash seed")
+	require.Eventually(t, func() bool {
+		for _, p := range procs {
+			if systest.Running(p) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "the retired zygote ended")
+}
+
+// Close ends every zygote and every run forked ahead, and leaves no
+// process, cgroup or mount.
+func TestWarmCloseLeavesNothing(t *testing.T) {
+	mounts := systest.MountCount()
+	r := freshRunner(t)
+	r.KeepWarm(ZygoteSpec{Name: "default", Ahead: 2})
+	require.Eventually(t, func() bool { up, ahead, _, _ := r.WarmStats(); return up == 1 && ahead == 2 }, 30*time.Second, 10*time.Millisecond)
+	warmPass(t, r)
+	z := currentZygote(r, "default")
+	procs := zygoteProcesses(z)
+	var groups []string
+	r.poolMu.Lock()
+	w := r.warm["default"]
+	r.poolMu.Unlock()
+	w.pool.mu.Lock()
+	for _, pj := range w.pool.ready {
+		if pj.j.cg != nil {
+			groups = append(groups, pj.j.cg.Name())
+		}
+	}
+	w.pool.mu.Unlock()
+	groups = append(groups, z.j.cg.Name())
+	r.Close()
+	for _, p := range procs {
+		assert.False(t, systest.Running(p), "process %d", p)
+	}
+	for _, g := range groups {
+		assert.Empty(t, systest.CgroupDirs(g), "cgroup %s", g)
+	}
+	assert.Equal(t, mounts, systest.MountCount())
+	up, ahead, _, _ := r.WarmStats()
+	assert.Equal(t, [2]int{0, 0}, [2]int{up, ahead})
 }

@@ -464,6 +464,12 @@ def main():
                 _entry.zygote()
         except BaseException as e:
             info["entry"] = "%s: %s" % (type(e).__name__, e)
+    # What python does once per process on a first call is done here, once
+    # for every run: compile() builds the ast module's types on its first
+    # call (about 3 ms of CPU on this project's host, more than all the
+    # rest of a warm `pass`).
+    compile("pass", "<zygote>", "exec", dont_inherit=True)
+    _read_mm_layout()
     _quiesce()
     # Every object there is now stays out of the collector's walks, so
     # that a fork's collections do not write to (and copy) the pages of
@@ -471,7 +477,6 @@ def main():
     import gc
     gc.collect()
     gc.freeze()
-    _text.extend(_code_ranges())
     _send(ctl, Z_READY, json.dumps(info).encode())
     while True:
         try:
@@ -513,31 +518,6 @@ def _load(path):
     return mod
 
 
-_text = []  # (address, length) of the code mapped from files: _prefault's
-
-
-def _code_ranges():
-    """The zygote's executable mappings of files (python, libpython,
-    extension modules): a fork shares their pages but not their page
-    table entries, which the kernel does not copy for a mapping that was
-    never written, and then faults them in one by one (hundreds a run)."""
-    out = []
-    with open("/proc/self/maps") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 6 and parts[1].startswith("r-x") and parts[5].startswith("/"):
-                lo, hi = (int(x, 16) for x in parts[0].split("-"))
-                out.append((lo, hi - lo))
-    return out
-
-
-def _prefault():
-    """Maps a fork's code pages in one call per mapping
-    (MADV_POPULATE_READ, Linux 5.14), instead of a fault each."""
-    for addr, n in _text:
-        _libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(n), 22)
-
-
 def _quiesce():
     """What the zygote's imports left that a fork must not share: a thread
     (a fork copies only the forking one, and a library's pool would be
@@ -564,7 +544,6 @@ def _fork(run, uid):
     """The fork: the run's identity and user namespace, its other
     namespaces, and its init. uid is the run's uid in the zygote's
     namespace (its host uid, mapped there)."""
-    _prefault()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # The run's uid and gid, before its namespace: the namespace is that
     # user's (the kernel charges what it holds to its owner), and the fork
@@ -585,7 +564,6 @@ def _fork(run, uid):
     _sys(SYS_UNSHARE, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID)
     if os.fork() == 0:
         try:
-            _prefault()
             _init(run)
         except BaseException as e:
             _fail(run, e)
@@ -708,19 +686,31 @@ def _retitle(argv, env):
     """Makes /proc/self/cmdline and /proc/self/environ say argv and env
     (they would show the zygote's own, from its exec): the kernel reads
     them from the memory this process gives it (PR_SET_MM_MAP, allowed
-    without privilege)."""
+    without privilege). The rest of the map is the zygote's (_mm_layout),
+    which every fork shares."""
     global _title
-    with open("/proc/self/stat") as f:
-        st = f.read().rsplit(")", 1)[1].split()
-    field = lambda n: int(st[n - 3])  # proc(5)'s numbers, from 1, after comm
     a = b"".join(x.encode() + b"\0" for x in argv)
     e = b"".join(x.encode() + b"\0" for x in env)
     _title = ctypes.create_string_buffer(a + e, len(a) + len(e))
     base = ctypes.addressof(_title)
-    _libc.sbrk.restype = ctypes.c_void_p
-    m = _MMMap(field(26), field(27), field(45), field(46), field(47), _libc.sbrk(0), field(28),
+    code0, code1, data0, data1, brk0, stack = _mm_layout
+    m = _MMMap(code0, code1, data0, data1, brk0, _libc.sbrk(0), stack,
                base, base + len(a), base + len(a), base + len(a) + len(e), None, 0, 0xFFFFFFFF)
     _sys(SYS_PRCTL, 35, 14, ctypes.byref(m), ctypes.sizeof(m), 0)  # PR_SET_MM, PR_SET_MM_MAP
+
+
+_mm_layout = None  # start_code, end_code, start_data, end_data, start_brk, start_stack
+
+
+def _read_mm_layout():
+    """The zygote's memory layout from /proc/self/stat: a fork's is the
+    same, so each run's _retitle reads nothing."""
+    global _mm_layout
+    with open("/proc/self/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    field = lambda n: int(st[n - 3])  # proc(5)'s numbers, from 1, after comm
+    _mm_layout = (field(26), field(27), field(45), field(46), field(47), field(28))
+    _libc.sbrk.restype = ctypes.c_void_p
 
 
 class _SockFprog(ctypes.Structure):
@@ -748,7 +738,6 @@ def _run_program(run, st):
     zygote's or the init's that the program could use stays: every fd but
     0 to 3 is closed, every signal is back to python's own dispositions."""
     try:
-        _prefault()
         run.detach()  # the fd goes with close_range below; the object must not close another one later
         for sig in FORWARDED + (signal.SIGCHLD,):
             signal.signal(sig, signal.SIG_DFL)
@@ -757,10 +746,14 @@ def _run_program(run, st):
         # its own /proc files are its user's.
         _prctl(PR_SET_DUMPABLE, 1)
         _sys(SYS_CLOSE_RANGE, REPORT_FD + 1 if st.report else REPORT_FD, 0xFFFFFFFF, 0)
-        os.environ.clear()
-        for kv in st.env:
-            k, _, v = kv.partition("=")
-            os.environ[k] = v
+        # Only what differs from the zygote's environment changes: each
+        # change is a libc call and dict work.
+        env = dict(kv.partition("=")[::2] for kv in st.env)
+        for k in [k for k in os.environ if k not in env]:
+            del os.environ[k]
+        for k, v in env.items():
+            if os.environ.get(k) != v:
+                os.environ[k] = v
         _retitle(st.argv, st.env)
         path = st.argv[-1]
         sys.argv = [path]

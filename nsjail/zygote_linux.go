@@ -715,6 +715,15 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 func markWarm(res *Result) *Result {
 	if res != nil {
 		res.Start = StartWarm
+		if res.PeakMemorySource != "" {
+			res.PeakMemorySource += WarmPeakSuffix
+		}
 	}
 	return res
 }
+
+// WarmPeakSuffix ends a warm run's PeakMemorySource: the same counter as
+// a cold run's, but a fork's pages that it only reads (its zygote's
+// interpreter and preloaded modules) are charged to the zygote; what it
+// allocates or writes (copies of the zygote's pages included) is its own.
+const WarmPeakSuffix = " (warm fork)"

@@ -2,18 +2,22 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"agentjail/cgroup"
+	"agentjail/daemon"
 	"agentjail/daemon/harness"
 	"agentjail/nsjail"
 )
@@ -27,19 +31,36 @@ type checkItem struct {
 }
 
 type checkReport struct {
-	OK          bool        `json:"ok"`
-	Kernel      string      `json:"kernel"`
-	Cgroup      string      `json:"cgroup"`
-	Controllers []string    `json:"controllers"`
-	Python      string      `json:"python"`
-	Checks      []checkItem `json:"checks"`
+	OK           bool               `json:"ok"`
+	Kernel       string             `json:"kernel"`
+	Cgroup       string             `json:"cgroup"`
+	Controllers  []string           `json:"controllers"`
+	Python       string             `json:"python"`
+	Config       string             `json:"config"` // the configuration whose environments were checked ("" for the built-in one)
+	Environments []environmentCheck `json:"environments"`
+	Checks       []checkItem        `json:"checks"`
 }
+
+// environmentCheck is what `agentjail check` found of one environment.
+type environmentCheck struct {
+	Name           string            `json:"name"`
+	Python         string            `json:"python"`
+	PythonVersion  string            `json:"python_version"`   // "" when it did not run
+	ReadOnlyMounts []string          `json:"read_only_mounts"` // each checked as the daemon does at start-up
+	Imports        map[string]string `json:"imports"`          // module -> "" when it imported, else its error: the preload modules and numpy
+	Error          string            `json:"error,omitempty"`  // why the environment cannot run, if it cannot
+}
+
+// checkedImports are imported in every environment's trial besides its
+// preload: the library agents use most, to say whether it works.
+var checkedImports = []string{"numpy"}
 
 func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agentjail check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	python := fs.String("python", nsjail.DefaultPython, "interpreter to check")
+	config := fs.String("config", "", "the configuration whose environments to check (default "+daemon.DefaultConfigPath+" when it exists)")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -47,7 +68,16 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentjail check: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
+	cfg, path, err := localConfig(*config)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentjail check: %v\n", err)
+		return exitUsage
+	}
 	rep := runChecks(*python)
+	rep.Config = path
+	if rep.OK {
+		checkEnvironments(rep, cfg, path)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -63,9 +93,13 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "     %-22s fix: %s\n", "", c.Fix)
 			}
 		}
-		if rep.OK {
+		envFailed := slices.ContainsFunc(rep.Environments, func(e environmentCheck) bool { return e.Error != "" || !importsOK(e) })
+		switch {
+		case rep.OK:
 			fmt.Fprintln(stdout, "this host can run jails")
-		} else {
+		case envFailed && hostOK(rep):
+			fmt.Fprintln(stdout, "this host can run jails, but not every environment works: see the FAIL lines")
+		default:
 			fmt.Fprintln(stdout, "this host cannot run jails yet: see the FAIL lines")
 		}
 	}
@@ -76,7 +110,7 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 func runChecks(python string) *checkReport {
-	rep := &checkReport{Python: python, Controllers: []string{}}
+	rep := &checkReport{Python: python, Controllers: []string{}, Environments: []environmentCheck{}}
 	add := func(name string, ok bool, detail, fix string) {
 		rep.Checks = append(rep.Checks, checkItem{Name: name, OK: ok, Detail: detail, Fix: fix})
 	}
@@ -144,6 +178,104 @@ func runChecks(python string) *checkReport {
 		rep.OK = ok
 	}
 	return rep
+}
+
+// checkEnvironments checks each environment of cfg as the daemon does at
+// start-up (its mounts, its python), then imports its preload modules and
+// numpy in a trial jail of it: a preload module that does not import, or
+// numpy installed but failing, is a failure; numpy not installed is not.
+func checkEnvironments(rep *checkReport, cfg *daemon.Config, path string) {
+	r, err := nsjail.NewRunner()
+	if err != nil {
+		rep.Checks = append(rep.Checks, checkItem{Name: "environments", Detail: err.Error()})
+		rep.OK = false
+		return
+	}
+	envs := cfg.Policy().Environments
+	for _, name := range cfg.EnvironmentNames() {
+		e := envs[name]
+		ec := environmentCheck{Name: name, Python: e.Python, ReadOnlyMounts: nonNilStrings(e.ReadOnlyMounts), Imports: map[string]string{}}
+		item := checkItem{Name: "environment " + name, OK: true}
+		fail := func(detail, fix string) {
+			item.OK, item.Detail, item.Fix, ec.Error = false, detail, fix, detail
+		}
+		if err := cfg.CheckEnvironment(name, path, ""); err != nil {
+			fail(err.Error(), "fix the environment in "+cmp.Or(path, "the configuration"))
+		} else if etc, err := nsjail.HostEtc(e.ReadOnlyMounts); err != nil {
+			fail("the host's /etc: "+err.Error(), "")
+		} else {
+			e.Etc = etc
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			modules := append(slices.Clone(e.Preload), checkedImports...)
+			version, imports, err := e.TryImports(ctx, r, cfg.TrialLimits(), modules)
+			cancel()
+			if err != nil {
+				fail(err.Error(), "`agentjail run --config ... --environment "+name+" -c pass` shows the same")
+			} else {
+				ec.PythonVersion, ec.Imports = version, imports
+				item.Detail = environmentDetail(e, version, imports)
+				for _, m := range e.Preload {
+					if msg := imports[m]; msg != "" {
+						fail(item.Detail, fmt.Sprintf("preload %q does not import: install it where %s finds it, or remove it from preload", m, e.Python))
+					}
+				}
+				if msg := imports["numpy"]; msg != "" && !strings.HasPrefix(msg, "ModuleNotFoundError") {
+					fail(item.Detail, "numpy is installed but does not import in a jail: see its error")
+				}
+			}
+		}
+		rep.Environments = append(rep.Environments, ec)
+		rep.Checks = append(rep.Checks, item)
+		rep.OK = rep.OK && item.OK
+	}
+}
+
+// hostOK tells whether every check but the environments' passed.
+func hostOK(rep *checkReport) bool {
+	for _, c := range rep.Checks {
+		if !c.OK && !strings.HasPrefix(c.Name, "environment ") {
+			return false
+		}
+	}
+	return true
+}
+
+// importsOK tells whether an environment's imports all worked, numpy not
+// being installed aside.
+func importsOK(e environmentCheck) bool {
+	for m, msg := range e.Imports {
+		if msg != "" && !(slices.Contains(checkedImports, m) && strings.HasPrefix(msg, "ModuleNotFoundError")) {
+			return false
+		}
+	}
+	return true
+}
+
+// environmentDetail is one line about an environment that ran.
+func environmentDetail(e *daemon.Environment, version string, imports map[string]string) string {
+	mounts := "no mounts"
+	if len(e.ReadOnlyMounts) > 0 {
+		mounts = "mounts " + strings.Join(e.ReadOnlyMounts, ", ")
+	}
+	var parts []string
+	for _, m := range slices.Sorted(maps.Keys(imports)) {
+		switch msg := imports[m]; {
+		case msg == "":
+			parts = append(parts, m+" imports")
+		case strings.HasPrefix(msg, "ModuleNotFoundError") && slices.Contains(checkedImports, m) && !slices.Contains(e.Preload, m):
+			parts = append(parts, m+" not installed (Debian's python3-"+m+": scripts/deps --scientific)")
+		default:
+			parts = append(parts, m+": "+msg)
+		}
+	}
+	return fmt.Sprintf("python %s (%s), %s; %s", version, e.Python, mounts, strings.Join(parts, "; "))
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // trialRun runs a tiny program in a real jail: the only proof that counts.

@@ -34,12 +34,13 @@ func main() {
 const usage = `usage:
   agentjail serve  [--config FILE] [--socket PATH]
   agentjail run    [--socket PATH] [--json] [limits] [--on-forbidden-syscall errno|kill] [--stdin FILE]
-                   [--file NAME=HOSTPATH]... [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)
-  agentjail check  [--json]
+                   [--file NAME=HOSTPATH]... [--collect GLOB]... [--collect-dir DIR [--overwrite]]
+                   [--tests FILE.json [--fail-on-test-failure]] (FILE.py | -c CODE | -)
+  agentjail check  [--json] [--python PATH]
   agentjail session start|run|show|end|list ... (run "agentjail session help")
   agentjail version
 
-Run "agentjail run --help" for the limit flags.
+Run "agentjail run --help" for its flags, the limits' defaults and the exit statuses.
 `
 
 func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

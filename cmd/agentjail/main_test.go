@@ -156,6 +156,33 @@ func TestCheck(t *testing.T) {
 	code, stdout, _ = run(t, "", "check", "--python", "/no/such/python3")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "FAIL python")
+
+	// Each environment of the configuration: its python's version, its
+	// preload and numpy imported in a trial jail of it, its mounts checked
+	// as the daemon checks them; what fails says why.
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	require.NoError(t, os.WriteFile(cfg, []byte("[environments.extra]\npreload = [\"json\", \"no_such_module_aj\"]\n[environments.bad]\nread_only_mounts = [\"/home\"]\n"), 0o644))
+	code, stdout, _ = run(t, "", "check", "--json", "--config", cfg)
+	assert.Equal(t, 1, code, stdout)
+	rep = checkReport{}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep))
+	assert.Equal(t, cfg, rep.Config)
+	envs := map[string]environmentCheck{}
+	for _, e := range rep.Environments {
+		envs[e.Name] = e
+	}
+	require.Len(t, envs, 3)
+	assert.Regexp(t, `^3\.\d+\.\d+$`, envs["default"].PythonVersion)
+	assert.Empty(t, envs["default"].Error)
+	assert.Contains(t, envs["default"].Imports, "numpy")
+	assert.Equal(t, "", envs["extra"].Imports["json"])
+	assert.Equal(t, "ModuleNotFoundError: No module named 'no_such_module_aj'", envs["extra"].Imports["no_such_module_aj"])
+	assert.Contains(t, envs["bad"].Error, `environments.bad.read_only_mounts[0]: "/home": is or lies below /home`)
+	code, stdout, _ = run(t, "", "check", "--config", cfg)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stdout, "FAIL environment extra")
+	assert.Contains(t, stdout, `preload "no_such_module_aj" does not import`)
+	assert.Contains(t, stdout, "this host can run jails, but not every environment works")
 }
 
 // TestRunTestsAndCollect: --tests and --collect from the command line, in

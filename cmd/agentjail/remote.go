@@ -5,11 +5,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
+	"syscall"
 
 	"agentjail/daemon"
 	"agentjail/nsjail"
@@ -28,8 +31,10 @@ func (e *remoteError) Error() string {
 }
 
 // remoteRun sends the request to the daemon on sock and returns its
-// result. Cancelling ctx closes the connection, which makes the daemon end
-// the jail ("cancelled").
+// result, with the exact bytes of its output and file names
+// (daemon.DecodeResult), and the answer as it came (what --json prints).
+// Cancelling ctx closes the connection, which makes the daemon end the
+// jail ("cancelled").
 //
 // The daemon is whatever listens on --socket (AGENTJAIL_SOCKET): it gets
 // the code and the --file contents read with the caller's rights, and its
@@ -37,19 +42,19 @@ func (e *remoteError) Error() string {
 // daemon's user can create (the default /run/agentjail is root's), and
 // the process that listens must be root's or the caller's own (its
 // SO_PEERCRED, checked before anything is sent): a daemon runs as root.
-func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.Result, error) {
+func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.Result, []byte, error) {
 	status, b, err := remoteDo(ctx, sock, http.MethodPost, "/v1/run", req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if status != http.StatusOK {
-		return nil, remoteFailure("", status, b)
+		return nil, nil, remoteFailure("", status, b)
 	}
-	var res daemon.Result
-	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("daemon on %s: bad result: %w", sock, err)
+	res, err := daemon.DecodeResult(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("daemon on %s: bad result: %w", sock, err)
 	}
-	return &res, nil
+	return res, b, nil
 }
 
 // remoteDo sends one request to the daemon on sock, with body as its JSON
@@ -71,7 +76,7 @@ func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []
 	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
-			return nil, err
+			return nil, dialError(sock, err)
 		}
 		if err := trustedServer(conn); err != nil {
 			conn.Close()
@@ -90,6 +95,10 @@ func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []
 	if err != nil {
 		if ctx.Err() != nil {
 			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+		}
+		var de *daemonAbsent
+		if errors.As(err, &de) {
+			return 0, nil, de
 		}
 		return 0, nil, fmt.Errorf("daemon on %s: %w", sock, err)
 	}
@@ -117,6 +126,36 @@ func remoteFailure(what string, status int, b []byte) error {
 		return flagError(&nsjail.FieldError{Field: field, Msg: msg})
 	}
 	return re
+}
+
+// daemonAbsent is a socket that no daemon answers on: said as the Python
+// client says it, with what to do.
+type daemonAbsent struct{ msg string }
+
+func (e *daemonAbsent) Error() string { return e.msg }
+
+// dialError says why the connection to sock failed, and what to do.
+func dialError(sock string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOENT):
+		return &daemonAbsent{fmt.Sprintf("no agentjail daemon socket at %s: is `agentjail serve` running? Start it, or point --socket (or AGENTJAIL_SOCKET) at its socket", sock)}
+	case errors.Is(err, syscall.ECONNREFUSED) && !isSocket(sock):
+		return &daemonAbsent{fmt.Sprintf("%s is not a Unix socket: point --socket (or AGENTJAIL_SOCKET) at the agentjail daemon's socket", sock)}
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return &daemonAbsent{fmt.Sprintf("the agentjail daemon refused the connection at %s (a stale socket: the daemon is not running; start `agentjail serve`)", sock)}
+	case errors.Is(err, syscall.EACCES):
+		return &daemonAbsent{fmt.Sprintf("permission denied connecting to %s: this user may not use the daemon's socket (the configuration's socket.group and peers decide who may)", sock)}
+	case errors.Is(err, syscall.ENOTSOCK), errors.Is(err, syscall.ENOTDIR):
+		return &daemonAbsent{fmt.Sprintf("%s is not a Unix socket: point --socket (or AGENTJAIL_SOCKET) at the agentjail daemon's socket", sock)}
+	}
+	return err
+}
+
+// isSocket tells whether path is a socket (connect(2) refuses a file that
+// is none as it refuses a socket nobody listens on).
+func isSocket(path string) bool {
+	st, err := os.Stat(path)
+	return err != nil || st.Mode()&os.ModeSocket != 0
 }
 
 // trustedServer checks who listens on a Unix connection: root, or the

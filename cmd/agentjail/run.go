@@ -2,23 +2,25 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"agentjail/daemon"
 	"agentjail/daemon/harness"
 	"agentjail/nsjail"
-	"agentjail/seccomp"
 )
 
 // limitFlags are the limit flags of `agentjail run`: the rows of the
@@ -49,11 +51,6 @@ func parseLimit(l daemon.Limit, v string) (int64, error) {
 	return 0, fmt.Errorf("limit %s has no flag", l.Key)
 }
 
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
-
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
@@ -62,207 +59,261 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 // runArgs is a parsed `agentjail run` command line.
 type runArgs struct {
-	json   bool
-	socket string // "" runs the jail in this process
-	python string // local mode only
-	req    daemon.Request
-	job    *daemon.Job // the request validated as local mode would run it
+	json        bool
+	socket      string // "" runs the jail in this process
+	python      string // local mode only
+	config      string // local mode only: the configuration file ("" for the default one, when it exists)
+	collectDir  string // where the collected files are written; "" for nowhere
+	overwrite   bool   // --collect-dir may replace existing files
+	failOnTests bool   // a failed test makes the exit status 1
+	req         daemon.Request
+	job         *daemon.Job // the request validated as local mode would run it
+
+	// What the flags gave, read once every flag is known.
+	code       *string // -c
+	stdinPath  string
+	testsPath  string
+	files      []string // NAME=HOSTPATH
+	positional []string
 }
 
-func parseRun(args []string, stdin io.Reader, stderr io.Writer) (*runArgs, error) {
-	fs := flag.NewFlagSet("agentjail run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		ra        runArgs
-		code      string
-		stdinPath string
-		testsPath string
-		files     multiFlag
-		collect   multiFlag
-	)
-	fs.BoolVar(&ra.json, "json", false, "print exactly one JSON result object on stdout")
-	fs.StringVar(&ra.socket, "socket", os.Getenv("AGENTJAIL_SOCKET"), "send the request to the daemon on this socket (default $AGENTJAIL_SOCKET; empty: run the jail in this process, as root)")
-	fs.StringVar(&code, "c", "", "run CODE instead of a file")
-	fs.StringVar(&stdinPath, "stdin", "", "file whose bytes are the program's stdin (- for this process's stdin; default /dev/null)")
-	fs.StringVar(&ra.python, "python", "", "host path of the interpreter, under /usr (local mode; default "+nsjail.DefaultPython+")")
-	onForbidden := fs.String("on-forbidden-syscall", "", "errno: a forbidden system call fails with EPERM and is reported (default); kill: it ends the jail")
-	fs.Var(&files, "file", "NAME=HOSTPATH: copy a host file to /workspace/NAME before the program starts (repeatable)")
-	fs.Var(&collect, "collect", "GLOB: return the files of /workspace matching GLOB after the program ends (repeatable; see --json)")
-	fs.StringVar(&testsPath, "tests", "", "FILE.json: test cases ({\"function\": ..., \"cases\": [...]}, CONTRACT.md §3), judged outside the jail")
-	readLimits := addLimitFlags(fs, nil)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "usage: agentjail run [--socket PATH] [--json] [limits] [--stdin FILE] [--file NAME=HOSTPATH]...\n"+
-			"                     [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)\n\n")
-		fs.PrintDefaults()
-	}
-	// Flags may come before and after the program argument.
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
-			}
-			return nil, &usageError{err.Error()}
+// parseRun reads the command line (runflags.go) and makes the request.
+// help reports --help, which it printed on stdout.
+func parseRun(args []string, stdin io.Reader, stdout io.Writer) (ra *runArgs, help bool, err error) {
+	ra = &runArgs{socket: os.Getenv("AGENTJAIL_SOCKET")}
+	if help, err := parseFlags(runFlags(), args, ra); help || err != nil {
+		if help {
+			runHelp(stdout)
 		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		positional = append(positional, args[0])
-		args = args[1:]
+		return nil, help, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := ra.build(stdin); err != nil {
+		return nil, false, err
+	}
+	return ra, false, nil
+}
 
+// build makes the request from what the flags gave, and validates it.
+func (ra *runArgs) build(stdin io.Reader) error {
 	r := &ra.req
-	if *onForbidden != "" {
-		if _, err := seccomp.ParseMode(*onForbidden); err != nil {
-			return nil, usagef("--on-forbidden-syscall: %q: want errno or kill", *onForbidden)
-		}
-		r.OnForbiddenSyscall = *onForbidden
-	}
 	if ra.socket != "" && ra.python != "" {
-		return nil, usagef("--python: the daemon runs the interpreter of its configuration (jail.python), not the caller's")
+		return usagef("--python: the daemon runs the interpreter of its configuration (jail.python), not the caller's")
 	}
-	var err error
-	if r.Limits, err = readLimits(); err != nil {
-		return nil, err
+	if ra.socket != "" && ra.config != "" {
+		return usagef("--config: the daemon runs with its own configuration; --config is for runs without a daemon")
+	}
+	if ra.socket == "" && r.Start == string(nsjail.StartWarm) {
+		return usagef("--start warm: runs without a daemon are cold (a warm run is a fork of a daemon's zygote); give --socket, or leave --start out")
+	}
+	if ra.collectDir != "" && len(r.Collect) == 0 {
+		return usagef("--collect-dir: give --collect GLOB too: it names the files to write")
+	}
+	if ra.overwrite && ra.collectDir == "" {
+		return usagef("--overwrite: it replaces files that --collect-dir DIR writes; give --collect-dir")
 	}
 	var program string
-	switch {
-	case set["c"] && len(positional) > 0:
-		return nil, usagef("give either -c CODE or a program file, not both (got %q)", positional[0])
-	case set["c"]:
-		program = code
-	case len(positional) == 0:
-		return nil, usagef("no program: give FILE.py, -c CODE, or - to read it from stdin")
-	case len(positional) > 1:
-		return nil, usagef("one program only (got %s)", strings.Join(positional, " "))
-	case positional[0] == "-":
+	switch pos := ra.positional; {
+	case ra.code != nil && len(pos) > 0:
+		return usagef("give either -c CODE or a program file, not both (got %q)", pos[0])
+	case ra.code != nil:
+		program = *ra.code
+	case len(pos) == 0:
+		return usagef("no program: give FILE.py, -c CODE, or - to read it from stdin")
+	case len(pos) > 1:
+		return usagef("one program only (got %s)", strings.Join(pos, " "))
+	case pos[0] == "-":
 		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return nil, fmt.Errorf("read program from stdin: %w", err)
+			return fmt.Errorf("read program from stdin: %w", err)
 		}
 		program = string(b)
 	default:
-		b, err := os.ReadFile(positional[0])
+		b, err := os.ReadFile(pos[0])
 		if err != nil {
-			return nil, usagef("read program: %v", err)
+			return usagef("read program: %v", err)
 		}
 		program = string(b)
 	}
 	r.Code = &program
 	var in []byte
 	switch {
-	case stdinPath == "-" && len(positional) == 1 && positional[0] == "-":
-		return nil, usagef("--stdin -: stdin already holds the program")
-	case stdinPath == "-":
+	case ra.stdinPath == "-" && len(ra.positional) == 1 && ra.positional[0] == "-":
+		return usagef("--stdin -: stdin already holds the program")
+	case ra.stdinPath == "-":
 		b, err := io.ReadAll(stdin)
 		if err != nil {
-			return nil, fmt.Errorf("read --stdin: %w", err)
+			return fmt.Errorf("read --stdin: %w", err)
 		}
 		in = b
-	case stdinPath != "":
-		b, err := os.ReadFile(stdinPath)
+	case ra.stdinPath != "":
+		b, err := os.ReadFile(ra.stdinPath)
 		if err != nil {
-			return nil, usagef("--stdin: %v", err)
+			return usagef("--stdin: %v", err)
 		}
 		in = b
 	}
 	if in != nil {
 		if !utf8.Valid(in) {
-			return nil, usagef("--stdin: the program's stdin must be UTF-8 text (CONTRACT.md §3)")
+			return usagef("--stdin: the program's stdin must be UTF-8 text (CONTRACT.md §3)")
 		}
 		str := string(in)
 		r.Stdin = &str
 	}
-	if r.Files, err = hostFiles(files); err != nil {
-		return nil, err
-	}
-	r.Collect = collect
-	if testsPath != "" {
-		b, err := os.ReadFile(testsPath)
-		if err != nil {
-			return nil, usagef("--tests: %v", err)
+	for _, f := range ra.files {
+		name, host, ok := strings.Cut(f, "=")
+		if !ok || name == "" || host == "" {
+			return usagef("--file %q: want NAME=HOSTPATH", f)
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&r.Tests); err != nil {
-			return nil, usagef("--tests %s: %v", testsPath, err)
+		clean, err := nsjail.CleanRelPath(name)
+		if err != nil {
+			return usagef("--file %q: %v", f, err)
+		}
+		b, err := os.ReadFile(host)
+		if err != nil {
+			return usagef("--file %s: %v", name, err)
+		}
+		r.Files = append(r.Files, daemon.RequestFile{Path: clean, Content: base64.StdEncoding.EncodeToString(b), Encoding: "base64"})
+	}
+	if ra.testsPath != "" {
+		b, err := os.ReadFile(ra.testsPath)
+		if err != nil {
+			return usagef("--tests: %v", err)
+		}
+		// The daemon's own decoding and messages: the field's path, the
+		// name meant, where a syntax error is.
+		if r.Tests, err = daemon.DecodeTests(b); err != nil {
+			return usagef("--tests %s: %v", ra.testsPath, err)
 		}
 	}
 	// Validated here in both modes, so that a bad flag is a usage error
 	// before anything runs; the daemon checks its own maxima again.
-	job, err := r.Job(localPolicy(ra.python))
+	policy, err := ra.policy()
 	if err != nil {
-		return nil, flagError(err)
+		return err
+	}
+	job, err := r.Job(policy)
+	if err != nil {
+		return flagError(err)
 	}
 	ra.job = job
-	return &ra, nil
+	return nil
 }
 
-// localPolicy is what local mode applies: CONTRACT.md's defaults and no
-// maximum (the caller is root).
-func localPolicy(python string) daemon.Policy {
-	p := daemon.DefaultConfig().Policy()
-	p.Max = nil
-	if python != "" {
-		p.Environments[daemon.DefaultEnvironment].Python = python
+// policy is what the request is validated against here. Without a
+// daemon: the configuration's environments and defaults (--config, or
+// the default file when there is one, else the built-in ones), with no
+// maximum (the caller is root), the environment checked as the daemon
+// checks it at start-up. Through a daemon, whose environments are its
+// own: the built-in defaults, any environment name (the daemon says
+// which it has).
+func (ra *runArgs) policy() (daemon.Policy, error) {
+	if ra.socket != "" {
+		p := daemon.DefaultConfig().Policy()
+		p.Max = nil
+		if name := ra.req.Environment; name != "" {
+			p.Environments[name] = &daemon.Environment{Name: name}
+		}
+		return p, nil
 	}
-	return p
+	cfg, path, err := localConfig(ra.config)
+	if err != nil {
+		return daemon.Policy{}, err
+	}
+	p := cfg.Policy()
+	p.Max = nil
+	p.Start = nsjail.StartCold
+	name := ra.req.Environment
+	if name == "" {
+		name = daemon.DefaultEnvironment
+	}
+	e, ok := p.Environments[name]
+	if !ok {
+		return p, usagef("--environment: unknown environment %q; %s has: %s", name, cmp.Or(path, "the built-in configuration"), strings.Join(cfg.EnvironmentNames(), ", "))
+	}
+	if ra.python != "" {
+		e.Python = ra.python
+		return p, nil
+	}
+	if err := cfg.CheckEnvironment(name, path, ""); err != nil {
+		return p, fmt.Errorf("%s: %w", cmp.Or(path, "configuration"), err)
+	}
+	return p, nil
 }
 
-// flagError names the flag behind a field that failed validation.
+// localConfig is the configuration of a run without a daemon: the file
+// given, else the default file when it exists, else the defaults; and
+// its path ("" for the defaults).
+func localConfig(path string) (*daemon.Config, string, error) {
+	if path == "" {
+		if _, err := os.Stat(daemon.DefaultConfigPath); err != nil {
+			return daemon.DefaultConfig(), "", nil
+		}
+		path = daemon.DefaultConfigPath
+	}
+	cfg, err := daemon.LoadConfig(path)
+	if err != nil {
+		return nil, "", usagef("--config: %v", err)
+	}
+	return cfg, path, nil
+}
+
+// flagError names the flag behind a field that failed validation: the
+// flag whose field is the longest prefix of the error's.
 func flagError(err error) error {
 	var fe *nsjail.FieldError
 	if errors.As(err, &fe) {
-		for _, l := range limitFlags() {
-			if "limits."+l.Key == fe.Field {
-				return usagef("--%s: %s", l.Flag, fe.Msg)
+		var best *runFlag
+		for _, f := range runFlags() {
+			if f.field != "" && (fe.Field == f.field || strings.HasPrefix(fe.Field, f.field+".") || strings.HasPrefix(fe.Field, f.field+"[")) &&
+				(best == nil || len(f.field) > len(best.field)) {
+				best = &f
 			}
 		}
-		for prefix, flag := range map[string]string{"files": "--file", "collect": "--collect", "tests": "--tests"} {
-			if strings.HasPrefix(fe.Field, prefix) {
-				return usagef("%s: %s", flag, err)
-			}
+		switch {
+		case best != nil && strings.HasPrefix(best.field, "limits."):
+			return usagef("%s: %s", best.flagName(), fe.Msg)
+		case best != nil:
+			return usagef("%s: %s", best.flagName(), err)
 		}
 	}
 	return &usageError{err.Error()}
 }
 
-// parseRunOr is parseRun for the command name (run, session run); a
-// failure is answered, with the exit status code.
-func parseRunOr(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) (ra *runArgs, code int, ok bool) {
-	ra, err := parseRun(args, stdin, stderr)
+func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ra, help, err := parseRun(args, stdin, stdout)
 	var ue *usageError
 	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return nil, 0, false
+	case help:
+		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return nil, exitUsage, false
+		fmt.Fprintf(stderr, "agentjail run: %v\n", err)
+		return exitUsage
 	case err != nil:
-		return nil, setupFailed(ra, err, stdout, stderr), false
+		return setupFailed(ra, err, stdout, stderr)
 	}
-	return ra, 0, true
-}
-
-func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ra, code, ok := parseRunOr("agentjail run", args, stdin, stdout, stderr)
-	if !ok {
-		return code
-	}
-	var err error
-	var ue *usageError
 	// Ctrl-C or a TERM ends the jail as "cancelled". In local mode the
 	// result is still reported; through a daemon the request is dropped
 	// (the daemon cancels the jail when the connection closes) and the
 	// command exits 125 without a result.
-	ctx, stop := signalContext()
-	defer stop()
-	var res *daemon.Result
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		if _, ok := <-sigs; ok {
+			cancel(nsjail.KillCancelled)
+		}
+	}()
+	defer func() {
+		signal.Stop(sigs)
+		close(sigs)
+	}()
+	var (
+		res *daemon.Result
+		raw []byte // the daemon's answer, as it came
+	)
 	if ra.socket != "" {
-		res, err = remoteRun(ctx, ra.socket, &ra.req)
+		res, raw, err = remoteRun(ctx, ra.socket, &ra.req)
 	} else {
 		res, err = localRun(ctx, ra)
 	}
@@ -276,63 +327,82 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil { // the result stands; something was left behind
 		fmt.Fprintf(stderr, "agentjail: warning: %v\n", err)
 	}
+	var writes []collectWrite
+	if ra.collectDir != "" {
+		writes = writeCollected(ra.collectDir, res.Files, ra.overwrite)
+	}
 	if ra.json {
-		_ = res.WriteJSON(stdout)
-	} else {
-		_, _ = io.WriteString(stdout, res.Stdout)
-		_, _ = io.WriteString(stderr, res.Stderr)
-		printVerdicts(stderr, res)
-		fmt.Fprintln(stderr, summary(res))
-	}
-	return res.ExitCode
-}
-
-// signalContext is cancelled (cause nsjail.KillCancelled) by Ctrl-C,
-// SIGTERM or SIGHUP, until stop.
-func signalContext() (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	go func() {
-		if _, ok := <-sigs; ok {
-			cancel(nsjail.KillCancelled)
+		if raw != nil { // the object as the daemon sent it, fields this build does not know included
+			_, _ = stdout.Write(raw)
+			if !bytes.HasSuffix(raw, []byte("\n")) {
+				_, _ = io.WriteString(stdout, "\n")
+			}
+		} else {
+			_ = res.WriteJSON(stdout)
 		}
-	}()
-	return ctx, func() {
-		signal.Stop(sigs)
-		close(sigs)
-		cancel(nil)
-	}
-}
-
-// addLimitFlags adds to fs the flags of the limits whose keys keep
-// accepts (every limit with a flag when nil); read gives the request's
-// limits they set (nil: none).
-func addLimitFlags(fs *flag.FlagSet, keep func(key string) bool) (read func() (*daemon.RequestLimits, error)) {
-	vals := map[string]*string{}
-	for _, l := range limitFlags() {
-		if keep == nil || keep(l.Key) {
-			vals[l.Flag] = fs.String(l.Flag, "", l.Help)
-		}
-	}
-	return func() (*daemon.RequestLimits, error) {
-		var rl *daemon.RequestLimits
-		for _, l := range limitFlags() {
-			if v := vals[l.Flag]; v != nil && *v != "" {
-				if rl == nil {
-					rl = &daemon.RequestLimits{}
-				}
-				n, err := parseLimit(l, *v)
-				if err == nil {
-					err = l.Set(rl, n)
-				}
-				if err != nil {
-					return nil, usagef("--%s: %v", l.Flag, err)
-				}
+		for _, w := range writes {
+			if w.err != nil {
+				fmt.Fprintf(stderr, "agentjail: --collect-dir: not written: %v\n", w.err)
 			}
 		}
-		return rl, nil
+	} else {
+		// The exact bytes the program wrote, in both modes.
+		_, _ = io.WriteString(stdout, res.Stdout)
+		_, _ = io.WriteString(stderr, res.Stderr)
+		if needsNewline(stdout, stderr, res.Stdout, res.Stderr) {
+			_, _ = io.WriteString(stderr, "\n")
+		}
+		printVerdicts(stderr, res, writes)
+		fmt.Fprintln(stderr, summary(res))
 	}
+	return exitStatus(ra, res, writes)
+}
+
+// exitStatus is the command's exit status for a result (CONTRACT.md §1.1):
+// the program's own; when that is 0, 1 for a failed test under
+// --fail-on-test-failure, else 125 when a collected file could not be
+// written to --collect-dir.
+func exitStatus(ra *runArgs, res *daemon.Result, writes []collectWrite) int {
+	if res.ExitCode != 0 {
+		return res.ExitCode
+	}
+	if ra.failOnTests && res.Tests != nil && !res.Tests.AllPassed {
+		return 1
+	}
+	for _, w := range writes {
+		if w.err != nil {
+			return exitSetup
+		}
+	}
+	return 0
+}
+
+// needsNewline tells whether the program's output ends within a line, so
+// that agentjail's lines after it must start with a newline. What a
+// terminal shows last is the program's stderr, else its stdout when that
+// goes to the same place as stderr (or may: a writer that is no file).
+func needsNewline(stdout, stderr io.Writer, out, errText string) bool {
+	last := errText
+	if last == "" && sameFile(stdout, stderr) {
+		last = out
+	}
+	return last != "" && !strings.HasSuffix(last, "\n")
+}
+
+// sameFile tells whether a and b may write to the same file: true unless
+// both are files known to differ.
+func sameFile(a, b io.Writer) bool {
+	fa, ok1 := a.(*os.File)
+	fb, ok2 := b.(*os.File)
+	if !ok1 || !ok2 {
+		return true
+	}
+	sa, err1 := fa.Stat()
+	sb, err2 := fb.Stat()
+	if err1 != nil || err2 != nil {
+		return true
+	}
+	return os.SameFile(sa, sb)
 }
 
 func localRun(ctx context.Context, ra *runArgs) (*daemon.Result, error) {
@@ -354,24 +424,34 @@ func localRun(ctx context.Context, ra *runArgs) (*daemon.Result, error) {
 	return res, err
 }
 
-// printVerdicts shows test verdicts, collected files and feedback for
-// people (without --json).
-func printVerdicts(w io.Writer, r *daemon.Result) {
+// printVerdicts shows test verdicts, collected files (and where
+// --collect-dir wrote them) and feedback for people (without --json).
+func printVerdicts(w io.Writer, r *daemon.Result, writes []collectWrite) {
 	if r.Tests != nil {
 		for _, c := range r.Tests.Results {
 			mark := "PASS"
 			if !c.Passed {
 				mark = "FAIL"
 			}
-			fmt.Fprintf(w, "agentjail: %s %s: %s\n", mark, c.Name, c.Detail)
+			fmt.Fprintf(w, "agentjail: %s %s: %s\n", mark, shownText(c.Name), c.Detail)
 		}
 		fmt.Fprintf(w, "agentjail: tests %d/%d passed\n", r.Tests.Passed, r.Tests.Total)
 	}
-	for _, f := range r.Files {
-		if f.Error != "" {
-			fmt.Fprintf(w, "agentjail: not collected %s: %s\n", f.Path, f.Error)
-		} else {
-			fmt.Fprintf(w, "agentjail: collected %s (%s; --json returns the content)\n", f.Path, harness.Bytes(f.Size))
+	written := map[int]collectWrite{}
+	for _, cw := range writes {
+		written[cw.index] = cw
+	}
+	for i, f := range r.Files {
+		cw, wrote := written[i]
+		switch {
+		case f.Error != "":
+			fmt.Fprintf(w, "agentjail: not collected %s: %s\n", shownText(f.Path), f.Error)
+		case wrote && cw.err != nil:
+			fmt.Fprintf(w, "agentjail: collected %s (%s), not written: %v\n", shownText(f.Path), harness.Bytes(f.Size), cw.err)
+		case wrote:
+			fmt.Fprintf(w, "agentjail: collected %s (%s) → %s\n", shownText(f.Path), harness.Bytes(f.Size), shownText(cw.dest))
+		default:
+			fmt.Fprintf(w, "agentjail: collected %s (%s; --collect-dir DIR writes it, --json returns its content)\n", shownText(f.Path), harness.Bytes(f.Size))
 		}
 	}
 	if r.Status != string(nsjail.StatusOK) || r.Tests != nil && !r.Tests.AllPassed {
@@ -379,6 +459,15 @@ func printVerdicts(w io.Writer, r *daemon.Result) {
 			fmt.Fprintf(w, "agentjail: %s\n", s)
 		}
 	}
+}
+
+// shownText is a name the program chose, safe to print on a terminal: as
+// it is when it is UTF-8 without control characters, else quoted.
+func shownText(s string) string {
+	if utf8.ValidString(s) && strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // summary is the one line `agentjail run` prints on stderr after the

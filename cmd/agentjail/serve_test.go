@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -128,14 +129,15 @@ func jailGroups(t *testing.T) map[string][]string {
 	return groups
 }
 
-// startSleeper starts a run that sleeps, and returns once the jail's
+// startSleeper starts a cold run that sleeps (its pid 1 a child of the
+// daemon, which the tests look for), and returns once the jail's
 // python3 is running, with the channel its answer arrives on.
 func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 	t.Helper()
 	answer := make(chan *daemon.Result, 1)
 	go func() {
 		resp, err := d.client().Post("http://agentjail/v1/run", "application/json",
-			strings.NewReader(`{"code":"import time; print('S09 running', flush=True); time.sleep(3600)","limits":{"wall_time_ms":120000}}`))
+			strings.NewReader(`{"code":"import time; print('S09 running', flush=True); time.sleep(3600)","limits":{"wall_time_ms":120000},"start":"cold"}`))
 		if err != nil {
 			answer <- nil
 			return
@@ -176,7 +178,8 @@ func startSleeper(t *testing.T, d *daemonProc) (string, <-chan *daemon.Result) {
 func TestServeSIGTERM(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	d := startDaemon(t, dir, "[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\nshutdown_grace = \"300ms\"\n") // two jails prepared, whatever the CPUs
+	base := 3_000_000_000 + uint32(rand.IntN(1000))*100_000                                                                                                                                          // this test's own uids: see TestServeCrashRecovery
+	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\nshutdown_grace = \"300ms\"\n[jail]\nprepared_jails = 2\nuid_base = %d\nuid_count = 100000\n", base)) // two jails prepared, whatever the CPUs
 	id, answer := startSleeper(t, d)
 	kids := waitChildren(t, d.cmd.Process.Pid, 2) // the running jail and the other prepared one
 	t0 := time.Now()
@@ -199,6 +202,31 @@ func TestServeSIGTERM(t *testing.T) {
 	for _, pid := range kids {
 		assert.False(t, systest.Running(pid), "process %d of the daemon outlived its stop", pid)
 	}
+	assert.Empty(t, systest.ProcessesInRange(base, 100_000), "processes of the jails (the zygote, its runs ahead) outlived the stop")
+}
+
+// describeProcs says what each process is, for a failure's message.
+func describeProcs(pids []int) string {
+	var b strings.Builder
+	for _, p := range pids {
+		st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		var name, state, ppid, nspid string
+		for _, l := range strings.Split(string(st), "\n") {
+			k, v, _ := strings.Cut(l, ":\t")
+			switch k {
+			case "Name":
+				name = v
+			case "State":
+				state = v
+			case "PPid":
+				ppid = v
+			case "NSpid":
+				nspid = v
+			}
+		}
+		fmt.Fprintf(&b, "[%d %s %s ppid %s nspid %s] ", p, name, state, ppid, nspid)
+	}
+	return b.String()
 }
 
 // waitChildren waits until pid has at least n child processes, and
@@ -218,8 +246,14 @@ func waitChildren(t *testing.T, pid, n int) []int {
 func TestServeCrashRecovery(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	const cfg = "[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n" // two jails prepared, whatever the CPUs
+	// Two jails prepared, whatever the CPUs; warm runs forked ahead of
+	// requests, under a zygote. A uid range of this test's own: every
+	// process of the daemon's jails, zygotes and runs has one of them.
+	base := 3_000_000_000 + uint32(rand.IntN(1000))*100_000
+	cfg := fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n[jail]\nprepared_jails = 2\nuid_base = %d\nuid_count = 100000\n", base)
 	d := startDaemon(t, dir, cfg)
+	require.Eventually(t, func() bool { return len(systest.ProcessesInRange(base, 100_000)) >= 4 }, 10*time.Second, 10*time.Millisecond,
+		"the daemon's zygote and its runs ahead")
 	id, answer := startSleeper(t, d)
 	kids := waitChildren(t, d.cmd.Process.Pid, 2) // the running jail and the other prepared one
 	require.NoError(t, d.cmd.Process.Kill())
@@ -235,6 +269,8 @@ func TestServeCrashRecovery(t *testing.T) {
 		}
 		return true
 	}, time.Second, 10*time.Millisecond, "S09: prepared jails outlived the daemon by more than 1 s")
+	require.Eventually(t, func() bool { return len(systest.ProcessesInRange(base, 100_000)) == 0 }, time.Second, 10*time.Millisecond,
+		"S09: processes of the jails (the zygote, its runs ahead) outlived the daemon by more than 1 s: %v", describeProcs(systest.ProcessesInRange(base, 100_000)))
 	require.Contains(t, jailGroups(t), id, "the crash left the jail's cgroup (what the restart must clean)")
 
 	d2 := startDaemon(t, dir, cfg) // the stale socket file is replaced

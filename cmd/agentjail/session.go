@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,7 +33,7 @@ const sessionUsage = `usage:
   agentjail session list  [--socket PATH] [--json]
 `
 
-// The limits a session has, and those each call has (the rest of run's).
+// The limits a session has, and those each call has.
 var (
 	sessionLimitKeys = []string{"memory_bytes", "pids", "tmp_bytes", "cpu_time_ms", "open_files", "file_size_bytes"}
 	callLimitKeys    = []string{"wall_time_ms", "cpu_time_ms", "output_bytes"}
@@ -60,64 +59,83 @@ func cmdSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cmd(args[1:], stdin, stdout, stderr)
 }
 
-// sessionFlags are the flags every session command has.
-type sessionFlags struct {
-	fs     *flag.FlagSet
-	socket string
-	json   bool
+// sessionCmd is one session command's parsed command line: run's flags
+// (runFlags, parseFlags) of the names it takes.
+type sessionCmd struct {
+	name string // "agentjail session run"
+	ra   *runArgs
 }
 
-func newSessionFlags(name string, stderr io.Writer, withJSON bool) *sessionFlags {
-	sf := &sessionFlags{fs: flag.NewFlagSet("agentjail session "+name, flag.ContinueOnError)}
-	sf.fs.SetOutput(stderr)
-	sf.fs.StringVar(&sf.socket, "socket", os.Getenv("AGENTJAIL_SOCKET"), "the daemon's socket (default $AGENTJAIL_SOCKET)")
-	if withJSON {
-		sf.fs.BoolVar(&sf.json, "json", false, "print the daemon's answer: exactly one JSON object on stdout")
-	}
-	sf.fs.Usage = func() { fmt.Fprint(stderr, sessionUsage+"\n"); sf.fs.PrintDefaults() }
-	return sf
-}
-
-// parse parses args, flags before or after the positional ones, of which
-// there must be want; a usage problem is answered (exit 2) and ok false.
-func (sf *sessionFlags) parse(args []string, want int, stderr io.Writer) (pos []string, code int, ok bool) {
-	for {
-		if err := sf.fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, 0, false
-			}
-			return nil, exitUsage, false
+// parseSession parses args with run's rows of these names, and every limit
+// row when limits (a limit the command does not take is refused by the
+// caller, saying where it belongs), and own rows. A usage problem or
+// --help is answered: code, ok false. The socket is required: sessions
+// live in the daemon.
+func parseSession(sub string, args []string, names []string, limits bool, stdout, stderr io.Writer, own ...runFlag) (sc *sessionCmd, code int, ok bool) {
+	sc = &sessionCmd{name: "agentjail session " + sub, ra: &runArgs{socket: os.Getenv("AGENTJAIL_SOCKET")}}
+	var table []runFlag
+	for _, f := range runFlags() {
+		if slices.Contains(names, f.name) || limits && f.group == "limits" {
+			table = append(table, f)
 		}
-		if args = sf.fs.Args(); len(args) == 0 {
-			break
-		}
-		pos, args = append(pos, args[0]), args[1:]
 	}
+	help, err := parseFlags(append(table, own...), args, sc.ra)
 	switch {
-	case len(pos) != want:
-		fmt.Fprintf(stderr, "%s: want %d argument(s) (%s), got %d\n", sf.fs.Name(), want, map[int]string{0: "none", 1: "the session's ID"}[want], len(pos))
+	case help:
+		fmt.Fprint(stdout, sessionUsage)
+		return nil, 0, false
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %s\n", sc.name, strings.ReplaceAll(err.Error(), "agentjail run --help", "agentjail session help"))
 		return nil, exitUsage, false
-	case sf.socket == "":
-		fmt.Fprintf(stderr, "%s: sessions live in the daemon: give --socket PATH or set AGENTJAIL_SOCKET\n", sf.fs.Name())
+	case sc.ra.socket == "":
+		fmt.Fprintf(stderr, "%s: sessions live in the daemon: give --socket PATH or set AGENTJAIL_SOCKET\n", sc.name)
 		return nil, exitUsage, false
 	}
-	return pos, 0, true
+	return sc, 0, true
+}
+
+// usage reports a usage problem: exit 2.
+func (sc *sessionCmd) usage(stderr io.Writer, err error) int {
+	fmt.Fprintf(stderr, "%s: %v\n", sc.name, err)
+	return exitUsage
+}
+
+// ids checks that exactly want positional arguments came (the session's
+// id, when 1).
+func (sc *sessionCmd) ids(want int, stderr io.Writer) (int, bool) {
+	if n := len(sc.ra.positional); n != want {
+		return sc.usage(stderr, usagef("want %d argument(s) (%s), got %d", want, map[int]string{0: "none", 1: "the session's ID"}[want], n)), false
+	}
+	return 0, true
+}
+
+// limitsOnly refuses a limit the command does not take (keys are those it
+// takes), saying where it belongs.
+func (sc *sessionCmd) limitsOnly(keys []string, elsewhere string) error {
+	b, _ := json.Marshal(sc.ra.req.Limits) // the keys of the limits set (omitempty)
+	var set map[string]json.RawMessage
+	_ = json.Unmarshal(b, &set)
+	for _, l := range limitFlags() {
+		if _, ok := set[l.Key]; ok && !slices.Contains(keys, l.Key) {
+			return usagef("--%s: %s", l.Flag, elsewhere)
+		}
+	}
+	return nil
 }
 
 // call sends one request to the daemon. A refusal is reported (exit 125,
 // or 2 for an invalid field named by its flag), ok false.
-func (sf *sessionFlags) call(ctx context.Context, method, path string, body any, want int, stdout, stderr io.Writer) (b []byte, code int, ok bool) {
-	status, b, err := remoteDo(ctx, sf.socket, method, path, body)
+func (sc *sessionCmd) call(ctx context.Context, method, path string, body any, want int, stdout, stderr io.Writer) (b []byte, code int, ok bool) {
+	status, b, err := remoteDo(ctx, sc.ra.socket, method, path, body)
 	if err == nil && status != want {
 		err = remoteFailure("session request", status, b)
 	}
 	var ue *usageError
 	switch {
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %v\n", sf.fs.Name(), err)
-		return nil, exitUsage, false
+		return nil, sc.usage(stderr, err), false
 	case err != nil:
-		return nil, setupFailed(&runArgs{json: sf.json}, err, stdout, stderr), false
+		return nil, setupFailed(sc.ra, err, stdout, stderr), false
 	}
 	return b, 0, true
 }
@@ -131,182 +149,163 @@ func show(w io.Writer, b []byte) {
 }
 
 func sessionStart(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	sf := newSessionFlags("start", stderr, true)
-	var req daemon.SessionRequest
-	var files, env multiFlag
 	var idle string
-	sf.fs.StringVar(&req.Environment, "environment", "", "the daemon's environment to run in (default: default)")
-	sf.fs.StringVar(&req.Start, "start", "", "warm or cold (default: the daemon's jail.start)")
-	sf.fs.StringVar(&idle, "idle-timeout", "", "end the session after this long without a call (e.g. 10m; default: the daemon's sessions.idle_timeout)")
-	sf.fs.Var(&files, "file", "NAME=HOSTPATH: copy a host file to /workspace/NAME at the start (repeatable)")
-	sf.fs.Var(&env, "env", "NAME=VALUE: an environment variable of the session (repeatable)")
-	readLimits := addLimitFlags(sf.fs, func(key string) bool { return slices.Contains(sessionLimitKeys, key) })
-	if _, code, ok := sf.parse(args, 0, stderr); !ok {
-		return code
-	}
-	var err error
-	if req.Limits, err = readLimits(); err == nil {
-		req.Files, err = hostFiles(files)
-	}
-	if err == nil && idle != "" {
-		var d time.Duration
-		if d, err = parseDuration(idle); err == nil {
-			ms := d.Milliseconds()
-			req.IdleTimeoutMs = &ms
-		} else {
-			err = usagef("--idle-timeout: %v", err)
-		}
-	}
-	for _, kv := range env {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok || name == "" {
-			err = usagef("--env %q: want NAME=VALUE", kv)
-			break
-		}
-		if req.Env == nil {
-			req.Env = map[string]string{}
-		}
-		req.Env[name] = value
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", sf.fs.Name(), err)
-		return exitUsage
-	}
-	b, code, ok := sf.call(context.Background(), http.MethodPost, "/v1/sessions", &req, http.StatusCreated, stdout, stderr)
+	sc, code, ok := parseSession("start", args, []string{"file", "env", "environment", "start", "json", "socket"}, true, stdout, stderr,
+		runFlag{name: "idle-timeout", arg: "DURATION", set: func(_ *runArgs, v string) error { idle = v; return nil }})
 	if !ok {
 		return code
 	}
-	if sf.json {
+	if code, ok := sc.ids(0, stderr); !ok {
+		return code
+	}
+	if err := sc.limitsOnly(sessionLimitKeys, "a limit of each call: give it to agentjail session run"); err != nil {
+		return sc.usage(stderr, err)
+	}
+	// The files, variables, environment and limits, read and checked as
+	// run reads and checks them (of a program that does nothing).
+	ra := sc.ra
+	nothing := "pass"
+	ra.code = &nothing
+	if err := ra.build(strings.NewReader("")); err != nil {
+		return sc.usage(stderr, err)
+	}
+	r := &ra.req
+	req := daemon.SessionRequest{Environment: r.Environment, Limits: r.Limits, Env: r.Env, Files: r.Files, Start: r.Start}
+	if idle != "" {
+		d, err := parseDuration(idle)
+		if err != nil {
+			return sc.usage(stderr, usagef("--idle-timeout: %v", err))
+		}
+		ms := d.Milliseconds()
+		req.IdleTimeoutMs = &ms
+	}
+	b, code, ok := sc.call(context.Background(), http.MethodPost, "/v1/sessions", &req, http.StatusCreated, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if ra.json {
 		show(stdout, b)
 		return 0
 	}
-	var sc daemon.SessionCreated
-	if err := json.Unmarshal(b, &sc); err != nil {
-		return setupFailed(nil, fmt.Errorf("daemon on %s: bad answer: %w", sf.socket, err), stdout, stderr)
+	var c daemon.SessionCreated
+	if err := json.Unmarshal(b, &c); err != nil {
+		return setupFailed(ra, fmt.Errorf("daemon on %s: bad answer: %w", ra.socket, err), stdout, stderr)
 	}
-	fmt.Fprintln(stdout, sc.ID)
-	fmt.Fprintf(stderr, "agentjail: session %s · %s (%s) · memory %s · idle timeout %s · expires %s\n", sc.ID, sc.Environment, sc.Start,
-		harness.Bytes(sc.Limits.MemoryBytes), time.Duration(sc.IdleTimeoutMs)*time.Millisecond, sc.ExpiresAt)
+	fmt.Fprintln(stdout, c.ID)
+	fmt.Fprintf(stderr, "agentjail: session %s · %s (%s) · memory %s · idle timeout %s · expires %s\n", c.ID, c.Environment, c.Start,
+		harness.Bytes(c.Limits.MemoryBytes), time.Duration(c.IdleTimeoutMs)*time.Millisecond, c.ExpiresAt)
 	return 0
 }
 
 // callAnswer is the daemon's answer to a call.
 type callAnswer struct {
-	daemon.Result
+	*daemon.Result
 	Value   *string             `json:"value"`
 	Session daemon.SessionState `json:"session"`
 }
 
 func sessionRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprintf(stderr, "agentjail session run: the session's ID comes first\n%s", sessionUsage)
-		return exitUsage
-	}
-	id := args[0]
-	// The call's flags are run's: parsed as run parses them (the same
-	// program, stdin, files, collect and tests), then what a call does
-	// not take is refused.
-	ra, code, ok := parseRunOr("agentjail session run", args[1:], stdin, stdout, stderr)
+	// The call's flags are run's, read and checked as run reads them.
+	sc, code, ok := parseSession("run", args, []string{"c", "stdin", "file", "collect", "tests", "json", "socket"}, true, stdout, stderr)
 	if !ok {
 		return code
+	}
+	ra := sc.ra
+	if len(ra.positional) == 0 {
+		return sc.usage(stderr, usagef("the session's ID comes first"))
+	}
+	id := ra.positional[0]
+	ra.positional = ra.positional[1:]
+	if err := sc.limitsOnly(callLimitKeys, "a limit of the whole session: give it to agentjail session start"); err != nil {
+		return sc.usage(stderr, err)
+	}
+	if err := ra.build(stdin); err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return sc.usage(stderr, err)
+		}
+		return setupFailed(ra, err, stdout, stderr)
 	}
 	r := &ra.req
-	req := daemon.CallRequest{Code: r.Code, Stdin: r.Stdin, Files: r.Files, Collect: r.Collect, Tests: r.Tests}
-	if err := callLimits(r, &req); err != nil {
-		fmt.Fprintf(stderr, "agentjail session run: %v\n", err)
-		return exitUsage
-	}
-	if ra.socket == "" {
-		fmt.Fprintf(stderr, "agentjail session run: sessions live in the daemon: give --socket PATH or set AGENTJAIL_SOCKET\n")
-		return exitUsage
-	}
-	sf := &sessionFlags{fs: flag.NewFlagSet("agentjail session run", flag.ContinueOnError), socket: ra.socket, json: ra.json}
-	// Ctrl-C closes the connection: the daemon interrupts the call (the
-	// session lives on), and no result comes.
-	ctx, stop := signalContext()
-	defer stop()
-	b, code, ok := sf.call(ctx, http.MethodPost, "/v1/sessions/"+id+"/run", &req, http.StatusOK, stdout, stderr)
+	req := daemon.CallRequest{Code: r.Code, Stdin: r.Stdin, Files: r.Files, Collect: r.Collect, Tests: r.Tests, Limits: r.Limits}
+	// Ctrl-C ends this command, and with it the connection: the daemon
+	// interrupts the call, and the session lives on.
+	b, code, ok := sc.call(context.Background(), http.MethodPost, "/v1/sessions/"+id+"/run", &req, http.StatusOK, stdout, stderr)
 	if !ok {
 		return code
 	}
+	res, err := daemon.DecodeResult(b) // the exact bytes of its output and file names, as run's
 	var a callAnswer
-	if err := json.Unmarshal(b, &a); err != nil {
+	if err == nil {
+		err = json.Unmarshal(b, &a)
+	}
+	if err != nil {
 		return setupFailed(ra, fmt.Errorf("daemon on %s: bad result: %w", ra.socket, err), stdout, stderr)
 	}
 	if ra.json {
 		show(stdout, b)
-		return a.ExitCode
+		return res.ExitCode
 	}
-	_, _ = io.WriteString(stdout, a.Stdout)
-	_, _ = io.WriteString(stderr, a.Stderr)
+	_, _ = io.WriteString(stdout, res.Stdout)
+	_, _ = io.WriteString(stderr, res.Stderr)
 	if a.Value != nil {
 		fmt.Fprintln(stdout, *a.Value)
 	}
-	printVerdicts(stderr, &a.Result)
+	if needsNewline(stdout, stderr, "", res.Stderr) {
+		_, _ = io.WriteString(stderr, "\n")
+	}
+	printVerdicts(stderr, res, nil)
 	state := fmt.Sprintf("call %d, alive", a.Session.Calls)
 	if !a.Session.Alive {
 		state = "ended (" + a.Session.EndedReason + ")"
 	}
-	fmt.Fprintf(stderr, "%s · session %s\n", summary(&a.Result), state)
-	return a.ExitCode
-}
-
-// callLimits keeps the limits of run's flags that a call has; another
-// is a usage error that says where it belongs.
-func callLimits(r *daemon.Request, req *daemon.CallRequest) error {
-	if r.OnForbiddenSyscall != "" {
-		return usagef("--on-forbidden-syscall: a session's is the daemon's (jail.on_forbidden_syscall)")
-	}
-	b, _ := json.Marshal(r.Limits) // the keys of the limits set (omitempty)
-	var set map[string]json.RawMessage
-	_ = json.Unmarshal(b, &set)
-	for _, l := range limitFlags() {
-		if _, ok := set[l.Key]; ok && !slices.Contains(callLimitKeys, l.Key) {
-			return usagef("--%s: a limit of the whole session: give it to agentjail session start", l.Flag)
-		}
-	}
-	req.Limits = r.Limits
-	return nil
+	fmt.Fprintf(stderr, "%s · session %s\n", summary(res), state)
+	return res.ExitCode
 }
 
 func sessionShow(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	sf := newSessionFlags("show", stderr, true)
-	pos, code, ok := sf.parse(args, 1, stderr)
+	sc, code, ok := parseSession("show", args, []string{"json", "socket"}, false, stdout, stderr)
 	if !ok {
 		return code
 	}
-	b, code, ok := sf.call(context.Background(), http.MethodGet, "/v1/sessions/"+pos[0], nil, http.StatusOK, stdout, stderr)
+	if code, ok := sc.ids(1, stderr); !ok {
+		return code
+	}
+	b, code, ok := sc.call(context.Background(), http.MethodGet, "/v1/sessions/"+sc.ra.positional[0], nil, http.StatusOK, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if sf.json {
+	if sc.ra.json {
 		show(stdout, b)
 		return 0
 	}
 	var info daemon.SessionInfo
 	if err := json.Unmarshal(b, &info); err != nil {
-		return setupFailed(nil, fmt.Errorf("daemon on %s: bad answer: %w", sf.socket, err), stdout, stderr)
+		return setupFailed(sc.ra, fmt.Errorf("daemon on %s: bad answer: %w", sc.ra.socket, err), stdout, stderr)
 	}
 	fmt.Fprintln(stdout, sessionLine(&info))
 	return 0
 }
 
 func sessionList(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	sf := newSessionFlags("list", stderr, true)
-	if _, code, ok := sf.parse(args, 0, stderr); !ok {
-		return code
-	}
-	b, code, ok := sf.call(context.Background(), http.MethodGet, "/v1/sessions", nil, http.StatusOK, stdout, stderr)
+	sc, code, ok := parseSession("list", args, []string{"json", "socket"}, false, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if sf.json {
+	if code, ok := sc.ids(0, stderr); !ok {
+		return code
+	}
+	b, code, ok := sc.call(context.Background(), http.MethodGet, "/v1/sessions", nil, http.StatusOK, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if sc.ra.json {
 		show(stdout, b)
 		return 0
 	}
 	var list struct{ Sessions []daemon.SessionInfo }
 	if err := json.Unmarshal(b, &list); err != nil {
-		return setupFailed(nil, fmt.Errorf("daemon on %s: bad answer: %w", sf.socket, err), stdout, stderr)
+		return setupFailed(sc.ra, fmt.Errorf("daemon on %s: bad answer: %w", sc.ra.socket, err), stdout, stderr)
 	}
 	for i := range list.Sessions {
 		fmt.Fprintln(stdout, sessionLine(&list.Sessions[i]))
@@ -337,12 +336,14 @@ func sessionLine(s *daemon.SessionInfo) string {
 }
 
 func sessionEnd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	sf := newSessionFlags("end", stderr, false)
-	pos, code, ok := sf.parse(args, 1, stderr)
+	sc, code, ok := parseSession("end", args, []string{"socket"}, false, stdout, stderr)
 	if !ok {
 		return code
 	}
-	status, b, err := remoteDo(context.Background(), sf.socket, http.MethodDelete, "/v1/sessions/"+pos[0], nil)
+	if code, ok := sc.ids(1, stderr); !ok {
+		return code
+	}
+	status, b, err := remoteDo(context.Background(), sc.ra.socket, http.MethodDelete, "/v1/sessions/"+sc.ra.positional[0], nil)
 	if err == nil && status == http.StatusGone { // ended already: what end asks for
 		var re *remoteError
 		if errors.As(remoteFailure("session request", status, b), &re) {
@@ -354,7 +355,7 @@ func sessionEnd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		err = remoteFailure("session request", status, b)
 	}
 	if err != nil {
-		return setupFailed(nil, err, stdout, stderr)
+		return setupFailed(sc.ra, err, stdout, stderr)
 	}
 	return 0
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -15,15 +16,30 @@ import (
 	"agentjail/seccomp"
 )
 
+// Installed is what an environment has, for the feedback about an import
+// that failed: its name, and the top-level modules it has beyond the
+// standard library. nil: not known (the hint then says less).
+type Installed struct {
+	Environment string
+	Packages    []string
+}
+
 // ProgramFeedback gives the sentences of CONTRACT.md §3 for the uncaught
 // exception (its type, line and a hint) and for the failed tests: how many
 // failed, up to five of them with their call and what differed, and why the
 // cases that did not run did not. The expected values they quote are the
 // caller's own. Empty when there is no exception and every test passed.
-func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests) []string {
+// env tells a failed import what the environment has.
+func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests, env *Installed) []string {
 	fb := []string{}
+	said := map[string]bool{} // the situation hints given so far: each once
 	if exc != nil {
-		fb = append(fb, exceptionSentence(exc))
+		s := exceptionSentence(exc, env)
+		if h := situationHint(exc.Type + ": " + exc.Message); h != "" {
+			s += " " + h
+			said[h] = true
+		}
+		fb = append(fb, s)
 	}
 	if tr == nil || tr.Failed == 0 {
 		return fb
@@ -49,7 +65,12 @@ func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests) []string {
 		if t != nil && i < len(t.Cases) {
 			call = " (" + pyCall(t.Function, &t.Cases[i]) + ")"
 		}
-		listed = append(listed, sentence(fmt.Sprintf("Test '%s'%s failed: %s", r.Name, call, strings.TrimPrefix(r.Detail, "failed: "))))
+		s := sentence(fmt.Sprintf("Test '%s'%s failed: %s", r.Name, call, strings.TrimPrefix(r.Detail, "failed: ")))
+		if h := situationHint(r.Detail); h != "" && !said[h] {
+			s += " " + h
+			said[h] = true
+		}
+		listed = append(listed, s)
 	}
 	if notRun == tr.Total {
 		return append(fb, sentence(fmt.Sprintf("None of the %d tests ran: %s", tr.Total, notRunWhy))+notRunHint(notRunWhy))
@@ -172,7 +193,7 @@ func writePy(b *strings.Builder, v any) {
 
 // exceptionSentence names the exception, its line and its message, and
 // adds a hint for the common ones.
-func exceptionSentence(e *Exception) string {
+func exceptionSentence(e *Exception, env *Installed) string {
 	bare := e.Type[strings.LastIndexByte(e.Type, '.')+1:]
 	msg := ""
 	if e.Message != "" {
@@ -186,11 +207,98 @@ func exceptionSentence(e *Exception) string {
 		s = fmt.Sprintf("The program raised %s%s%s", e.Type, atLine(e.Line), msg)
 	}
 	s = sentence(s)
-	if h := exceptionHints[bare]; h != "" {
+	h := exceptionHints[bare]
+	if bare == "ModuleNotFoundError" || bare == "ImportError" {
+		h = importHint(bare, e.Message, env)
+	}
+	if h != "" {
 		s += " " + h
 	}
 	return s
 }
+
+var (
+	noModule   = regexp.MustCompile(`^No module named '([^']+)'`)
+	cannotName = regexp.MustCompile(`^cannot import name '([^']+)' from '([^']+)'`)
+)
+
+// maxListedPackages bounds the packages a hint names.
+const maxListedPackages = 20
+
+// importHint says what is true of a failed import: the module is not
+// installed in this environment (and what is), a shared library it needs
+// did not load, a library could not start its threads, or the name
+// imported does not exist in a module that is installed. Never "standard
+// library only" unless the environment has nothing else.
+func importHint(typ, msg string, env *Installed) string {
+	where := "the sandbox's environment"
+	if env != nil && env.Environment != "" {
+		where = fmt.Sprintf("environment '%s'", env.Environment)
+	}
+	switch {
+	case strings.Contains(msg, "cannot open shared object file") || strings.Contains(msg, "undefined symbol") ||
+		strings.Contains(msg, ".so:") || strings.Contains(msg, "DLL load failed"):
+		return fmt.Sprintf("The module is installed in %s, but a shared library it needs did not load (the message names it): that is the environment's fault, not the program's; tell its operator.", where)
+	case strings.Contains(msg, "pthread_create") || strings.Contains(msg, "Resource temporarily unavailable") || strings.Contains(msg, "can't start new thread"):
+		return "A library could not start its threads: the jail's process and thread limit (limits.pids, --pids) was reached; ask for more, or set OPENBLAS_NUM_THREADS=1 (and OMP_NUM_THREADS=1) in env."
+	}
+	if m := cannotName.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("'%s' is installed, but has no '%s': check the name and that it exists in this version of '%s'.", m[2], m[1], m[2])
+	}
+	m := noModule.FindStringSubmatch(msg)
+	if m == nil {
+		if typ == "ModuleNotFoundError" {
+			return fmt.Sprintf("The module is not installed in %s: check the name imported.", where)
+		}
+		return "Check the name imported."
+	}
+	top, _, isSub := strings.Cut(m[1], ".")
+	switch {
+	case env == nil:
+		return fmt.Sprintf("'%s' is not installed in %s: check the name, or do without it.", m[1], where)
+	case isSub && slices.Contains(env.Packages, top):
+		return fmt.Sprintf("'%s' is installed in %s, but has no submodule '%s': check the name imported.", top, where, m[1])
+	case len(env.Packages) == 0:
+		return fmt.Sprintf("Only the Python standard library is installed in %s: do without third-party packages such as '%s'.", where, top)
+	}
+	list := env.Packages
+	more := ""
+	if len(list) > maxListedPackages {
+		list, more = list[:maxListedPackages], fmt.Sprintf(" and %d more", len(env.Packages)-maxListedPackages)
+	}
+	return fmt.Sprintf("'%s' is not installed in %s, which has the standard library and %s%s: use one of those (or another environment, if the sandbox has one with it).", top, where, strings.Join(list, ", "), more)
+}
+
+// The hints of situationHint.
+const (
+	// A full /workspace: ENOSPC, which Python raises as OSError.
+	hintNoSpace = "/workspace, /tmp and /dev/shm share one file system of the jail's tmp_bytes limit (--tmp-size on the command line) and at most 4096 files: write less, delete what is no longer needed, or ask for a larger tmp_bytes."
+	// A file past RLIMIT_FSIZE: python3 ignores SIGXFSZ and gets EFBIG.
+	hintFileTooLarge = "A file may not grow past the jail's file_size_bytes limit (--file-size on the command line): write less, or ask for a larger file_size_bytes."
+	// A name not defined: often a variable of an earlier run.
+	hintNoSharedState = "Runs share no state: a name defined by an earlier run is not defined in this one. To keep state between runs, use a session (POST /v1/sessions, agentjail session, client.session() in Python)."
+)
+
+// situationHint is a hint about the sandbox for an exception that its
+// text ("Type: message", or a test's detail that quotes it) shows to come
+// from one: a limit of the jail that the program ran into, or a name that
+// an earlier run defined. "" for any other.
+func situationHint(text string) string {
+	switch {
+	case strings.Contains(text, "[Errno 28]") || strings.Contains(text, "No space left on device"):
+		return hintNoSpace
+	case strings.Contains(text, "[Errno 27]") || strings.Contains(text, "File too large"):
+		return hintFileTooLarge
+	case notDefined.MatchString(text):
+		return hintNoSharedState
+	}
+	return ""
+}
+
+// notDefined is the text of a NameError whose name the program never
+// defined: "name 'x' is not defined" (not a free variable without a
+// value, which the program defines).
+var notDefined = regexp.MustCompile(`NameError: name '[^']*' is not defined`)
 
 var exceptionHints = map[string]string{
 	"SyntaxError":            "Fix the syntax at that line; an unclosed bracket or quote on an earlier line can also cause it.",

@@ -15,23 +15,23 @@ import (
 )
 
 func TestProgramFeedback(t *testing.T) {
-	if fb := ProgramFeedback(nil, nil, nil); fb == nil || len(fb) != 0 {
+	if fb := ProgramFeedback(nil, nil, nil, nil); fb == nil || len(fb) != 0 {
 		t.Errorf("%#v", fb)
 	}
-	fb := ProgramFeedback(&Exception{Type: "ZeroDivisionError", Message: "division by zero", Line: 3}, nil, nil)
+	fb := ProgramFeedback(&Exception{Type: "ZeroDivisionError", Message: "division by zero", Line: 3}, nil, nil, nil)
 	if len(fb) != 1 || fb[0] != "The program raised ZeroDivisionError at line 3: division by zero. A division or modulo by zero: guard against a zero divisor." {
 		t.Errorf("%q", fb)
 	}
-	fb = ProgramFeedback(&Exception{Type: "ModuleNotFoundError", Message: "No module named 'numpy'", Line: 1}, nil, nil)
-	if !strings.Contains(fb[0], "only the Python standard library") && !strings.Contains(fb[0], "Only the Python standard library") {
+	fb = ProgramFeedback(&Exception{Type: "ModuleNotFoundError", Message: "No module named 'numpy'", Line: 1}, nil, nil, nil)
+	if !strings.Contains(fb[0], "'numpy' is not installed in the sandbox's environment") {
 		t.Errorf("%q", fb)
 	}
-	fb = ProgramFeedback(&Exception{Type: "SyntaxError", Message: "'(' was never closed", Line: 2}, nil, nil)
+	fb = ProgramFeedback(&Exception{Type: "SyntaxError", Message: "'(' was never closed", Line: 2}, nil, nil, nil)
 	if !strings.HasPrefix(fb[0], "The code does not compile: SyntaxError at line 2: '(' was never closed. Fix the syntax") {
 		t.Errorf("%q", fb)
 	}
 	for _, name := range []string{"NameError", "TypeError", "IndexError", "KeyError", "AttributeError", "RecursionError", "ValueError", "IndentationError", "json.decoder.JSONDecodeError"} {
-		if s := exceptionSentence(&Exception{Type: name}); !strings.HasPrefix(s, "The ") || len(strings.Split(s, ". ")) < 2 {
+		if s := exceptionSentence(&Exception{Type: name}, nil); !strings.HasPrefix(s, "The ") || len(strings.Split(s, ". ")) < 2 {
 			t.Errorf("no hint for %s: %q", name, s)
 		}
 	}
@@ -48,7 +48,7 @@ func TestProgramFeedback(t *testing.T) {
 		}
 	}
 	tr := ParseReport(report(lines...), false, tests).Verdicts(tests, &nsjail.Result{Status: nsjail.StatusKilled, KillReason: nsjail.KillCPUTimeout})
-	fb = ProgramFeedback(nil, tr, tests)
+	fb = ProgramFeedback(nil, tr, tests, nil)
 	want := []string{
 		"1000 of 1000 tests failed.",
 		`Test 'case 1' (add(0, None, [True, {"k": "v"}], z=False)) failed: expected 1, got 0.`,
@@ -61,19 +61,19 @@ func TestProgramFeedback(t *testing.T) {
 
 	// None ran: one sentence, with a hint.
 	tr = ParseReport(nil, false, tests).Verdicts(tests, exited0)
-	fb = ProgramFeedback(nil, tr, tests)
+	fb = ProgramFeedback(nil, tr, tests, nil)
 	if len(fb) != 1 || !strings.HasPrefix(fb[0], "None of the 1000 tests ran: the program exited with code 0 before the tests ran. The tests call the function after") {
 		t.Errorf("%q", fb)
 	}
 	tr = ParseReport(report(`{"t":"tests","n":1000,"function":"missing"}`), false, tests).Verdicts(tests, exited0)
-	if fb = ProgramFeedback(nil, tr, tests); len(fb) != 1 || !strings.Contains(fb[0], "defines no function named 'add'. Define it at the top level") {
+	if fb = ProgramFeedback(nil, tr, tests, nil); len(fb) != 1 || !strings.Contains(fb[0], "defines no function named 'add'. Define it at the top level") {
 		t.Errorf("%q", fb)
 	}
 
 	// Every test passed: nothing to say.
 	one := oneCase(TestCase{Expected: json.RawMessage(`1`)})
 	tr = ParseReport(report(fmt.Sprintf(started, 1), `{"t":"case","i":0,"ms":0,"type":"int","value":1}`), false, one).Verdicts(one, exited0)
-	if fb = ProgramFeedback(nil, tr, one); len(fb) != 0 || !tr.AllPassed {
+	if fb = ProgramFeedback(nil, tr, one, nil); len(fb) != 0 || !tr.AllPassed {
 		t.Errorf("%q %+v", fb, tr)
 	}
 }
@@ -119,4 +119,90 @@ func TestFeedbackNamesTheSeccompKill(t *testing.T) {
 	assert.Contains(t, kill(seccomp.CallCount{Number: 20, ABI: "i386", Count: 1})[0], "foreign ABI (i386, number 20)")
 	assert.Contains(t, kill(seccomp.CallCount{Syscall: "unshare", Number: 272, Count: 1001})[0], "more than 1000 forbidden system calls (1001, the most frequent unshare)")
 	assert.Contains(t, kill(seccomp.CallCount{Syscall: "ptrace", Number: 101, Count: 1})[0], "forbidden system call ptrace;")
+}
+
+// Issue 22: a full /workspace (ENOSPC) names the limit and its flag, as
+// the memory kill does; so does a file past file_size_bytes (EFBIG).
+func TestFeedbackNamesTheTmpLimit(t *testing.T) {
+	fb := ProgramFeedback(&Exception{Type: "OSError", Message: "[Errno 28] No space left on device", Line: 2}, nil, nil, nil)
+	require.Len(t, fb, 1)
+	assert.Contains(t, fb[0], "The program raised OSError at line 2: [Errno 28] No space left on device.")
+	assert.Contains(t, fb[0], "tmp_bytes limit (--tmp-size on the command line)")
+	assert.Contains(t, fb[0], "4096 files")
+
+	fb = ProgramFeedback(&Exception{Type: "OSError", Message: "[Errno 27] File too large", Line: 2}, nil, nil, nil)
+	assert.Contains(t, fb[0], "file_size_bytes limit (--file-size on the command line)")
+
+	// In a tested call: said once, however many cases hit it.
+	tests := &Tests{Function: "save", Cases: []TestCase{{Args: rawArgs("1")}, {Args: rawArgs("2")}}}
+	raised := `{"t":"case","i":%d,"ms":0,"raised":{"type":"OSError","mro":["OSError","Exception","BaseException"],"message":"[Errno 28] No space left on device: 'big'","line":2}}`
+	tr := ParseReport(report(fmt.Sprintf(started, 2), fmt.Sprintf(raised, 0), fmt.Sprintf(raised, 1)), false, tests).Verdicts(tests, exited0)
+	require.Equal(t, 2, tr.Failed, "%+v", tr)
+	fb = ProgramFeedback(nil, tr, tests, nil)
+	assert.Equal(t, 1, strings.Count(strings.Join(fb, "\n"), "--tmp-size"), "%q", fb)
+}
+
+// Issue 22: a NameError of a name the program never defined says that
+// runs share no state, and points to sessions; another NameError does not.
+func TestFeedbackNameErrorPointsToSessions(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"name 'df' is not defined":                       true,
+		"name 'dff' is not defined. Did you mean: 'df'?": true,
+		"cannot access free variable 'x' where it is not associated with a value in enclosing scope": false,
+	} {
+		fb := ProgramFeedback(&Exception{Type: "NameError", Message: msg, Line: 1}, nil, nil, nil)
+		require.Len(t, fb, 1)
+		if want {
+			assert.Contains(t, fb[0], "Runs share no state", msg)
+			assert.Contains(t, fb[0], "POST /v1/sessions, agentjail session, client.session() in Python", msg)
+		} else {
+			assert.NotContains(t, fb[0], "Runs share no state", msg)
+		}
+	}
+	fb := ProgramFeedback(&Exception{Type: "ValueError", Message: "name 'x' is not defined", Line: 1}, nil, nil, nil)
+	assert.NotContains(t, fb[0], "Runs share no state", "only a NameError")
+}
+
+// A failed import says what is true of the environment: never "standard
+// library only" where the environment has more.
+func TestImportFeedbackSaysWhatIsTrue(t *testing.T) {
+	sci := &Installed{Environment: "default", Packages: []string{"matplotlib", "numpy", "pandas"}}
+	bare := &Installed{Environment: "plain"}
+	cases := []struct {
+		typ, msg string
+		env      *Installed
+		want     string
+	}{
+		{"ModuleNotFoundError", "No module named 'torch'", sci,
+			"'torch' is not installed in environment 'default', which has the standard library and matplotlib, numpy, pandas: use one of those"},
+		{"ModuleNotFoundError", "No module named 'numpy.fancy'", sci, "'numpy' is installed in environment 'default', but has no submodule 'numpy.fancy'"},
+		{"ModuleNotFoundError", "No module named 'numpy'", bare, "Only the Python standard library is installed in environment 'plain': do without third-party packages such as 'numpy'."},
+		{"ImportError", "libblas.so.3: cannot open shared object file: No such file or directory", sci,
+			"The module is installed in environment 'default', but a shared library it needs did not load"},
+		{"ImportError", "cannot import name 'nothing' from 'numpy' (/usr/lib/python3/dist-packages/numpy/__init__.py)", sci, "'numpy' is installed, but has no 'nothing'"},
+		{"RuntimeError", "x", sci, ""},
+	}
+	for _, c := range cases {
+		fb := ProgramFeedback(&Exception{Type: c.typ, Message: c.msg, Line: 1}, nil, nil, c.env)
+		if c.want == "" {
+			if strings.Contains(fb[0], "installed") {
+				t.Errorf("%s: %q", c.typ, fb[0])
+			}
+			continue
+		}
+		if !strings.Contains(fb[0], c.want) {
+			t.Errorf("%s %q:\n got %q\nwant %q", c.typ, c.msg, fb[0], c.want)
+		}
+		if c.env == sci && strings.Contains(fb[0], "standard library is") {
+			t.Errorf("standard library only, in an environment with packages: %q", fb[0])
+		}
+	}
+	many := &Installed{Environment: "big"}
+	for i := range 30 {
+		many.Packages = append(many.Packages, fmt.Sprintf("p%02d", i))
+	}
+	fb := ProgramFeedback(&Exception{Type: "ModuleNotFoundError", Message: "No module named 'q'"}, nil, nil, many)
+	if !strings.Contains(fb[0], "p19 and 10 more:") || strings.Contains(fb[0], "p20") {
+		t.Errorf("%q", fb[0])
+	}
 }

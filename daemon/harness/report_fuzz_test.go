@@ -117,7 +117,7 @@ func FuzzParseReport(f *testing.F) {
 					}
 				}
 			}
-			fb := ProgramFeedback(exc, tr, tests)
+			fb := ProgramFeedback(exc, tr, tests, nil)
 			if len(fb) > 2+maxFeedbackFail+2 {
 				t.Fatalf("%d feedback sentences", len(fb))
 			}

@@ -104,10 +104,16 @@ func CgroupV2() bool {
 }
 
 // ProcessesOf lists the pids of host processes whose real uid is uid.
-func ProcessesOf(uid uint32) []int {
+func ProcessesOf(uid uint32) []int { return ProcessesInRange(uid, 1) }
+
+// ProcessesInRange lists the pids of host processes whose real uid is in
+// [base, base+size). A zombie whose parent is the host's init is left
+// out: it is dead, holds nothing but its pid, and is init's to reap (a
+// jail's init whose daemon was killed ends so; some hosts' inits reap
+// late).
+func ProcessesInRange(base, size uint32) []int {
 	var pids []int
 	ents, _ := os.ReadDir("/proc")
-	want := strconv.FormatUint(uint64(uid), 10)
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -117,10 +123,21 @@ func ProcessesOf(uid uint32) []int {
 		if err != nil {
 			continue
 		}
+		in, orphanZombie := false, false
 		for _, l := range strings.Split(string(b), "\n") {
-			if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" && f[1] == want {
-				pids = append(pids, pid)
+			f := strings.Fields(l)
+			switch {
+			case len(f) > 1 && f[0] == "Uid:":
+				u, err := strconv.ParseUint(f[1], 10, 32)
+				in = err == nil && u >= uint64(base) && u < uint64(base)+uint64(size)
+			case len(f) > 1 && f[0] == "State:" && f[1] == "Z":
+				orphanZombie = true
+			case len(f) > 1 && f[0] == "PPid:":
+				orphanZombie = orphanZombie && f[1] == "1"
 			}
+		}
+		if in && !orphanZombie {
+			pids = append(pids, pid)
 		}
 	}
 	return pids

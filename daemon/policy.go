@@ -43,9 +43,12 @@ func (c *Config) ZygoteSpec(e *Environment) nsjail.ZygoteSpec {
 		Env:            e.Env,
 		Preload:        e.Preload,
 		Code:           harness.SharedFiles(),
-		Limits:         nsjail.Limits{MemoryBytes: c.Jail.ZygoteMemoryBytes},
-		RunLimits:      c.defaultLimits(),
-		Ahead:          c.WarmAhead(),
-		MaxForks:       c.Jail.ZygoteMaxForks,
+		// A run's files are written, before it joins its own cgroup, by
+		// its init in the zygote's (and held in its request's plan while
+		// they are): room for every run that may be set up at once.
+		Limits:    nsjail.Limits{MemoryBytes: c.Jail.ZygoteMemoryBytes + 2*nsjail.MaxFilesBytes*int64(c.Admission.MaxConcurrent)},
+		RunLimits: c.defaultLimits(),
+		Ahead:     c.WarmAhead(),
+		MaxForks:  c.Jail.ZygoteMaxForks,
 	}
 }

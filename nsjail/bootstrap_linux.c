@@ -47,6 +47,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -160,6 +161,38 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	}
 	pid_t parent = getppid();
 	int zygote = aj_has_env(envp, AJ_ZYGOTE_ENV);
+	// The bounds the new user namespace holds for what the kernel counts
+	// per user (bootstrap_linux.h): a jail's own; for a zygote none where
+	// they may be raised (CAP_SYS_RESOURCE, or a daemon whose own are
+	// unlimited, as the shipped service's are), else the daemon's, which
+	// its runs then share (Runner warns of it).
+	static const struct {
+		int res;
+		rlim_t jail;
+		const char *name;
+	} user_rlimits[] = {
+		{RLIMIT_SIGPENDING, AJ_RLIMIT_SIGPENDING, "RLIMIT_SIGPENDING"},
+		{RLIMIT_NPROC, AJ_RLIMIT_NPROC, "RLIMIT_NPROC"},
+		{RLIMIT_MSGQUEUE, AJ_RLIMIT_MSGQUEUE, "RLIMIT_MSGQUEUE"},
+		{RLIMIT_MEMLOCK, AJ_RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"},
+	};
+	for (size_t i = 0; i < sizeof user_rlimits / sizeof user_rlimits[0]; i++) {
+		struct rlimit rl;
+		if (getrlimit(user_rlimits[i].res, &rl) < 0)
+			aj_fail(user_rlimits[i].name);
+		if (zygote) {
+			struct rlimit inf = {RLIM_INFINITY, RLIM_INFINITY};
+			if (setrlimit(user_rlimits[i].res, &inf) == 0 || errno != EPERM)
+				continue;
+			rl.rlim_cur = rl.rlim_max; // as high as it goes
+		} else {
+			if (rl.rlim_max > user_rlimits[i].jail)
+				rl.rlim_max = user_rlimits[i].jail;
+			rl.rlim_cur = rl.rlim_max;
+		}
+		if (setrlimit(user_rlimits[i].res, &rl) < 0)
+			aj_fail(user_rlimits[i].name);
+	}
 	// The parent's supplementary groups (kernel gids: they would still
 	// open group-readable host files) do not enter the jail. The user
 	// namespace's setgroups "deny" forbids it from then on.

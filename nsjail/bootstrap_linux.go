@@ -60,6 +60,16 @@ var (
 	_ = [1]int{}[C.AJ_OP_LAST-opLast]
 )
 
+func init() {
+	want := map[int]uint64{unix.RLIMIT_SIGPENDING: C.AJ_RLIMIT_SIGPENDING, unix.RLIMIT_NPROC: C.AJ_RLIMIT_NPROC,
+		unix.RLIMIT_MSGQUEUE: C.AJ_RLIMIT_MSGQUEUE, unix.RLIMIT_MEMLOCK: C.AJ_RLIMIT_MEMLOCK}
+	for _, r := range userRlimits {
+		if want[r.Resource] != r.Cur || r.Cur != r.Max {
+			panic("nsjail: ids.go's userRlimits differ from bootstrap_linux.h's AJ_RLIMIT_*")
+		}
+	}
+}
+
 // bootstrapBuilt: this binary has bootstrap_linux.c.
 const bootstrapBuilt = true
 

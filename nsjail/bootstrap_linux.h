@@ -38,6 +38,23 @@ _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 #define AJ_ZYGOTE_ENV "AGENTJAIL_ZYGOTE"
 #define AJ_MAPPED 'M'
 
+/* The per-user rlimits that the kernel also counts up the chain of user
+   namespaces (queued signals, processes, POSIX message queue bytes,
+   locked memory), each bounded at every level by what its creator's
+   rlimit was when the namespace was made. A jail's namespace is made
+   with these (and its processes keep them); a zygote's with none, so that
+   the bound its runs share is none and each run's own namespace, made
+   with these by the zygote's fork, holds the run's (ids.go's userRlimits
+   must be the same). Where the daemon may not raise its own (no
+   CAP_SYS_RESOURCE, finite hard limits), a zygote's namespace keeps the
+   daemon's, which its runs then share: these are small enough that many
+   runs fit in Linux's defaults (queued signals 96364 here, message queue
+   bytes 819200). */
+#define AJ_RLIMIT_SIGPENDING 1024
+#define AJ_RLIMIT_NPROC 4096
+#define AJ_RLIMIT_MSGQUEUE 102400
+#define AJ_RLIMIT_MEMLOCK (8u << 20)
+
 /* The init stage (init_linux.c): protocol.go's fd, message types and
    limits. */
 #define AJ_MAX_MSG (256u << 20) /* maxMsg */

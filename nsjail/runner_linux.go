@@ -354,12 +354,12 @@ func requestConfigFor(s *Spec, code []File) *requestConfig {
 		Collect:  len(s.Collect) > 0,
 		Argv:     append([]string{s.Python, "-I", "-u", "/code/" + s.programName()}, s.Args...),
 		Env:      programEnv(s),
-		Rlimits: []initRlimit{
+		Rlimits: append([]initRlimit{
 			{unix.RLIMIT_NOFILE, uint64(l.OpenFiles), uint64(l.OpenFiles)},
 			{unix.RLIMIT_FSIZE, uint64(l.FileSizeBytes), uint64(l.FileSizeBytes)},
 			{unix.RLIMIT_CORE, 0, 0},
 			{unix.RLIMIT_CPU, cpuSoft, cpuSoft + 1},
-		},
+		}, userRlimits...),
 	}
 }
 

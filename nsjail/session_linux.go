@@ -542,6 +542,9 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	res := j.newResult(cmp.Or(c.ID, NewID()), out, report, ended.Sub(sent), figures, nil)
 	res.Seccomp = s.violations.Report().Since(seccompBefore)
 	res.Start = s.Start
+	if s.Start == StartWarm {
+		markWarm(res) // its peak does not count the zygote's pages it only reads, as a warm run's
+	}
 	if len(c.Collect) > 0 && j.workspace != nil {
 		// The session's processes may still write: Collect opens
 		// nothing it has not checked at the moment of the open, and

@@ -46,6 +46,7 @@ MAX_MSG = 256 << 20
 MAX_FDS = 4
 REPORT_FD = 3
 JAIL_ID = 1000
+ZYGOTE_INSIDE = 100000  # where the zygote's namespace maps the jails' uid range
 # The zygote's own messages on its control socket (fd 3): Z_FORK carries
 # the run's socket and, as payload, the run's uid in the zygote's namespace.
 Z_READY, Z_FORK = 101, 102
@@ -53,7 +54,7 @@ Z_READY, Z_FORK = 101, 102
 # plan.go's op codes.
 (OP_UNSHARE, OP_MOUNT, OP_BIND_RO, OP_MKDIR, OP_SYMLINK, OP_WRITE, OP_CHMOD, OP_IF_EXISTS, OP_UMOUNT, OP_RMDIR,
  OP_PIVOT_ROOT, OP_HOSTNAME, OP_DOMAINNAME, OP_LOOPBACK_UP, OP_CHDIR, OP_SECCOMP, OP_STDIO, OP_RLIMIT, OP_EXEC,
- OP_LAST) = range(1, 21)
+ OP_KEEP_CAPS, OP_LAST) = range(1, 22)  # OP_KEEP_CAPS: a zygote's jail only, never a run's (an unknown step here)
 
 # x86_64 system calls and constants.
 SYS_UMOUNT2, SYS_MOUNT, SYS_UNSHARE, SYS_SECCOMP, SYS_CAPSET, SYS_PRCTL = 166, 165, 272, 317, 126, 157
@@ -192,13 +193,16 @@ def _send(sock, typ, payload=b"", fds=()):
 
 
 def _recv_exact(sock, n):
-    buf = bytearray()
-    while len(buf) < n:
-        b = sock.recv(n - len(buf))
-        if not b:
+    """n bytes, in one buffer that is never copied: a request's plan holds
+    its files, which the run's set-up must not hold twice."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
             raise Gone()
-        buf += b
-    return bytes(buf)
+        got += k
+    return buf
 
 
 def _recv(sock):
@@ -258,7 +262,7 @@ class _Plan:
     one, is a malformed plan."""
 
     def __init__(self, b):
-        self.b, self.i = b, 0
+        self.b, self.i = memoryview(b), 0  # slices are views: a file's content is not copied
 
     def more(self):
         return self.i < len(self.b)
@@ -279,7 +283,7 @@ class _Plan:
         return v
 
     def str(self, nullable=False):
-        v = self.bytes()
+        v = bytes(self.bytes())
         if b"\0" in v:
             raise _Fail("decode plan", 0, "malformed plan: a string holds a NUL byte")
         return None if nullable and not v else v.decode("utf-8", "surrogateescape")
@@ -392,7 +396,7 @@ def _walk(st, plan, fds, dry):
                     if not f or len(f) % 8 or len(f) // 8 > 4096 or f[-8:-6] != b"\x06\x00":
                         raise _Fail(stage, 0, "malformed plan: no usable filter")
                     if act:
-                        st.filter = f
+                        st.filter = bytes(f)
                 elif op == OP_STDIO:
                     n = r.uint(4)
                     if n != len(fds):
@@ -441,7 +445,31 @@ def _carry_out(st, plan, fds):
 _entry = None  # the environment's warm entry module, when it has one
 
 
+def _below_pid_two():
+    """The zygote's process is pid 2 of its jail, as every run's program is
+    of its own: a library that notices a fork by a change of pid (tempfile,
+    for one) would never see one, and every run would repeat what it made
+    in the zygote. So the zygote is a child of that process (pid 3 or
+    more), which waits for it and ends as it ends."""
+    if os.getpid() != 2:
+        return
+    pid = os.fork()
+    if pid == 0:
+        return
+    os.close(REPORT_FD)  # the control socket is the zygote's alone: its end is the daemon's news
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda s, _: os.kill(pid, s))
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(1)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
 def main():
+    _below_pid_two()
     # The run's init is re-parented to the zygote when the fork that made
     # it exits: the zygote reaps it (and every fork), nobody else must.
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -470,7 +498,12 @@ def main():
     # rest of a warm `pass`).
     compile("pass", "<zygote>", "exec", dont_inherit=True)
     _read_mm_layout()
-    _quiesce()
+    try:
+        _quiesce()
+    except SystemExit as e:  # the daemon says why this zygote cannot serve
+        info["error"] = str(e)
+        _send(ctl, Z_READY, json.dumps(info).encode())
+        os._exit(1)
     # Every object there is now stays out of the collector's walks, so
     # that a fork's collections do not write to (and copy) the pages of
     # the zygote's objects: with numpy loaded, hundreds of pages a run.
@@ -483,7 +516,10 @@ def main():
             typ, payload, fds = _recv(ctl)
         except Gone:
             os._exit(0)  # the daemon dropped this zygote
-        if typ != Z_FORK or len(fds) != 1 or len(payload) != 4:
+        # A run's uid is one of the range, mapped from ZYGOTE_INSIDE up
+        # (zygote_linux.go's zygoteInside): never this zygote's own (1000)
+        # nor anything below.
+        if typ != Z_FORK or len(fds) != 1 or len(payload) != 4 or struct.unpack("<I", payload)[0] < ZYGOTE_INSIDE:
             for fd in fds:
                 os.close(fd)
             continue
@@ -525,6 +561,14 @@ def _quiesce():
     if threading.active_count() > 1:
         raise SystemExit("agentjail zygote: the preloaded modules started threads: %s"
                          % ", ".join(t.name for t in threading.enumerate()))
+    # A writable shared mapping (mmap(MAP_SHARED), a shared memory
+    # segment) would be one memory that every run writes and reads.
+    with open("/proc/self/maps") as f:
+        shared = [line.split(None, 5)[-1].strip() or "(anonymous)" for line in f
+                  if line.split()[1][1] == "w" and line.split()[1][3] == "s"]
+    if shared:
+        raise SystemExit("agentjail zygote: the preloaded modules (or the entry) left a writable shared mapping, "
+                         "which every run would share: %s" % ", ".join(shared))
 
 
 # ---- one warm run ----
@@ -603,6 +647,9 @@ def _init(run):
             os.close(fd)
         raise _Fail("read request", 0, "unexpected message instead of the request")
     _carry_out(st, plan, fds)
+    # The files are in /workspace now: their bytes in the plan go, before
+    # the program runs (this process is still in its zygote's cgroup).
+    del plan
     if st.argv is None:
         raise _Fail("decode request", 0, "no program to exec")
     _send(run, MSG_READY)

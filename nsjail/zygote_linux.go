@@ -111,6 +111,7 @@ type ZygoteInfo struct {
 	Python  string            `json:"python"`  // python's version, e.g. "3.11.2"
 	Preload map[string]string `json:"preload"` // module -> "" when it imported, else the error
 	Entry   string            `json:"entry"`   // the entry's error, "" when it loaded
+	Error   string            `json:"error"`   // why the zygote cannot serve (threads or shared writable memory left by its imports), "" when it can
 }
 
 // zygoteLimits are a zygote's own limits where ZygoteSpec.Limits leaves
@@ -473,12 +474,15 @@ func (w *warmRuntime) launch() (*zygote, error) {
 	// file size or CPU time (it lives long, and writes nothing).
 	var nofile unix.Rlimit
 	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
-	rc.Rlimits = []initRlimit{
+	// Its namespace was made with no per-user bound (bootstrap_linux.c):
+	// the zygote itself takes a jail's (userRlimits), and each of its
+	// forks makes its run's namespace with them.
+	rc.Rlimits = append([]initRlimit{
 		{unix.RLIMIT_NOFILE, nofile.Max, nofile.Max},
 		{unix.RLIMIT_FSIZE, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
 		{unix.RLIMIT_CORE, 0, 0},
 		{unix.RLIMIT_CPU, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
-	}
+	}, userRlimits...)
 	// Its namespace maps its own uid, as 1000, and every other uid of the
 	// range, which its runs' namespaces map to: only those are written by
 	// this process, with the fork's own one-line map.
@@ -544,6 +548,9 @@ func (w *warmRuntime) launch() (*zygote, error) {
 	}
 	if err == nil && z.info.Entry != "" {
 		err = fmt.Errorf("the zygote could not load its entry %s: %s", s.Entry, z.info.Entry)
+	}
+	if err == nil && z.info.Error != "" {
+		err = errors.New(z.info.Error)
 	}
 	if err != nil {
 		z.ctl.Close()

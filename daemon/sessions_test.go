@@ -266,6 +266,7 @@ func TestSessionCalls(t *testing.T) {
 	assert.Equal(t, 2, a.Exception.Line)
 	assert.Contains(t, a.Stderr, `File "<call 5>", line 2`)
 	assert.True(t, slices.ContainsFunc(a.Feedback, func(f string) bool { return strings.Contains(f, "this session's 4 earlier calls") }), a.Feedback)
+	assert.False(t, slices.ContainsFunc(a.Feedback, func(f string) bool { return strings.Contains(f, "share no state") }), "a run's hint, untrue in a session: %v", a.Feedback)
 	assert.True(t, a.Session.Alive)
 	assert.Equal(t, "2", val(sessionRun(t, c, sc.ID, map[string]any{"code": "y"})), "what ran before the exception stays")
 

@@ -90,22 +90,11 @@ type Session struct {
 // session protocol on fd 3 (above); StartSession returns once it said it
 // is ready. The caller ends it with End, then Wait.
 func (r *Runner) StartSession(ctx context.Context, s *Spec) (*Session, error) {
-	spec := *s
-	if spec.ID == "" {
-		spec.ID = NewSessionID()
+	spec, b, err := checkedSpec(s, NewSessionID)
+	if err != nil {
+		return nil, err
 	}
-	if spec.Python == "" {
-		spec.Python = DefaultPython
-	}
-	spec.Limits = spec.Limits.withDefaults()
 	spec.Report = true // fd 3 is kept: the control socket
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	b := binds(&spec)
-	if err := checkPython(spec.Python, b); err != nil {
-		return nil, err
-	}
 	code := codeFiles(&spec)
 	// A prepared jail (or a warm run forked ahead) that died while it
 	// waited ran nothing of the session: one more try, in a fresh jail.

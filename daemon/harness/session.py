@@ -12,6 +12,7 @@
 import _signal  # signal and socket's C modules: their python ones import enum, which costs a cold start
 import _socket
 import builtins
+import errno
 import os
 import sys
 
@@ -25,6 +26,7 @@ _skip = {sys._getframe().f_code.co_filename}  # this file's frames are not the c
 _busy = False  # a call's code runs: an interrupt is a KeyboardInterrupt there
 _interrupted = False  # this call was interrupted by agentjail (its wall, CPU or output limit)
 _sources = {}  # each call's name -> its code, for the source lines of tracebacks
+_put = None  # harness_lib's: writes text to a stream, whatever the stream does (set in main)
 
 
 def _on_sigint(signum, frame):
@@ -61,6 +63,8 @@ def main():
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     ws = os.open(WORKSPACE, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     lib = _lib()
+    global _put
+    _put = lib["_put"]
     main_mod = type(sys)("__main__")
     main_mod.__dict__.update(__builtins__=builtins, __annotations__={})
     sys.modules["__main__"] = main_mod
@@ -301,20 +305,17 @@ def _flush():
             pass
 
 
-def _put(f, text):
-    try:
-        f.write(text)
-        f.flush()
-    except BaseException:
-        pass
-
-
 def _send(ctl, lib, n, status, value, refused):
     q = lib["_quote"]()
     rec = '{"t":"end","n":%d,"status":%d,"value":%s' % (n, status, "null" if value is None else q(value))
     if refused is not None:
         rec += ',"refused":{"i":%d,"error":%s}' % (refused["i"], q(refused["error"]))
-    ctl.send((rec + "}").encode("ascii"))
+    try:
+        ctl.send((rec + "}").encode("ascii"))
+    except OSError as e:
+        if e.errno != errno.EMSGSIZE or value is None or len(value) <= 1000:  # a socket buffer smaller than Linux's default
+            raise
+        _send(ctl, lib, n, status, value[:1000] + "… (cut to fit agentjail's control channel)", refused)
 
 
 def _lib():

@@ -630,13 +630,14 @@ func (k *call) closeFiles() {
 // InterruptGrace later, the session ends for that reason.
 func (k *call) interrupt(why KillReason) {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	if k.why != KillNone || k.finished {
-		k.mu.Unlock()
 		return
 	}
 	k.why = why
 	k.grace = time.AfterFunc(InterruptGrace, func() { k.s.End(EndReason(why)) })
-	k.mu.Unlock()
+	// Under k.mu: the call's end (over) waits for it, so the jail is not
+	// cleaned up, its init's handle released, while it is signalled.
 	_ = k.s.j.proc.Signal(syscall.SIGINT)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentjail/internal/systest"
+	"agentjail/seccomp"
 )
 
 // miniSession is the smallest program that speaks the session protocol
@@ -305,6 +306,17 @@ func TestSessionForbiddenCallsPerCall(t *testing.T) {
 	assert.Equal(t, "ptrace", r.Seccomp.Syscall)
 	r = sessionCall(t, s, "pass", nil)
 	assert.Nil(t, r.Seccomp, "the next call made none")
+}
+
+func TestSessionForbiddenCallInKillModeEndsIt(t *testing.T) {
+	s := startSession(t, func(s *Spec) { s.OnForbiddenSyscall = seccomp.ModeKill })
+	sessionCall(t, s, "x = 1", nil)
+	r := sessionCall(t, s, "import ctypes\nctypes.CDLL(None).syscall(101, 0, 0, 0, 0)", nil) // ptrace
+	assert.Equal(t, StatusKilled, r.Status)
+	assert.Equal(t, KillSeccomp, r.KillReason)
+	assert.Equal(t, EndSeccomp, r.Ended)
+	require.NotNil(t, r.Seccomp)
+	assert.Equal(t, "ptrace", r.Seccomp.Syscall)
 }
 
 func TestSessionStartFailureSaysWhy(t *testing.T) {

@@ -2,11 +2,13 @@
 // created below the cgroup of the calling process, with memory (swap off),
 // pids and CPU limits, and reads the figures of the run from the kernel
 // afterwards. It is the only importer of github.com/containerd/cgroups/v3
-// in agentjail: containerd detects the mode (cgroups.Mode), sets the
-// limits (cgroup1.New, cgroup2.Manager.Update) and deletes stale groups
-// (Load + Delete). The files read on the per-run path are read here
-// directly, one open+read+close each (or one pread of a kept fd), because
-// containerd's Stat reads every file of every controller. What the limits
+// in agentjail: containerd detects the mode (cgroups.Mode), sets the v2
+// limits (cgroup2.Manager.Update) and deletes stale groups (Load +
+// Delete). The files on the per-run path are written and read here
+// directly, one open+write (or read)+close each, or one pread of a kept
+// fd: containerd's Stat reads every file of every controller, and its v1
+// New wraps each write in an os.File (seven syscalls for each of the
+// seven limits of every jail, where three do). What the limits
 // are is not this package's business.
 //
 // # Layout

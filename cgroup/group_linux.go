@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"golang.org/x/sys/unix"
 )
 
@@ -115,34 +114,44 @@ func (g *Group) undoCreate(n int) {
 	g.lockFDs = nil
 }
 
-// setV1 sets the limits through containerd's cgroup1 (the directories
-// exist already, its MkdirAll only stats them).
+// setV1 writes the limits into the group's v1 files, in the order the
+// kernel needs (memory.limit_in_bytes before memory.memsw.limit_in_bytes):
+// one open, write and close each, no more (each jail pays it).
 func (g *Group) setV1(l limits) error {
-	zero := uint64(0)
-	res := &specs.LinuxResources{Memory: &specs.LinuxMemory{Swappiness: &zero}}
-	if l.memory > 0 {
-		res.Memory.Limit = &l.memory
-		if g.m.feat.memsw {
-			// memory+swap = memory: no swap. containerd writes
-			// limit_in_bytes first, as the kernel requires.
-			res.Memory.Swap = &l.memory
-		}
-		if g.m.feat.kmemTCP {
-			// v1 counts socket buffers apart from the memory counter,
-			// and only where this limit is set: without it a jail's TCP
-			// buffers were the host's (v2 charges them to the group).
-			res.Memory.KernelTCP = &l.memory
+	type setting struct{ dir, file, value string }
+	var set []setting
+	if g.memDir != "" {
+		set = append(set, setting{g.memDir, "memory.swappiness", "0"})
+		if l.memory > 0 {
+			v := strconv.FormatInt(l.memory, 10)
+			set = append(set, setting{g.memDir, "memory.limit_in_bytes", v})
+			if g.m.feat.memsw {
+				// memory+swap = memory: no swap.
+				set = append(set, setting{g.memDir, "memory.memsw.limit_in_bytes", v})
+			}
+			if g.m.feat.kmemTCP {
+				// v1 counts socket buffers apart from the memory counter,
+				// and only where this limit is set: without it a jail's
+				// TCP buffers were the host's (v2 charges them to the
+				// group).
+				set = append(set, setting{g.memDir, "memory.kmem.tcp.limit_in_bytes", v})
+			}
 		}
 	}
-	if l.pids > 0 {
-		res.Pids = &specs.LinuxPids{Limit: &l.pids}
+	if l.pids > 0 && g.pidsDir != "" {
+		set = append(set, setting{g.pidsDir, "pids.max", strconv.FormatInt(l.pids, 10)})
 	}
 	if l.quotaUS > 0 {
-		period := uint64(cpuPeriodUS)
-		res.CPU = &specs.LinuxCPU{Period: &period, Quota: &l.quotaUS}
+		cpu := g.m.ctrlDir("cpu", g.name)
+		set = append(set, setting{cpu, "cpu.cfs_period_us", strconv.Itoa(cpuPeriodUS)},
+			setting{cpu, "cpu.cfs_quota_us", strconv.FormatInt(l.quotaUS, 10)})
 	}
-	_, err := cgroup1.New(g.m.v1path(g.name), res, cgroup1.WithHierarchy(g.m.v1hier))
-	return err
+	for _, st := range set {
+		if err := writeFile(filepath.Join(st.dir, st.file), []byte(st.value)); err != nil {
+			return fmt.Errorf("writing %s %s: %w", st.file, st.value, err)
+		}
+	}
+	return nil
 }
 
 // setV2 sets the limits through containerd's cgroup2.

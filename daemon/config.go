@@ -24,7 +24,7 @@ import (
 	"agentjail/seccomp"
 )
 
-// Default paths of CONTRACT.md.
+// Default paths of docs/contract.md.
 const (
 	DefaultConfigPath = "/etc/agentjail/config.toml"
 	defaultSocketPath = "/run/agentjail/agentjail.sock"
@@ -99,11 +99,11 @@ type SessionsConfig struct {
 // LimitsConfig holds the limits a request gets when it omits one
 // (Default) and the most it may ask for (Max; above it is a 400).
 type LimitsConfig struct {
-	Default LimitValues `toml:"default"` // default: CONTRACT §3's (nsjail.DefaultLimits)
+	Default LimitValues `toml:"default"` // default: docs/contract.md §3's (nsjail.DefaultLimits)
 	Max     LimitValues `toml:"max"`     // default: the maxima of the limits table (limits.go)
 }
 
-// LimitValues has the names and units of the request's "limits" (CONTRACT
+// LimitValues has the names and units of the request's "limits" (docs/contract.md
 // §3): a field for each row of the limits table (limits.go), named by its
 // key. A zero field is one the file does not set: it takes the section's
 // default.

@@ -1,4 +1,4 @@
-// Package daemon holds the public interface of agentjail (CONTRACT.md): the
+// Package daemon holds the public interface of agentjail (docs/contract.md): the
 // run request and result objects shared by `agentjail run` and the HTTP
 // API, the Unix-socket server with its admission control, peer checks and
 // metrics, and the daemon's configuration. The harness that runs in every

@@ -156,7 +156,7 @@ func TestDaemonCancelsRealJail(t *testing.T) {
 
 // TestConcurrentJobsDoNotSeeEachOther runs two jobs at once: the second
 // must not see the first's files, processes, abstract sockets or SysV IPC
-// (attacks.md A.1: one namespace set per job), nor, run afterwards, its
+// (docs/security.md A.1: one namespace set per job), nor, run afterwards, its
 // files (F03).
 func TestConcurrentJobsDoNotSeeEachOther(t *testing.T) {
 	j := &recordingJailer{r: realRunner(t)}

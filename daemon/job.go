@@ -45,7 +45,7 @@ func (j *Job) result(jr *nsjail.Result) *Result {
 	return res
 }
 
-// ResultFile is one collected file of the result (CONTRACT.md §3).
+// ResultFile is one collected file of the result (docs/contract.md §3).
 type ResultFile struct {
 	Path     string  `json:"path"`
 	Size     int64   `json:"size"`

@@ -36,7 +36,7 @@ var limitTable = []Limit{
 		jail: func(l *nsjail.Limits) any { return &l.OpenFiles }},
 	{Key: "file_size_bytes", Unit: UnitBytes, Flag: "file-size", Help: "largest file a process may write (e.g. 32MiB)", max: 1 << 30,
 		jail: func(l *nsjail.Limits) any { return &l.FileSizeBytes }},
-	// No flag and no request field: CONTRACT.md has none, and the
+	// No flag and no request field: docs/contract.md has none, and the
 	// daemon's limits.default.cpus is every jail's share of the host. Its
 	// maximum only bounds limits.default.cpus.
 	{Key: "cpus", Unit: UnitCPUs, max: 1024,
@@ -44,7 +44,7 @@ var limitTable = []Limit{
 }
 
 // LimitTable returns the limits table (a copy), in the order of
-// CONTRACT.md §3.
+// docs/contract.md §3.
 func LimitTable() []Limit { return append([]Limit(nil), limitTable...) }
 
 // A Limit is one row of the limits table.
@@ -60,7 +60,7 @@ type Limit struct {
 	// max is the default of limits.max, in Unit: generous for one
 	// program, and small enough that a few jails at the maximum cannot
 	// take the host down. (The default of limits.default is
-	// nsjail.DefaultLimits', CONTRACT.md §3's.)
+	// nsjail.DefaultLimits', docs/contract.md §3's.)
 	max float64
 	// jail points at the limit's field in nsjail.Limits: an *int64 for
 	// bytes and counts, a *time.Duration for milliseconds, a *float64 for

@@ -42,7 +42,10 @@ func (c *Config) ZygoteSpec(e *Environment) nsjail.ZygoteSpec {
 		Etc:            e.Etc,
 		Env:            e.Env,
 		Preload:        e.Preload,
-		Code:           harness.SharedFiles(),
+		// The harness, and its warm entry: loaded once by the zygote, its
+		// main() runs each run's program.
+		Code:  append(harness.SharedFiles(), harness.WarmEntry()),
+		Entry: harness.WarmEntry().Path,
 		// A run's files are written, before it joins its own cgroup, by
 		// its init in the zygote's (and held in its request's plan while
 		// they are): room for every run that may be set up at once.

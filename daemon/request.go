@@ -20,7 +20,7 @@ import (
 	"agentjail/seccomp"
 )
 
-// Request is the run request of CONTRACT.md §3. Only Code is required.
+// Request is the run request of docs/contract.md §3. Only Code is required.
 type Request struct {
 	Code               *string           `json:"code"`
 	Stdin              *string           `json:"stdin,omitempty"`
@@ -56,7 +56,7 @@ type RequestLimits struct {
 	TmpBytes      *int64 `json:"tmp_bytes,omitempty"`
 	OpenFiles     *int64 `json:"open_files,omitempty"`
 	FileSizeBytes *int64 `json:"file_size_bytes,omitempty"`
-	// No CPU bandwidth: CONTRACT.md has none, and the daemon's
+	// No CPU bandwidth: docs/contract.md has none, and the daemon's
 	// limits.default.cpus is every jail's share of the host.
 }
 

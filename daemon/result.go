@@ -15,7 +15,7 @@ import (
 	"agentjail/seccomp"
 )
 
-// Result is the result object of CONTRACT.md §3, as both `agentjail run`
+// Result is the result object of docs/contract.md §3, as both `agentjail run`
 // and POST /v1/run return it. Stdout, Stderr and the Path of each file hold
 // the exact bytes, which need not be UTF-8: WriteJSON adds their base64
 // twins (resultjson.go) where the JSON text cannot carry them, and

@@ -13,7 +13,7 @@ import (
 	"agentjail/seccomp"
 )
 
-// The names and shapes of CONTRACT.md §3 are fixed: a rename fails here.
+// The names and shapes of docs/contract.md §3 are fixed: a rename fails here.
 func TestResultJSONShape(t *testing.T) {
 	r := &nsjail.Result{ID: "j-1", Status: nsjail.StatusKilled, ExitCode: 137, Signal: syscall.SIGKILL, KillReason: nsjail.KillMemoryLimit,
 		Stdout: []byte("45\n"), WallTime: 31200 * time.Microsecond, CPUTime: 18400 * time.Microsecond,

@@ -19,7 +19,7 @@ import (
 // than 700 MiB of the daemon's memory, which its jails share, for one
 // answer.
 //
-// Output is lossless (CONTRACT.md §3.12): where stdout or stderr is not
+// Output is lossless (docs/contract.md §3.12): where stdout or stderr is not
 // valid UTF-8, the JSON text has U+FFFD for each bad byte, and
 // "stdout_base64" or "stderr_base64" beside it holds the exact bytes
 // (standard base64, padded), streamed as well. A collected file whose name

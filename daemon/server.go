@@ -65,7 +65,7 @@ type Options struct {
 	sessionMemory time.Duration
 }
 
-// Server is the HTTP API of CONTRACT.md §2 on a Unix socket, shaped like
+// Server is the HTTP API of docs/contract.md §2 on a Unix socket, shaped like
 // net/http: Serve(listener), then Shutdown(ctx).
 type Server struct {
 	opts   Options
@@ -131,7 +131,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	mux.HandleFunc("/v1/sessions/", s.handleSession)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see CONTRACT.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, /v1/sessions, GET /metrics)", r.Method, r.URL.Path))
+		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see docs/contract.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, /v1/sessions, GET /metrics)", r.Method, r.URL.Path))
 	})
 	s.hs = &http.Server{
 		Handler:           s.checkPeer(mux),
@@ -575,7 +575,7 @@ func (s *Server) shuttingDown(w http.ResponseWriter, r *http.Request) {
 	s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
 }
 
-// fail answers with the error object of CONTRACT.md §2.
+// fail answers with the error object of docs/contract.md §2.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	s.m.rejected.WithLabelValues(code).Inc()
 	s.log.Debug("request failed", "path", r.URL.Path, "status", status, "code", code, "message", msg)

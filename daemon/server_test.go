@@ -183,7 +183,7 @@ func TestAPIRoundTrip(t *testing.T) {
 	assert.Contains(t, string(b), "agentjail_run_peak_memory_bytes_bucket")
 }
 
-// TestAPIErrors: every error of CONTRACT §2 is JSON with its code, and the
+// TestAPIErrors: every error of docs/contract.md §2 is JSON with its code, and the
 // message names what to fix.
 func TestAPIErrors(t *testing.T) {
 	o := testOptions()

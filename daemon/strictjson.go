@@ -315,10 +315,10 @@ func unknownField(name string, fields map[string]reflect.Type) string {
 		longest = max(longest, len(f))
 	}
 	if len(name) > longest+2 { // two edits away from none; and a long name would cost len² to compare
-		return "unknown field (see CONTRACT.md §3 for the request's fields)"
+		return "unknown field (see docs/contract.md §3 for the request's fields)"
 	}
 	if best := nearest(strings.ToLower(name), names); best != "" {
-		return fmt.Sprintf("unknown field; did you mean %q? (names are case-sensitive; see CONTRACT.md §3)", best)
+		return fmt.Sprintf("unknown field; did you mean %q? (names are case-sensitive; see docs/contract.md §3)", best)
 	}
-	return "unknown field (see CONTRACT.md §3 for the request's fields)"
+	return "unknown field (see docs/contract.md §3 for the request's fields)"
 }

@@ -1,6 +1,6 @@
 package nsjail
 
-// The adversarial suite of /work/shared/attacks.md (Part B): one subtest per
+// The adversarial suite of docs/security.md (Part B): one subtest per
 // case, TestAttacks/<ID>_<name>. Every snippet gets the A.3 prelude and
 // prints "ID label RESULT" lines; each check asserts the case's Expected
 // outcome and that its FAIL line did not happen. jailRun already performs
@@ -13,7 +13,7 @@ package nsjail
 // (the "daemon") with their values before the first case.
 //
 // Where agentjail's policy (seccomp/doc.go, nsjail/init_linux.go) differs from
-// attacks.md's reference profile T, the case says so in a comment; agentjail's
+// docs/security.md's reference profile T, the case says so in a comment; agentjail's
 // behaviour is asserted only where it is at least as strict.
 //
 // Timing cases use 1–2 s wall and CPU limits instead of 10 s (the same
@@ -51,7 +51,7 @@ import (
 	"agentjail/seccomp"
 )
 
-// attackPrelude is attacks.md A.3, prepended to every snippet.
+// attackPrelude is docs/security.md A.3, prepended to every snippet.
 const attackPrelude = `import ctypes, errno, os, signal, socket, struct, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
@@ -623,7 +623,7 @@ func firstSeccompCall(res *Result) string {
 func killOnForbidden(s *Spec) { s.OnForbiddenSyscall = seccomp.ModeKill }
 
 // reported asserts that the seccomp report names each call (agentjail
-// reports forbidden calls; attacks.md's reference profile only refuses
+// reports forbidden calls; docs/security.md's reference profile only refuses
 // them, so this is stricter).
 func reported(t *testing.T, res *Result, calls ...string) {
 	t.Helper()
@@ -743,7 +743,7 @@ func fileHash(p string) string {
 	return hex.EncodeToString(s[:])
 }
 
-// attackCases is Part B of attacks.md, in its order.
+// attackCases is Part B of docs/security.md, in its order.
 func attackCases() []attack {
 	return []attack{
 		// ---------------------------------------------------------------
@@ -785,8 +785,8 @@ while True:
 				last, err := strconv.Atoi(strings.Fields(lines[len(lines)-1])[2])
 				require.NoError(t, err)
 				assert.LessOrEqual(t, last, 256)
-				// CONTRACT.md: memory_limit means "the cgroup's OOM-kill
-				// counter rose during the run"; attacks.md: oom_kills ≥ 1.
+				// docs/contract.md: memory_limit means "the cgroup's OOM-kill
+				// counter rose during the run"; docs/security.md: oom_kills ≥ 1.
 				if res.KillReason == KillMemoryLimit {
 					assert.Equal(t, StatusKilled, res.Status)
 					assert.Equal(t, syscall.SIGKILL, res.Signal)
@@ -954,7 +954,7 @@ while True: os.write(1, buf)
 			},
 		},
 		{
-			// CPU budget 1.5 s (attacks.md: 6 s), wall 5 s: the budget, not
+			// CPU budget 1.5 s (docs/security.md: 6 s), wall 5 s: the budget, not
 			// the wall clock, must end it.
 			id: "R13_cpu_spin_many_processes",
 			code: `for _ in range(15):
@@ -1165,7 +1165,7 @@ print("F13 mknod", t(os.mknod, "/tmp/sda", 0o600 | 0o060000, os.makedev(8, 0)))
 `,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
-				// attacks.md: null zero full random urandom and the fd
+				// docs/security.md: null zero full random urandom and the fd
 				// links. agentjail adds /dev/shm, a bind of the job's own
 				// scratch tmpfs (nosuid,nodev,noexec, inside tmp_bytes).
 				assert.Equal(t, "['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'urandom', 'zero']", out.line(t, "F13 ls"))
@@ -1230,7 +1230,7 @@ print("F16 open_by_handle_at", sc(304, os.open("/", os.O_RDONLY), fh, os.O_RDONL
 `,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
-				// Informational in attacks.md; agentjail forbids it too.
+				// Informational in docs/security.md; agentjail forbids it too.
 				t.Logf("name_to_handle_at: %s", out.result(t, "F16 name_to_handle_at", ""))
 				out.expect(t, "F16 open_by_handle_at", "", "EPERM")
 				reported(t, res, "open_by_handle_at", "name_to_handle_at")
@@ -1295,7 +1295,7 @@ print("P02 now", os.getuid(), os.geteuid())
 `,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
-				// attacks.md expects EPERM. The identity calls are allowed by
+				// docs/security.md expects EPERM. The identity calls are allowed by
 				// the filter (as in Docker, and in profile T's Docker-like
 				// allowlist), and the kernel answers EINVAL for setuid(0),
 				// setgid(0) and setresuid(0, 0, 0) because uid/gid 0 is not
@@ -1451,7 +1451,7 @@ for fam, typ, proto in ((5, 2, 0), (9, 5, 0), (3, 2, 0), (21, 5, 0), (30, 4, 0),
 				out.expect(t, "P12 init_module", "", "EPERM")
 				out.expect(t, "P12 init_module", "finit_module", "EPERM")
 				out.expect(t, "P12 init_module", "delete_module", "EPERM")
-				// attacks.md also accepts EAFNOSUPPORT, EPROTONOSUPPORT and
+				// docs/security.md also accepts EAFNOSUPPORT, EPROTONOSUPPORT and
 				// ESOCKTNOSUPPORT, which come from the kernel after its
 				// module autoload attempt. agentjail's filter allows only
 				// AF_UNIX and TCP/UDP/ping over AF_INET/AF_INET6, so every
@@ -1537,7 +1537,7 @@ print("P21 mounts", [(l.split()[4], l.split()[5]) for l in open("/proc/self/moun
 					opts := "," + m[2] + ","
 					assert.Contains(t, opts, ",nosuid,", "mount %s: %s", m[1], m[2])
 					if strings.Contains(opts, ",rw,") {
-						// attacks.md: only /tmp and /workspace; agentjail's
+						// docs/security.md: only /tmp and /workspace; agentjail's
 						// /dev/shm is a third bind of the same scratch tmpfs.
 						assert.Contains(t, []string{"/tmp", "/workspace", "/dev/shm"}, m[1], "writable mount %s", m[1])
 						assert.Contains(t, opts, ",nodev,", "writable mount %s: %s", m[1], m[2])
@@ -1782,7 +1782,7 @@ while True: time.sleep(1)
 			},
 		},
 		{
-			// CPU budget 1.5 s (attacks.md: 6 s), wall 5 s.
+			// CPU budget 1.5 s (docs/security.md: 6 s), wall 5 s.
 			id: "S02_catch_sigxcpu_and_spin",
 			code: `import resource
 signal.signal(signal.SIGXCPU, lambda *a: print("S02 got SIGXCPU", flush=True))
@@ -1795,7 +1795,7 @@ while True: pass
 			},
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				out.expect(t, "S02 raise", "", "ValueError")
-				// attacks.md's profile has RLIMIT_CPU soft 5 s under a 6 s
+				// docs/security.md's profile has RLIMIT_CPU soft 5 s under a 6 s
 				// budget, so SIGXCPU arrives first. agentjail sets the
 				// per-process RLIMIT_CPU a second above the cgroup budget
 				// (a backstop), so the budget watchdog kills first and
@@ -1959,7 +1959,7 @@ print("P17 x32 %s", %s, flush=True)
 			e.noCanaryLeak(t, res)
 			out := parseProbes(res)
 			out.line(t, "P17 before")
-			// attacks.md accepts ENOSYS, EPERM or a SIGSYS kill.
+			// docs/security.md accepts ENOSYS, EPERM or a SIGSYS kill.
 			// agentjail's filter notifies any x32 call, and the supervisor
 			// ends the jail before answering it (stricter), a kill the
 			// contract names "seccomp".

@@ -11,12 +11,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Collecting files out of a finished jail (CONTRACT.md §3 "collect" and
+// Collecting files out of a finished jail (docs/contract.md §3 "collect" and
 // "files").
 //
 // The daemon reads as root from a directory that the jail could write, so
 // nothing there is trusted: not a name, not a type, not a size seen earlier
-// (attacks.md F04; runc CVE-2025-31133/52565 all came from following a
+// (docs/security.md F04; runc CVE-2025-31133/52565 all came from following a
 // planted symlink). The rules, each enforced here:
 //
 //   - every open is an openat2(2) relative to the root fd with

@@ -92,7 +92,7 @@ func (ct *collectTree) check(got []CollectedFile) {
 	ct.t.Helper()
 	for i, f := range got {
 		if bytes.Contains(f.Content, ct.secret) || strings.Contains(f.Error, string(ct.secret)) {
-			ct.t.Fatalf("the secret outside the root came back in %q (attacks.md F04)", f.Path)
+			ct.t.Fatalf("the secret outside the root came back in %q (docs/security.md F04)", f.Path)
 		}
 		if (f.Error == "") == (f.Content == nil) {
 			ct.t.Errorf("%q: exactly one of Content and Error must be set: %+v", f.Path, f)
@@ -189,7 +189,7 @@ func TestCollectDotPatterns(t *testing.T) {
 	assert.Len(t, ct.collect([]string{"*"}, CollectLimits{}), 2)
 }
 
-// attacks.md F04: the program plants symlinks where the collector looks;
+// docs/security.md F04: the program plants symlinks where the collector looks;
 // none is followed, whether it points outside the root (absolute, through
 // ../.., through /proc's magic links) or inside it.
 func TestCollectSymlinkAsFileF04(t *testing.T) {
@@ -298,7 +298,7 @@ func TestCollectFileAndTotalCaps(t *testing.T) {
 	}, got2)
 }
 
-// attacks.md X03: a sparse file far above the limits and thousands of
+// docs/security.md X03: a sparse file far above the limits and thousands of
 // files. The big file is refused from its fstat size without being read,
 // the count cap keeps the answer small, and the result is the same every
 // time.
@@ -359,7 +359,7 @@ func exchange(a, b string) error {
 	return unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE)
 }
 
-// attacks.md F04 (and X03's "the collector must hold up against what the
+// docs/security.md F04 (and X03's "the collector must hold up against what the
 // program leaves"), as a race: while Collect runs again and again, other
 // goroutines keep swapping a regular file for a symlink to the secret and
 // for a FIFO, and a real directory for a symlink to a secret directory,

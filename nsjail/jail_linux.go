@@ -299,18 +299,22 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 			return nil, err
 		}
 	}
-	stdin, err := stdinFile(j.spec.Stdin)
+	// The jail's ends are plain descriptors, sent and closed: nothing in
+	// this process reads or writes them (an os.File would register each
+	// with the poller, and set and clear its O_NONBLOCK, for nothing).
+	stdin, err := stdinFD(j.spec.Stdin)
 	if err != nil {
 		return nil, stageErr("stdin", err)
 	}
 	j.closers = append(j.closers, stdin)
 	var pio programIO
-	var outW, errW, reportW *os.File
+	var outW, errW, reportW *childFD
 	for _, p := range []struct {
-		r, w  **os.File
+		r     **os.File
+		w     **childFD
 		stage string
 	}{{&pio.out, &outW, "stdout pipe"}, {&pio.err, &errW, "stderr pipe"}} {
-		if *p.r, *p.w, err = os.Pipe(); err != nil {
+		if *p.r, *p.w, err = childPipe(); err != nil {
 			return nil, stageErr(p.stage, err)
 		}
 		j.closers = append(j.closers, *p.r, *p.w)
@@ -318,11 +322,11 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 		// may reopen them (open("/dev/stdout", "w") goes through
 		// /proc/self/fd/1 and checks the pipe's owner and mode 0600, as
 		// runc's setupIO knows).
-		if err := unix.Fchown(int((*p.w).Fd()), int(j.uid), int(j.uid)); err != nil {
+		if err := unix.Fchown((*p.w).fd, int(j.uid), int(j.uid)); err != nil {
 			return nil, stageErr("chown stdio pipe", err)
 		}
 	}
-	stdio := []int{int(stdin.Fd()), int(outW.Fd()), int(errW.Fd())}
+	stdio := []int{stdin.fd, outW.fd, errW.fd}
 	// A cold jail has built itself while the above was done here.
 	if err := j.awaitBuild(); err != nil {
 		return nil, err
@@ -331,11 +335,11 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 	case j.control != nil:
 		stdio = append(stdio, int(j.control.Fd()))
 	case j.spec.Report: // no report: fd 3 is closed in the jail
-		if pio.report, reportW, err = os.Pipe(); err != nil {
+		if pio.report, reportW, err = childPipe(); err != nil {
 			return nil, stageErr("report pipe", err)
 		}
 		j.closers = append(j.closers, pio.report, reportW)
-		stdio = append(stdio, int(reportW.Fd()))
+		stdio = append(stdio, reportW.fd)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
 	if err := j.send(msgRequest, requestPlan(cfg, j.tmpBytes), stdio); err != nil {
@@ -345,10 +349,8 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send request", err))
 	}
 	// The init stage holds its own copies now.
-	for _, f := range []*os.File{stdin, outW, errW, reportW} {
-		if f != nil {
-			f.Close()
-		}
+	for _, f := range []*childFD{stdin, outW, errW, reportW} {
+		f.Close()
 	}
 	if !cold {
 		if err := j.createCgroup(); err != nil {
@@ -499,35 +501,77 @@ func lightTeardown(peak int64, s *Spec) bool {
 	return peak >= 0 && peak+s.writtenBytes() <= lightTeardownBytes
 }
 
-// stdinFile is the program's stdin: /dev/null, or a sealed memfd holding
+// stdinFD is the program's stdin: /dev/null, or a sealed memfd holding
 // the request's bytes (no writer goroutine, and a program that never reads
-// its stdin blocks nothing).
-func stdinFile(data []byte) (*os.File, error) {
+// it blocks nothing).
+func stdinFD(data []byte) (*childFD, error) {
 	if data == nil {
-		return os.Open(os.DevNull)
+		fd, err := unix.Open(os.DevNull, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, os.NewSyscallError("open /dev/null", err)
+		}
+		return &childFD{fd}, nil
 	}
-	return sealedFile("stdin", data)
+	return sealedFD("stdin", data)
 }
 
-// sealedFile is a memfd named name that holds data, read from its start,
-// sealed against every change.
-func sealedFile(name string, data []byte) (*os.File, error) {
+// sealedFD is a memfd named name that holds data, read from its start,
+// sealed against every change (the stdin of a run; a session's call's
+// payload too).
+func sealedFD(name string, data []byte) (*childFD, error) {
 	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, os.NewSyscallError("memfd_create", err)
 	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, err
+	f := &childFD{fd}
+	for b := data; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			f.Close()
+			return nil, os.NewSyscallError("write "+name, err)
+		}
+		b = b[n:]
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
 		f.Close()
-		return nil, err
+		return nil, os.NewSyscallError("seek "+name, err)
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
 		f.Close()
 		return nil, os.NewSyscallError("seal "+name, err)
 	}
 	return f, nil
+}
+
+// childFD is a descriptor this process only hands to a jail: closed once,
+// however often Close is called (it is in the jail's closers, and closed
+// as soon as it is sent).
+type childFD struct{ fd int }
+
+func (c *childFD) Close() error {
+	if c == nil || c.fd < 0 {
+		return nil
+	}
+	err := unix.Close(c.fd)
+	c.fd = -1
+	return err
+}
+
+// childPipe is a pipe whose read end this process reads (in the runtime's
+// poller) and whose write end goes to a jail (blocking, as a program's
+// stdout is).
+func childPipe() (*os.File, *childFD, error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return nil, nil, os.NewSyscallError("set nonblock", err)
+	}
+	return os.NewFile(uintptr(p[0]), "pipe"), &childFD{p[1]}, nil
 }

@@ -246,7 +246,7 @@ c = socket.create_connection(srv.getsockname()); print("lo", "OK")`, port), nil)
 	out := string(res.Stdout)
 	assert.Contains(t, out, "host ConnectionRefusedError\n")
 	assert.Contains(t, out, "out OSError\n") // ENETUNREACH: no route at all
-	// Netlink is outside the socket family allowlist (attacks.md N07 allows
+	// Netlink is outside the socket family allowlist (docs/security.md N07 allows
 	// EPERM); the refused call is named in the result.
 	assert.Contains(t, out, "ifaces PermissionError\n")
 	require.NotNil(t, res.Seccomp)

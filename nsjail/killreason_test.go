@@ -109,7 +109,7 @@ time.sleep(5)`, func(s *Spec) { s.Limits.MemoryBytes = 64 << 20 })
 }
 
 func TestNotKills(t *testing.T) {
-	// attacks.md S05: exit 137 by itself is an exit, not a kill.
+	// docs/security.md S05: exit 137 by itself is an exit, not a kill.
 	res := jailRun(t, `import os, sys; sys.stdout.write("S05\n"); sys.stdout.flush(); os._exit(137)`, nil)
 	assert.Equal(t, StatusError, res.Status)
 	assert.Equal(t, 137, res.ExitCode)
@@ -181,7 +181,7 @@ func TestPeakMemoryCountsThePythonOnly(t *testing.T) {
 	assert.NotEmpty(t, base.PeakMemorySource)
 	assert.Less(t, base.PeakMemoryBytes, int64(12<<20), "python3 -c pass; no set-up memory")
 	assert.InDelta(t, 64<<20, big.PeakMemoryBytes-base.PeakMemoryBytes, 1<<20, "64 MiB ± 1 MiB")
-	// attacks.md X02: cgroup-wide, not one process's maxrss.
+	// docs/security.md X02: cgroup-wide, not one process's maxrss.
 	multi := jailRun(t, `import os, time
 kids = []
 for _ in range(3):
@@ -196,7 +196,7 @@ for k in kids: os.waitpid(k, 0)`, nil)
 
 // The CPU bandwidth limit (Limits.CPUs, 1 by default) holds: three
 // processes spinning for a second of wall time on this 2-CPU host get one
-// CPU-second between them, not two (attacks.md R13).
+// CPU-second between them, not two (docs/security.md R13).
 func TestCPUQuotaHolds(t *testing.T) {
 	systest.Require(t, systest.MultiCPU)
 	res := jailRun(t, `import os

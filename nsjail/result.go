@@ -7,7 +7,7 @@ import (
 	"agentjail/seccomp"
 )
 
-// Status is how the program ended (CONTRACT.md §3).
+// Status is how the program ended (docs/contract.md §3).
 type Status string
 
 const (

@@ -10,7 +10,7 @@ import (
 
 // sealedName is the memfd's name: a jail that could see the init stage's
 // /proc/1/exe reads "/memfd:agentjail-init (deleted)", never a host path
-// (attacks.md F07, F08).
+// (docs/security.md F07, F08).
 const sealedName = "agentjail-init"
 
 // sealedMode: executable by the jail's unprivileged host uid, readable

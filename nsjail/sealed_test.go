@@ -30,7 +30,7 @@ func init() {
 	}
 	exe, _ := os.Readlink("/proc/self/exe")
 	dumpable, _ := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
-	// The running binary must not be writable, by any route (attacks.md F07).
+	// The running binary must not be writable, by any route (docs/security.md F07).
 	var w []string
 	if f, err := os.OpenFile("/proc/self/exe", os.O_WRONLY, 0); err == nil {
 		w = append(w, "open-wronly:OK")
@@ -101,7 +101,7 @@ func TestSealedExeIsAnIdenticalSealedCopy(t *testing.T) {
 }
 
 // Every way of writing to the copy fails, and its content is unchanged
-// afterwards (attacks.md F07: the CVE-2019-5736 class).
+// afterwards (docs/security.md F07: the CVE-2019-5736 class).
 func TestSealedExeRefusesEveryWrite(t *testing.T) {
 	systest.Require(t, systest.Root) // root passes every permission check: only the seals stop it
 	f := sealedExe(t)

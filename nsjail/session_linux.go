@@ -559,9 +559,9 @@ type call struct {
 	s *Session
 	n int
 
-	payload, stdin         *os.File
-	outR, outW, errR, errW *os.File
-	repR, repW             *os.File
+	payload, stdin   *childFD // what the program gets: sent, then closed here
+	outW, errW, repW *childFD
+	outR, errR, repR *os.File // this process's ends of the call's pipes
 
 	mu       sync.Mutex
 	why      KillReason  // the first limit the call passed
@@ -574,19 +574,22 @@ type call struct {
 // write ends, as a run's), its report pipe.
 func (k *call) open(c *CallSpec) error {
 	var err error
-	if k.payload, err = sealedFile("call", c.Payload); err != nil {
+	if k.payload, err = sealedFD("call", c.Payload); err != nil {
 		return stageErr("call payload", err)
 	}
-	if k.stdin, err = stdinFile(c.Stdin); err != nil {
+	if k.stdin, err = stdinFD(c.Stdin); err != nil {
 		return stageErr("stdin", err)
 	}
-	for _, p := range []struct{ r, w **os.File }{{&k.outR, &k.outW}, {&k.errR, &k.errW}, {&k.repR, &k.repW}} {
-		if *p.r, *p.w, err = os.Pipe(); err != nil {
+	for _, p := range []struct {
+		r **os.File
+		w **childFD
+	}{{&k.outR, &k.outW}, {&k.errR, &k.errW}, {&k.repR, &k.repW}} {
+		if *p.r, *p.w, err = childPipe(); err != nil {
 			return stageErr("call pipes", err)
 		}
 	}
-	for _, w := range []*os.File{k.outW, k.errW} {
-		if err := unix.Fchown(int(w.Fd()), int(k.s.j.uid), int(k.s.j.uid)); err != nil {
+	for _, w := range []*childFD{k.outW, k.errW} {
+		if err := unix.Fchown(w.fd, int(k.s.j.uid), int(k.s.j.uid)); err != nil {
 			return stageErr("chown stdio pipe", err)
 		}
 	}
@@ -598,7 +601,7 @@ func (k *call) open(c *CallSpec) error {
 // program's alone.
 func (k *call) send() error {
 	hdr := fmt.Appendf(nil, `{"t":"call","n":%d}`, k.n)
-	fds := []int{int(k.payload.Fd()), int(k.stdin.Fd()), int(k.outW.Fd()), int(k.errW.Fd()), int(k.repW.Fd())}
+	fds := []int{k.payload.fd, k.stdin.fd, k.outW.fd, k.errW.fd, k.repW.fd}
 	rc, err := k.s.ctl.SyscallConn()
 	if err != nil {
 		return err
@@ -610,14 +613,17 @@ func (k *call) send() error {
 	}); err != nil {
 		serr = err
 	}
-	for _, f := range []*os.File{k.payload, k.stdin, k.outW, k.errW, k.repW} {
+	for _, f := range []*childFD{k.payload, k.stdin, k.outW, k.errW, k.repW} {
 		f.Close()
 	}
 	return serr
 }
 
 func (k *call) closeFiles() {
-	for _, f := range []*os.File{k.payload, k.stdin, k.outR, k.outW, k.errR, k.errW, k.repR, k.repW} {
+	for _, f := range []*childFD{k.payload, k.stdin, k.outW, k.errW, k.repW} {
+		f.Close() // nil, or sent and closed already: nothing
+	}
+	for _, f := range []*os.File{k.outR, k.errR, k.repR} {
 		if f != nil {
 			f.Close()
 		}

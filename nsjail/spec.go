@@ -11,7 +11,7 @@ import (
 )
 
 // Limits bound one run. Every field is required to be positive after
-// defaults are applied; DefaultLimits gives the values of CONTRACT.md.
+// defaults are applied; DefaultLimits gives the values of docs/contract.md.
 type Limits struct {
 	MemoryBytes   int64         // cgroup memory limit, swap off; default 256 MiB, at least MinMemoryBytes
 	WallTime      time.Duration // wall clock from the exec of python3; default 10 s
@@ -28,7 +28,7 @@ type Limits struct {
 // cannot even start, and the answer would be a kill that explains nothing.
 const MinMemoryBytes = 16 << 20
 
-// DefaultLimits are the limits of CONTRACT.md §3.
+// DefaultLimits are the limits of docs/contract.md §3.
 func DefaultLimits() Limits {
 	return Limits{
 		MemoryBytes:   256 << 20,
@@ -44,7 +44,7 @@ func DefaultLimits() Limits {
 }
 
 // FieldError is a validation error that names the offending field by its
-// JSON name in CONTRACT.md (e.g. "limits.memory_bytes"), so that the daemon
+// JSON name in docs/contract.md (e.g. "limits.memory_bytes"), so that the daemon
 // can answer 400 with it and the command line can name its flag instead.
 type FieldError struct {
 	Field string
@@ -57,7 +57,7 @@ func fieldErr(field, format string, a ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
 }
 
-// withDefaults fills each zero field with its default (CONTRACT §3:
+// withDefaults fills each zero field with its default (docs/contract.md §3:
 // omitted limits take the defaults); a negative one stays, for Validate.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
@@ -353,7 +353,7 @@ func CleanRelPath(p string) (string, error) {
 	}
 	for _, el := range strings.Split(p, "/") {
 		if el == ".." {
-			return "", fmt.Errorf("path %q must not contain ..", p)
+			return "", fmt.Errorf("path %q must not have a \"..\" element", p)
 		}
 	}
 	c := path.Clean(p)

@@ -55,7 +55,7 @@ func TestSpecValidate(t *testing.T) {
 		mod  func(*Spec)
 		want string // in the error's text
 	}{
-		"dotdot file": {func(s *Spec) { s.Files = []File{{Path: "../x"}} }, `files[0].path: path "../x" must not contain ..`},
+		"dotdot file": {func(s *Spec) { s.Files = []File{{Path: "../x"}} }, `files[0].path: path "../x" must not have a ".." element`},
 		"abs file":    {func(s *Spec) { s.Files = []File{{Path: "/etc/x"}} }, `files[0].path: path "/etc/x" must be relative to /workspace`},
 		"dup file":    {func(s *Spec) { s.Files = []File{{Path: "a"}, {Path: "./a"}} }, `files[1].path: "./a" is given twice`},
 		// A file and a directory of the same name could not both be
@@ -124,7 +124,7 @@ func TestDecide(t *testing.T) {
 	}{
 		{"ok", exited(0), "", 0, StatusOK, "", 0},
 		{"error", exited(1), "", 0, StatusError, "", 1},
-		// A program that exits 137 by itself is not a kill (attacks.md S05).
+		// A program that exits 137 by itself is not a kill (docs/security.md S05).
 		{"exit 137", exited(137), "", 0, StatusError, "", 137},
 		// It exited before our kill landed: it ended by itself.
 		{"exit beats timer", exited(0), KillWallTimeout, 0, StatusOK, "", 0},

@@ -181,7 +181,10 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 	}
 	w := &warmRuntime{r: r, spec: s}
 	w.spec.Limits = zygoteLimits(s.Limits, s.Ahead)
-	w.base = jailBase{binds: binds(&Spec{ReadOnlyMounts: s.ReadOnlyMounts}), etc: s.Etc, shared: slices.Clone(s.Code)}
+	// A run's /code holds the shared code but the entry, which only the
+	// zygote loads (and which a request does not bring: it would not fit).
+	shared := slices.DeleteFunc(slices.Clone(s.Code), func(f File) bool { return f.Path == s.Entry })
+	w.base = jailBase{binds: binds(&Spec{ReadOnlyMounts: s.ReadOnlyMounts}), etc: s.Etc, shared: shared}
 	tmp := s.RunLimits.withDefaults().TmpBytes
 	w.pool = &preparedPool{
 		want:    s.Ahead,

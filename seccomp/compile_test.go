@@ -21,7 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/decisions.golden from 
 
 const goldenPath = "testdata/decisions.golden"
 
-// maxTestedNr: every number below it is evaluated (attacks.md C.2.4).
+// maxTestedNr: every number below it is evaluated (docs/security.md C.2.4).
 const maxTestedNr = 1024
 
 var (
@@ -180,7 +180,7 @@ var argCases = []argCase{
 	{"remap_file_pages", "remap_file_pages", []uint64{0, 4096, 0, 0, 0}, retForbid},
 }
 
-// forbiddenAttackCalls are the calls that attacks.md requires to fail
+// forbiddenAttackCalls are the calls that docs/security.md requires to fail
 // (P04–P16, F14–F16, N04, N07); each must be Forbid (EPERM, reported).
 var forbiddenAttackCalls = []string{
 	"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", // P04
@@ -301,7 +301,7 @@ func TestForbiddenAttackCalls(t *testing.T) {
 
 // TestForeignABIsAreNotified: i386 (`int 0x80`, where 102 is socketcall,
 // not getuid), x32 (the same AUDIT_ARCH_X86_64 with bit 30 in nr) and any
-// other architecture never reach the rules (attacks.md P17): every one is
+// other architecture never reach the rules (docs/security.md P17): every one is
 // the Forbid notification, which the supervisor marks Foreign and answers
 // EPERM. Never KILL_PROCESS (SIGSYS is no evidence once the jail's PID 1 is
 // our init) and never ERRNO (it would outrank a stacked filter's report).

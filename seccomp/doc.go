@@ -14,7 +14,7 @@
 //	parent:            go seccomp.Supervise(ctx, fd, mode, &collector, kill)
 //	                   ... wait for and reap the jail ...
 //	                   kill: ModeKill, or v.Foreign, or v.OverBudget (MaxNotifications)
-//	                   result.Seccomp = collector.Report()                // CONTRACT.md `seccomp`
+//	                   result.Seccomp = collector.Report()                // docs/contract.md `seccomp`
 //
 // The program is the same for both modes (on_forbidden_syscall is a
 // per-request choice, the compilation is done once): the mode is how the
@@ -58,7 +58,7 @@
 //
 // # Policy decisions (DefaultPolicy)
 //
-// Docker's default profile without capabilities, minus what attacks.md Part
+// Docker's default profile without capabilities, minus what docs/security.md Part
 // A.1 forbids, minus calls that CPython, /bin/sh and their libraries never
 // make. Every known call has an explicit rule (a test checks it). Notable:
 //
@@ -69,7 +69,7 @@
 //   - socket: AF_UNIX; AF_INET/AF_INET6 only as TCP (protocol 0 or 6), UDP
 //     (0 or 17) or ping (ICMP/ICMPv6) sockets; raw sockets, SCTP, DCCP, MPTCP
 //     and every other family are forbidden. A request for an unregistered
-//     protocol or family makes the kernel load its module (attacks.md P12);
+//     protocol or family makes the kernel load its module (docs/security.md P12);
 //     AF_VSOCK reaches this VM's host. socketpair only for AF_UNIX (it takes
 //     the same module-loading path before failing for anything else).
 //   - ioctl: everything except TIOCSTI and TIOCLINUX, on the low 32 bits
@@ -80,13 +80,13 @@
 //     them too; the rule makes the attempt visible in the report and does
 //     not depend on the capability set.
 //   - ptrace, process_vm_readv/writev, pidfd_getfd, kcmp, process_madvise:
-//     forbidden (attacks.md P04's recommended policy; Docker allows ptrace on
+//     forbidden (docs/security.md P04's recommended policy; Docker allows ptrace on
 //     4.8+). strace and gdb do not work in the jail.
 //   - io_uring_setup/enter/register: forbidden; its operations never pass
-//     through seccomp (attacks.md P10; Docker and containerd since 2023).
+//     through seccomp (docs/security.md P10; Docker and containerd since 2023).
 //   - memfd_create: allowed, but not with MFD_HUGETLB (below). Executing a
 //     memfd is not an escape (the new program inherits the filter,
-//     namespaces and cgroup; attacks.md F18), and Python can run machine
+//     namespaces and cgroup; docs/security.md F18), and Python can run machine
 //     code through ctypes anyway. memfd_secret is forbidden.
 //   - seccomp(2) and prctl(PR_SET_SECCOMP): forbidden, unlike Docker. Our
 //     forbidden action is USER_NOTIF, and among filters returning the same

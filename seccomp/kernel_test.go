@@ -420,7 +420,7 @@ func parseProbes(t *testing.T, out string) map[string]string {
 // TestKernelPythonErrnoMode is the end-to-end proof: python3 under the
 // filter starts threads, forks, runs /bin/sh, uses sockets, multiprocessing
 // and asyncio without a single violation, every attack probe fails as
-// attacks.md expects, and the supervisor names each attempt with its count.
+// docs/security.md expects, and the supervisor names each attempt with its count.
 func TestKernelPythonErrnoMode(t *testing.T) {
 	requirePython(t)
 	argv, _ := json.Marshal([]string{pythonPath, "-I", "-u", "-c", probeScript})
@@ -473,7 +473,7 @@ func TestKernelPythonErrnoMode(t *testing.T) {
 	require.NotEqual(t, c.cmd.Process.Pid, seen[0].Pid, "probes run in forked children")
 
 	// The same script without the filter: each denied probe must come out
-	// differently, or the probe proves nothing (attacks.md C.2.2).
+	// differently, or the probe proves nothing (docs/security.md C.2.2).
 	if os.Geteuid() != 0 {
 		t.Log("not root: skipping the unfiltered comparison")
 		return

@@ -93,7 +93,7 @@ type Policy struct {
 	Rules        []Rule
 }
 
-// Mode is what a forbidden call does to the jail (CONTRACT.md,
+// Mode is what a forbidden call does to the jail (docs/contract.md,
 // on_forbidden_syscall). The filter is the same in both modes: the mode is
 // how the supervisor answers.
 type Mode int
@@ -436,7 +436,7 @@ func allowWhen(name string, arg uint, mask uint64, values ...uint64) []Rule {
 }
 
 // DefaultPolicy returns the jail's policy: Docker's default profile (moby
-// profiles/seccomp/default.json, no capabilities) minus what attacks.md Part
+// profiles/seccomp/default.json, no capabilities) minus what docs/security.md Part
 // A.1 forbids, minus calls that CPython, /bin/sh and their libraries never
 // make and that only add kernel surface. doc.go explains the decisions. The
 // caller may change the returned value; each call returns a fresh one.
@@ -585,7 +585,7 @@ func DefaultPolicy() *Policy {
 		allowWhen("socketpair", 0, mask32, afUnix),
 	)
 
-	// Explicitly forbidden: attacks.md and Docker's reasons. Validate
+	// Explicitly forbidden: docs/security.md and Docker's reasons. Validate
 	// refuses a policy that both allows and forbids a call, so a later edit
 	// cannot re-open one of these by adding it to a list above.
 	add(
@@ -651,7 +651,7 @@ func DefaultPolicy() *Policy {
 // type's default protocol or named) and ping sockets, whatever the
 // SOCK_NONBLOCK/SOCK_CLOEXEC flags. Raw sockets and any other protocol are
 // forbidden: an unregistered protocol makes the kernel load a module (SCTP,
-// DCCP: attacks.md P12), and raw sockets are only a missing capability away
+// DCCP: docs/security.md P12), and raw sockets are only a missing capability away
 // from working (N04).
 func inetSocket(family, ping uint64) []Rule {
 	var rules []Rule

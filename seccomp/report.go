@@ -72,7 +72,7 @@ type CallCount struct {
 	ABI string `json:"abi,omitempty"`
 }
 
-// Report is the `seccomp` field of a run result (CONTRACT.md): the first
+// Report is the `seccomp` field of a run result (docs/contract.md): the first
 // forbidden call, then every forbidden call with its count, in the order of
 // their first attempt.
 type Report struct {

@@ -1,5 +1,5 @@
 // Command agentjail runs untrusted Python in a kernel-level jail: see
-// CONTRACT.md for its command line and README.md for how to use it.
+// docs/contract.md for its command line and README.md for how to use it.
 package main
 
 import (
@@ -13,7 +13,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// Exit statuses of CONTRACT.md §1.
+// Exit statuses of docs/contract.md §1.
 const (
 	exitUsage = 2
 	exitSetup = 125

@@ -18,7 +18,7 @@ import (
 	"agentjail/nsjail"
 )
 
-// remoteError is the daemon's refusal (CONTRACT.md §2): exit 125.
+// remoteError is the daemon's refusal (docs/contract.md §2): exit 125.
 type remoteError struct {
 	What    string // what was refused: "" for the run
 	Status  int

@@ -25,7 +25,7 @@ import (
 
 // limitFlags are the limit flags of `agentjail run`: the rows of the
 // daemon's limits table that a request may set, each flag named like the
-// JSON limit it sets (CONTRACT.md §1), with human units.
+// JSON limit it sets (docs/contract.md §1), with human units.
 func limitFlags() []daemon.Limit {
 	var out []daemon.Limit
 	for _, l := range daemon.LimitTable() {
@@ -154,7 +154,7 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	}
 	if in != nil {
 		if !utf8.Valid(in) {
-			return usagef("--stdin: the program's stdin must be UTF-8 text (CONTRACT.md §3)")
+			return usagef("--stdin: the program's stdin must be UTF-8 text (docs/contract.md §3)")
 		}
 		str := string(in)
 		r.Stdin = &str
@@ -358,7 +358,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitStatus(ra, res, writes)
 }
 
-// exitStatus is the command's exit status for a result (CONTRACT.md §1.1):
+// exitStatus is the command's exit status for a result (docs/contract.md §1.1):
 // the program's own; when that is 0, 1 for a failed test under
 // --fail-on-test-failure, else 125 when a collected file could not be
 // written to --collect-dir.

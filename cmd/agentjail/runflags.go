@@ -56,7 +56,7 @@ func runFlags() []runFlag {
 			help: "return the files of /workspace that match GLOB after the program ends (repeatable; see --collect-dir)",
 			set:  func(ra *runArgs, v string) error { ra.req.Collect = append(ra.req.Collect, v); return nil }},
 		{name: "tests", arg: "FILE.json", group: "program", field: "tests",
-			help: `test cases, judged outside the jail: {"function": NAME, "cases": [...]} (CONTRACT.md §3.9)`,
+			help: `test cases, judged outside the jail: {"function": NAME, "cases": [...]} (docs/contract.md §3.9)`,
 			set:  func(ra *runArgs, v string) error { ra.testsPath = v; return nil }},
 		{name: "env", arg: "KEY=VALUE", group: "program", field: "env",
 			help: "set a variable in the program's environment (repeatable); it overrides the environment's own",
@@ -228,7 +228,7 @@ func runHelp(w io.Writer) {
 Runs a Python program in a fresh jail, then reports what happened: the
 program's output on stdout and stderr as it wrote them, then agentjail's
 lines on stderr (test verdicts, collected files, feedback, a summary), or
-with --json one JSON object on stdout (CONTRACT.md §3).
+with --json one JSON object on stdout (docs/contract.md §3).
 
 Flags may come before or after the program. A flag's value is the next
 argument or follows "=": a value that starts with "-" must be written
@@ -306,7 +306,7 @@ func wrap(s string, width int) []string {
 	return append(lines, line)
 }
 
-// defaultLimit is a limit's built-in default (CONTRACT.md §3.2), in its
+// defaultLimit is a limit's built-in default (docs/contract.md §3.2), in its
 // key's unit: local mode's, and a daemon's unless its configuration says
 // otherwise.
 func defaultLimit(l daemon.Limit) int64 {

@@ -239,7 +239,7 @@ func waitChildren(t *testing.T, pid, n int) []int {
 	return kids
 }
 
-// TestServeCrashRecovery is attacks.md S09: kill -9 the daemon mid-job.
+// TestServeCrashRecovery is docs/security.md S09: kill -9 the daemon mid-job.
 // The jail dies with it (parent-death signal on the locked creating
 // thread), and the next instance removes the stale cgroup before it
 // answers its first request.

@@ -24,7 +24,7 @@ type Installed struct {
 	Packages    []string
 }
 
-// ProgramFeedback gives the sentences of CONTRACT.md §3 for the uncaught
+// ProgramFeedback gives the sentences of docs/contract.md §3 for the uncaught
 // exception (its type, line and a hint) and for the failed tests: how many
 // failed, up to five of them with their call and what differed, and why the
 // cases that did not run did not. The expected values they quote are the
@@ -329,7 +329,7 @@ var exceptionHints = map[string]string{
 	"gaierror":               "The sandbox has no network access.",
 }
 
-// JailFeedback gives the sentences of CONTRACT.md §3 about what the jail
+// JailFeedback gives the sentences of docs/contract.md §3 about what the jail
 // did to the program (a limit that killed it, a signal, a forbidden system
 // call, refused forks), which an automated repair loop can act on. Empty
 // when the program ended well.

@@ -112,15 +112,18 @@ var (
 	//
 	//go:embed harness.bin
 	harnessBin []byte
+	//go:embed warm.py
+	harnessWarm []byte
 )
 
 const (
-	harnessName    = "agentjail_harness.py" // boot.py
-	harnessRunName = "agentjail_harness_run.py"
-	harnessLibName = "agentjail_harness_lib.py"
-	harnessBinName = "agentjail_harness.bin"
-	mainName       = "main.py"
-	testsName      = "tests.json"
+	harnessName     = "agentjail_harness.py" // boot.py
+	harnessRunName  = "agentjail_harness_run.py"
+	harnessLibName  = "agentjail_harness_lib.py"
+	harnessBinName  = "agentjail_harness.bin"
+	harnessWarmName = "agentjail_harness_warm.py"
+	mainName        = "main.py"
+	testsName       = "tests.json"
 )
 
 // maxReportBytes is how much of the report channel the jail returns (the
@@ -146,6 +149,11 @@ var harnessFiles = []nsjail.File{
 	{Path: harnessLibName, Content: harnessLib},
 	{Path: harnessBinName, Content: harnessBin},
 }
+
+// WarmEntry is the warm entry's file: a zygote (nsjail.ZygoteSpec.Entry)
+// loads it once, and each warm run calls its main() instead of running
+// the boot program (warm.py). The zygote's Code are SharedFiles and it.
+func WarmEntry() nsjail.File { return nsjail.File{Path: harnessWarmName, Content: harnessWarm} }
 
 // SharedFiles are the files under /code that every request's jail has:
 // the boot program and the harness (a prepared jail holds them already,

@@ -49,7 +49,11 @@ def _compile(src, path):
     function catches the code exec() made before its first instruction runs,
     and the code is given the file's name (the same code: harness_test.go).
     A warning while compiling (it would name <string>), a syntax error or a
-    tracer already set leave it to compile() itself."""
+    tracer already set leave it to compile() itself. In a warm run (_warm,
+    set by warm.py) compile() has had its first call in the zygote: it is
+    called directly."""
+    if globals().get("_warm"):
+        return compile(src, path, "exec", dont_inherit=True)
     import _warnings
     w = sys.modules.get("warnings")  # once imported, its filters are the ones python applies
     got, filters, error = [], _warnings.filters if w is None else w.filters, ("error", None, Warning, None, 0)

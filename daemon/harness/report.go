@@ -11,7 +11,7 @@ import (
 	"agentjail/nsjail"
 )
 
-// Exception is the uncaught exception of CONTRACT.md §3.
+// Exception is the uncaught exception of docs/contract.md §3.
 type Exception struct {
 	Type      string `json:"type"`
 	Message   string `json:"message"`

@@ -1,6 +1,6 @@
 package harness
 
-// Tests: the request's "tests" (CONTRACT.md §3) and their validation;
+// Tests: the request's "tests" (docs/contract.md §3) and their validation;
 // verdicts.go judges them.
 
 import (

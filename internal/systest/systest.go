@@ -4,7 +4,7 @@
 // a host that has everything, so there every such test runs; set
 // AGENTJAIL_REQUIRE_ALL=1 to turn every skip into a failure.
 //
-// It also holds the host-side checks that attacks.md A.4 asks for after
+// It also holds the host-side checks that docs/security.md A.4 asks for after
 // every case: no process left under a jail's host uid, no jail cgroup, no
 // mount.
 package systest

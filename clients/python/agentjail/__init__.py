@@ -1,5 +1,5 @@
 """Client of the agentjail daemon: run untrusted Python in a kernel-level
-jail and get back what happened (CONTRACT.md §2 and §3).
+jail and get back what happened (docs/contract.md §2 and §3).
 
     from agentjail import Client
     r = Client().run("print(sum(range(10)))")

@@ -120,7 +120,7 @@ class TestCase:
         return d
 
     def to_request(self) -> Dict[str, Any]:
-        """The case as CONTRACT.md §3 has it."""
+        """The case as docs/contract.md §3 has it."""
         d: Dict[str, Any] = {"name": self.name, "args": list(self.input_args), "kwargs": dict(self.input_kwargs)}
         if self.expected_output is EXPECT_NONE:
             d["expected"] = None

@@ -35,7 +35,7 @@ class AgentjailError(Exception):
     daemon's error code (e.g. "queue_full"), `message` its message.
     """
 
-    #: The error code this class stands for (CONTRACT.md §2).
+    #: The error code this class stands for (docs/contract.md §2).
     default_code = ""
 
     def __init__(self, message: str, *, status: Optional[int] = None, code: Optional[str] = None) -> None:

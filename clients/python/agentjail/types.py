@@ -1,4 +1,4 @@
-"""The run request and the result of CONTRACT.md §3, as Python values.
+"""The run request and the result of docs/contract.md §3, as Python values.
 
 Results are tolerant: a field the daemon sends that this client does not know
 (a newer daemon) lands in the `extra` dict of the object it belongs to, and a
@@ -66,7 +66,7 @@ NOT_SET: Any = _NotSet()
 
 @dataclass
 class Limits:
-    """Per-run limits (CONTRACT.md §3); a field left None takes the daemon's
+    """Per-run limits (docs/contract.md §3); a field left None takes the daemon's
     configured default. Sizes in bytes, times in milliseconds."""
 
     memory_bytes: Optional[int] = None
@@ -469,7 +469,7 @@ class SeccompReport:
 
 @dataclass
 class Result:
-    """What happened to one program (CONTRACT.md §3).
+    """What happened to one program (docs/contract.md §3).
 
     `status`: "ok" (exit 0), "error" (non-zero exit, e.g. an uncaught
     exception), "signaled" (a signal no limit sent), "killed" (a limit or

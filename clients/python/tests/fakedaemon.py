@@ -27,7 +27,7 @@ import urllib.parse
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
 
-# The result object of CONTRACT.md §3 with the daemon's extra fields.
+# The result object of docs/contract.md §3 with the daemon's extra fields.
 RESULT: Dict[str, Any] = {
     "id": "j-01HZXTEST",
     "status": "ok",

@@ -1,5 +1,5 @@
 """The blocking Client against a fake daemon: requests on the wire, results,
-every error answer of CONTRACT.md §2, and a daemon that cannot be reached or
+every error answer of docs/contract.md §2, and a daemon that cannot be reached or
 goes away mid-answer."""
 
 import base64

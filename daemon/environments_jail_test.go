@@ -131,9 +131,12 @@ print(preloaded)
 	for _, env := range []string{"default", "science"} {
 		for _, start := range []string{"warm", "cold"} {
 			what := env + "/" + start
-			res := runJSON(t, c, map[string]any{"code": code, "environment": env, "start": start,
+			// The default limits but time: importing the stack takes
+			// seconds of CPU under emulation (the VM suite's TCG).
+			slow := map[string]any{"wall_time_ms": 120000, "cpu_time_ms": 120000}
+			res := runJSON(t, c, map[string]any{"code": code, "environment": env, "start": start, "limits": slow,
 				"files": []map[string]string{{"path": "data.csv", "content": "a,b\n1,2\n3,4\n5,6\n"}}, "collect": []string{"chart.png"}})
-			require.Equal(t, "ok", res.Status, what+": "+res.Stderr)
+			require.Equal(t, "ok", res.Status, what+": "+res.KillReason+": "+res.Stderr)
 			assert.Equal(t, start, res.Start, what)
 			assert.Equal(t, "4.0 3\n"+map[bool]string{true: "True", false: "False"}[env == "science" && start == "warm"]+"\n", res.Stdout, what)
 			assert.Empty(t, res.Stderr, what+": no warning (matplotlib's config and cache)")
@@ -145,15 +148,15 @@ print(preloaded)
 			assert.Equal(t, [2]uint32{640, 480}, [2]uint32{binary.BigEndian.Uint32(png[16:20]), binary.BigEndian.Uint32(png[20:24])}, what)
 
 			res = runJSON(t, c, map[string]any{"code": "import numpy\nx = numpy.ones((300 << 20) // 8)\nprint('survived')",
-				"environment": env, "start": start, "limits": map[string]any{"memory_bytes": 128 << 20}})
+				"environment": env, "start": start, "limits": map[string]any{"memory_bytes": 128 << 20, "wall_time_ms": 120000, "cpu_time_ms": 120000}})
 			assert.Equal(t, "killed", res.Status, what)
 			assert.Equal(t, "memory_limit", res.KillReason, what)
 			assert.NotContains(t, res.Stdout, "survived")
 			assert.True(t, len(res.Feedback) > 0 && strings.Contains(strings.Join(res.Feedback, " "), "memory"), what+": %q", res.Feedback)
 
 			res = runJSON(t, c, map[string]any{"code": "import numpy, pandas\nprint(numpy.ones(1000).sum())",
-				"environment": env, "start": start, "limits": map[string]any{"pids": 16}})
-			assert.Equal(t, "ok", res.Status, what+": "+res.Stderr)
+				"environment": env, "start": start, "limits": map[string]any{"pids": 16, "wall_time_ms": 120000, "cpu_time_ms": 120000}})
+			assert.Equal(t, "ok", res.Status, what+": "+res.KillReason+": "+res.Stderr)
 			assert.Equal(t, "1000.0\n", res.Stdout, what)
 		}
 	}

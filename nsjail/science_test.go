@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,6 +24,9 @@ func scienceSpec(t *testing.T, code string, mod func(*Spec)) *Spec {
 	t.Helper()
 	systest.Require(t, systest.Scientific)
 	s := &Spec{Program: []byte(code), Limits: DefaultLimits(), Etc: testEtc()}
+	// The default limits but time: importing the stack takes seconds of
+	// CPU under emulation (the VM suite's TCG).
+	s.Limits.WallTime, s.Limits.CPUTime = 2*time.Minute, 2*time.Minute
 	if mod != nil {
 		mod(s)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"agentjail/daemon"
 	"agentjail/internal/systest"
+	"agentjail/nsjail"
 )
 
 // bin runs the command as a process; stdin is its stdin.
@@ -60,6 +61,12 @@ func exitCode(t *testing.T, err error) int {
 func jailHost(t *testing.T) {
 	t.Helper()
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
+	// On cgroup v2, `agentjail run` needs a cgroup whose only processes are
+	// its own: opening a runner here moves this test process into the leaf
+	// "supervisor" of its cgroup, and the commands it starts make their
+	// groups beside it (cgroup.Open), as startDaemon's daemon does.
+	_, err := nsjail.NewRunner()
+	require.NoError(t, err)
 }
 
 // --tests FILE gets the daemon's own messages: the field's path and the

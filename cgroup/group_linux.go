@@ -333,6 +333,42 @@ func (g *Group) JoinFiles() ([]int, error) {
 	return fds, nil
 }
 
+// ResetPeak starts the memory high-water mark afresh, so that the next
+// Stats' peak counts from now: on v1 by writing 0 to
+// memory.max_usage_in_bytes (the mark drops to the usage now), on v2
+// (Linux 6.12+) through the group's own open memory.peak file, whose
+// reset is seen through that file only. Where the kernel cannot reset it
+// (v2 before 6.12), Stats' PeakMemorySource says "since creation". A
+// session resets it before each call, for the call's own peak.
+func (g *Group) ResetPeak() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return fmt.Errorf("resetting the memory peak of group %s: %w", g.name, ErrDeleted)
+	}
+	return g.resetPeak()
+}
+
+// MemoryBytes is the group's memory usage now (v1
+// memory.usage_in_bytes, v2 memory.current); -1 without the memory
+// controller.
+func (g *Group) MemoryBytes() (int64, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.deleted {
+		return -1, fmt.Errorf("reading memory of group %s: %w", g.name, ErrDeleted)
+	}
+	if g.memDir == "" {
+		return -1, nil
+	}
+	file := "memory.current"
+	if g.m.version == V1 {
+		file = "memory.usage_in_bytes"
+	}
+	var b [smallBuf]byte
+	return readParsed(g, g.memDir, file, b[:], parseInt)
+}
+
 func (g *Group) resetPeak() error {
 	if g.memDir == "" {
 		return nil

@@ -43,6 +43,7 @@ type Config struct {
 	Jail         JailConfig                   `toml:"jail"`
 	Environments map[string]EnvironmentConfig `toml:"environments"`
 	Collect      CollectConfig                `toml:"collect"`
+	Sessions     SessionsConfig               `toml:"sessions"`
 	Log          LogConfig                    `toml:"log"`
 
 	// oldSpelling: the environment "default" comes from [jail] python
@@ -84,6 +85,15 @@ type AdmissionConfig struct {
 	MaxRequestBytes int64          `toml:"max_request_bytes"` // request body cap in bytes (413 above), at least 1 MiB; default 128 MiB
 	MaxQueuedBytes  int64          `toml:"max_queued_bytes"`  // request bytes the waiting requests may hold together (429 above), at least max_request_bytes; default 512 MiB
 	ShutdownGrace   ConfigDuration `toml:"shutdown_grace"`    // on SIGTERM, how long running jails may finish before they are killed; default "10s"
+	MaxSessions     int            `toml:"max_sessions"`      // sessions alive at once (429 too_many_sessions above), 0 = no sessions; default 32
+}
+
+// SessionsConfig bounds the sessions' lives (CONTRACT §6): how long one may
+// wait for its next call, and live in all.
+type SessionsConfig struct {
+	IdleTimeout    ConfigDuration `toml:"idle_timeout"`     // a session with no call for this long ends, unless its request says otherwise; at least 1s; default "10m"
+	MaxIdleTimeout ConfigDuration `toml:"max_idle_timeout"` // the most a request's idle_timeout_ms may say; at least idle_timeout; default "1h"
+	MaxLifetime    ConfigDuration `toml:"max_lifetime"`     // a session ends this long after it started (after the call running then); at least 1s; default "4h"
 }
 
 // LimitsConfig holds the limits a request gets when it omits one
@@ -176,6 +186,7 @@ func DefaultConfig() *Config {
 			MaxRequestBytes: 128 << 20,
 			MaxQueuedBytes:  512 << 20,
 			ShutdownGrace:   ConfigDuration(10 * time.Second),
+			MaxSessions:     32,
 		},
 		Limits: LimitsConfig{Default: limitsOf(nsjail.DefaultLimits()), Max: defaultMaxima()},
 		Jail: JailConfig{
@@ -190,6 +201,7 @@ func DefaultConfig() *Config {
 		},
 		Environments: map[string]EnvironmentConfig{DefaultEnvironment: {Python: nsjail.DefaultPython, ReadOnlyMounts: []string{}, Env: map[string]string{}, Preload: []string{}}},
 		Collect:      CollectConfig{FileBytes: 8 << 20, TotalBytes: 32 << 20, Files: 100},
+		Sessions:     SessionsConfig{IdleTimeout: ConfigDuration(10 * time.Minute), MaxIdleTimeout: ConfigDuration(time.Hour), MaxLifetime: ConfigDuration(4 * time.Hour)},
 		Log:          LogConfig{Level: "info", Format: "text"},
 	}
 }
@@ -316,10 +328,11 @@ func (c *Config) WarmAhead() int {
 }
 
 // uidsNeeded is how many jail uids may be held at once: every running
-// jail, every prepared one, and per environment its zygote and its runs
-// forked ahead.
+// jail, every prepared one, per environment its zygote and its runs
+// forked ahead, and every session.
 func (c *Config) uidsNeeded() uint64 {
-	return uint64(c.Admission.MaxConcurrent) + uint64(c.Prepared()) + uint64(len(c.Environments))*(1+uint64(c.WarmAhead()))
+	return uint64(c.Admission.MaxConcurrent) + uint64(c.Prepared()) + uint64(len(c.Environments))*(1+uint64(c.WarmAhead())) +
+		uint64(max(c.Admission.MaxSessions, 0))
 }
 
 // UIDRange is a fresh allocator of the jails' host uids (one per daemon);
@@ -556,6 +569,10 @@ func (c *Config) Validate() error {
 	if a.ShutdownGrace < 0 {
 		bad("admission.shutdown_grace", "must not be negative, got %v", a.ShutdownGrace)
 	}
+	if a.MaxSessions < 0 || a.MaxSessions > maxSessions {
+		bad("admission.max_sessions", "must be from 0 (no sessions) to %d, got %d", maxSessions, a.MaxSessions)
+	}
+	c.validateSessions(bad)
 
 	def, defOK := c.checkLimits("limits.default", c.Limits.Default, limitsOf(nsjail.DefaultLimits()), &errs)
 	max, maxOK := c.checkLimits("limits.max", c.Limits.Max, defaultMaxima(), &errs)
@@ -595,8 +612,8 @@ func (c *Config) Validate() error {
 	case end > math.MaxUint32: // 2^32-1 is the kernel's invalid uid
 		bad("jail.uid_count", "uid_base %d + uid_count %d passes the largest uid %d", j.UIDBase, j.UIDCount, uint32(math.MaxUint32-1))
 	case a.MaxConcurrent >= 1 && c.Prepared() >= 0 && c.WarmAhead() >= 0 && uint64(j.UIDCount) < c.uidsNeeded():
-		bad("jail.uid_count", "%d is below the %d uids jails may hold at once: admission.max_concurrent (%d) + jail.prepared_jails (%d), and per environment (%d) a zygote and jail.warm_ahead (%d); every one needs its own uid",
-			j.UIDCount, c.uidsNeeded(), a.MaxConcurrent, c.Prepared(), len(c.Environments), c.WarmAhead())
+		bad("jail.uid_count", "%d is below the %d uids jails may hold at once: admission.max_concurrent (%d) + jail.prepared_jails (%d) + admission.max_sessions (%d), and per environment (%d) a zygote and jail.warm_ahead (%d); every one needs its own uid",
+			j.UIDCount, c.uidsNeeded(), a.MaxConcurrent, c.Prepared(), a.MaxSessions, len(c.Environments), c.WarmAhead())
 	default:
 		// A jail's uid is also its gid: an allowed peer id inside the range
 		// would let a jailed process call the daemon.
@@ -667,4 +684,25 @@ func (c *Config) checkLimits(section string, l, def LimitValues, errs *[]*Config
 func hasACL(f *os.File) bool {
 	n, err := unix.Fgetxattr(int(f.Fd()), "system.posix_acl_access", nil)
 	return err == nil && n > 0
+}
+
+// maxSessions bounds admission.max_sessions: each live session holds a
+// process, a uid, its memory and, started cold, a thread of the daemon.
+const maxSessions = 4096
+
+// minIdleTimeout is the shortest idle timeout a session may have, in the
+// configuration and in a request.
+const minIdleTimeout = time.Second
+
+// validateSessions checks [sessions].
+func (c *Config) validateSessions(bad func(key, format string, a ...any)) {
+	s := c.Sessions
+	if time.Duration(s.IdleTimeout) < minIdleTimeout {
+		bad("sessions.idle_timeout", "must be at least %v, got %v", minIdleTimeout, s.IdleTimeout)
+	} else if s.MaxIdleTimeout < s.IdleTimeout {
+		bad("sessions.max_idle_timeout", "%v is below sessions.idle_timeout (%v)", s.MaxIdleTimeout, s.IdleTimeout)
+	}
+	if time.Duration(s.MaxLifetime) < minIdleTimeout {
+		bad("sessions.max_lifetime", "must be at least %v, got %v", minIdleTimeout, s.MaxLifetime)
+	}
 }

@@ -108,6 +108,7 @@ queue_length = 0
 max_request_bytes = 2097152
 max_queued_bytes = 4194304
 shutdown_grace = "1m30s"
+max_sessions = 5
 [limits.default]
 memory_bytes = 134217728
 wall_time_ms = 5000
@@ -148,6 +149,10 @@ preload = ["numpy", "matplotlib.pyplot"]
 file_bytes = 1024
 total_bytes = 4096
 files = 0
+[sessions]
+idle_timeout = "2m"
+max_idle_timeout = "30m"
+max_lifetime = "1h"
 [log]
 level = "debug"
 format = "json"
@@ -157,7 +162,7 @@ format = "json"
 	assert.Equal(t, &Config{
 		Socket:    SocketConfig{Path: "/run/aj/s.sock", Group: "daemon", Mode: "0640"},
 		Peers:     PeersConfig{UIDs: []uint32{0, 1000}, GIDs: []uint32{1001}},
-		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, MaxQueuedBytes: 4 << 20, ShutdownGrace: ConfigDuration(90 * time.Second)},
+		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, MaxQueuedBytes: 4 << 20, ShutdownGrace: ConfigDuration(90 * time.Second), MaxSessions: 5},
 		Limits: LimitsConfig{
 			Default: LimitValues{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
 			Max:     LimitValues{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
@@ -170,6 +175,7 @@ format = "json"
 				Preload: []string{"numpy", "matplotlib.pyplot"}},
 		},
 		Collect:     CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
+		Sessions:    SessionsConfig{IdleTimeout: ConfigDuration(2 * time.Minute), MaxIdleTimeout: ConfigDuration(30 * time.Minute), MaxLifetime: ConfigDuration(time.Hour)},
 		Log:         LogConfig{Level: "debug", Format: "json"},
 		oldSpelling: true,
 	}, c)
@@ -282,9 +288,15 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		{"[jail]\nuid_count = 0", "line 2: jail.uid_count: must be at least 1"},
 		{"[jail]\nuid_base = 4294967000\nuid_count = 295", ""}, // the last uid is 2^32-2: fine
 		{"[jail]\nuid_base = 4294967000\nuid_count = 296", "line 3: jail.uid_count: uid_base 4294967000 + uid_count 296 passes the largest uid 4294967294"},
-		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 4", "line 4: jail.uid_count: 4 is below the 17 uids jails may hold at once: admission.max_concurrent (8) + jail.prepared_jails (0), and per environment (1) a zygote and jail.warm_ahead (8)"},
-		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 9\nwarm_ahead = 0", ""},
-		{"[admission]\nmax_concurrent = 8\n[jail]\nuid_count = 16\nstart = \"cold\"\nwarm_ahead = 0", "line 4: jail.uid_count: 16 is below the 17 uids"},
+		{"[admission]\nmax_concurrent = 8\nmax_sessions = 0\n[jail]\nuid_count = 4", "line 5: jail.uid_count: 4 is below the 17 uids jails may hold at once: admission.max_concurrent (8) + jail.prepared_jails (0) + admission.max_sessions (0), and per environment (1) a zygote and jail.warm_ahead (8)"},
+		{"[admission]\nmax_concurrent = 8\nmax_sessions = 0\n[jail]\nuid_count = 9\nwarm_ahead = 0", ""},
+		{"[admission]\nmax_concurrent = 8\nmax_sessions = 0\n[jail]\nuid_count = 16\nstart = \"cold\"\nwarm_ahead = 0", "line 5: jail.uid_count: 16 is below the 17 uids"},
+		{"[admission]\nmax_concurrent = 8\nmax_sessions = 3\n[jail]\nuid_count = 11\nwarm_ahead = 0", "line 5: jail.uid_count: 11 is below the 12 uids"},
+		{"[admission]\nmax_sessions = -1", "line 2: admission.max_sessions: must be from 0 (no sessions) to 4096, got -1"},
+		{"[admission]\nmax_sessions = 4097", "line 2: admission.max_sessions: must be from 0 (no sessions) to 4096, got 4097"},
+		{"[sessions]\nidle_timeout = \"500ms\"", "line 2: sessions.idle_timeout: must be at least 1s, got 500ms"},
+		{"[sessions]\nidle_timeout = \"2h\"", "sessions.max_idle_timeout: 1h0m0s is below sessions.idle_timeout (2h0m0s)"},
+		{"[sessions]\nmax_lifetime = \"0s\"", "line 2: sessions.max_lifetime: must be at least 1s, got 0s"},
 		{"[jail]\nstart = \"hot\"", `line 2: jail.start: must be "warm" or "cold", got "hot"`},
 		{"[jail]\nwarm_ahead = -1", "line 2: jail.warm_ahead: must be from 0 (none) to 1024, got -1"},
 		{"[jail]\nzygote_max_forks = 0", "line 2: jail.zygote_max_forks: must be at least 1, got 0"},

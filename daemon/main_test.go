@@ -17,6 +17,9 @@ func TestMain(m *testing.M) {
 	if nsjail.IsInit() {
 		nsjail.Init()
 	}
+	if sock, id := os.Getenv("AGENTJAIL_TEST_PEER"), os.Getenv("AGENTJAIL_TEST_PEER_SESSION"); sock != "" && id != "" {
+		os.Exit(sessionPeer(sock, id)) // TestSessionBelongsToItsCreator
+	}
 	if sock := os.Getenv("AGENTJAIL_TEST_PEER"); sock != "" {
 		resp, err := HTTPClient(sock).Get("http://agentjail/v1/health")
 		if err != nil {

@@ -64,7 +64,11 @@ type RequestLimits struct {
 // given twice or in another case, a wrong type or trailing data is an
 // error that names what to fix. size is what the body declares (-1:
 // unknown); the body is read into a buffer of that size at once.
-func decodeRequest(r io.Reader, size int64) (*Request, error) {
+func decodeRequest(r io.Reader, size int64) (*Request, error) { return decodeBody[Request](r, size) }
+
+// decodeBody is decodeRequest for a body of type T (a session's request,
+// a call's).
+func decodeBody[T any](r io.Reader, size int64) (*T, error) {
 	var buf bytes.Buffer
 	if size >= 0 {
 		buf.Grow(int(size) + bytes.MinRead) // ReadFrom's room for its last read
@@ -80,11 +84,11 @@ func decodeRequest(r io.Reader, size int64) (*Request, error) {
 		}
 		return nil, &nsjail.FieldError{Field: "body", Msg: "reading it: " + err.Error()}
 	}
-	var req Request
+	var req T
 	if !json.Valid(data) {
 		return nil, jsonError(json.Unmarshal(data, &req))
 	}
-	if err := checkKeys(data, reflect.TypeFor[Request]()); err != nil {
+	if err := checkKeys(data, reflect.TypeFor[T]()); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(data, &req); err != nil {
@@ -231,17 +235,27 @@ func (r *Request) Job(p Policy) (*Job, error) {
 	if r.Stdin != nil {
 		s.Stdin = []byte(*r.Stdin)
 	}
-	for i, f := range r.Files {
-		content, err := f.decode()
-		if err != nil {
-			return nil, &nsjail.FieldError{Field: fmt.Sprintf("files[%d].content", i), Msg: err.Error()}
-		}
-		s.Files = append(s.Files, nsjail.File{Path: f.Path, Content: content})
+	if s.Files, err = decodeFiles(r.Files); err != nil {
+		return nil, err
 	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	return j, nil
+}
+
+// decodeFiles is the request's files with their contents decoded; an
+// error names the file.
+func decodeFiles(files []RequestFile) ([]nsjail.File, error) {
+	var out []nsjail.File
+	for i, f := range files {
+		content, err := f.decode()
+		if err != nil {
+			return nil, &nsjail.FieldError{Field: fmt.Sprintf("files[%d].content", i), Msg: err.Error()}
+		}
+		out = append(out, nsjail.File{Path: f.Path, Content: content})
+	}
+	return out, nil
 }
 
 func (f RequestFile) decode() ([]byte, error) {

@@ -51,12 +51,16 @@ type encoded struct {
 	files [][]byte // each file's other fields, without the closing brace
 }
 
-func (r *Result) encode() (*encoded, error) {
-	rest, err := jsontext.Marshal(resultRest{Result: r})
+func (r *Result) encode() (*encoded, error) { return r.encodeWith(resultRest{Result: r}) }
+
+// encodeWith is encode with the small fields of rest: a resultRest, or a
+// struct that embeds one and adds fields (a session's call's).
+func (r *Result) encodeWith(rest any) (*encoded, error) {
+	b, err := jsontext.Marshal(rest)
 	if err != nil {
 		return nil, err
 	}
-	e := &encoded{r: r, rest: rest[1:]} // {"id":... → "id":...
+	e := &encoded{r: r, rest: b[1:]} // {"id":... → "id":...
 	for i := range r.Files {
 		meta := fileMeta{ResultFile: &r.Files[i]}
 		if p := r.Files[i].Path; !utf8.ValidString(p) {

@@ -46,6 +46,13 @@ type Options struct {
 	// WarmUp, when set, tells whether environment name's zygote is up
 	// (GET /v1/environments).
 	WarmUp func(name string) bool
+	// Sessions (sessions.go; the jailer must keep them, as
+	// nsjail.Runner does): how many may be alive (0: none), their idle
+	// timeout and its maximum, their lifetime. Zero durations take the
+	// configuration's defaults.
+	MaxSessions                               int
+	SessionIdleTimeout, SessionMaxIdleTimeout time.Duration
+	SessionMaxLifetime                        time.Duration
 	// bodyTimeout bounds the reading of a request's body, which holds its
 	// size of the bytes that may be decoded at once; answerTimeout bounds
 	// the writing of a result to a client that does not read it, which
@@ -53,6 +60,9 @@ type Options struct {
 	// http.Server's ReadTimeout or WriteTimeout, which would count the
 	// run. Always 30 s and 1 min, but in tests.
 	bodyTimeout, answerTimeout time.Duration
+	// sessionMemory is how long an ended session is remembered (410,
+	// then 404): rememberEnded, but in tests.
+	sessionMemory time.Duration
 }
 
 // Server is the HTTP API of docs/contract.md §2 on a Unix socket, shaped like
@@ -63,6 +73,7 @@ type Server struct {
 	log    *slog.Logger
 	adm    *admission
 	m      *metrics
+	sess   *sessions
 	hs     *http.Server
 
 	decoding *byteSem // bodies being read and decoded: max_queued_bytes together
@@ -97,6 +108,11 @@ func NewServer(o Options, jailer Jailer) *Server {
 	if o.answerTimeout <= 0 {
 		o.answerTimeout = time.Minute
 	}
+	o.sessionMemory = cmp.Or(o.sessionMemory, rememberEnded)
+	def := DefaultConfig().Sessions
+	o.SessionIdleTimeout = cmp.Or(o.SessionIdleTimeout, time.Duration(def.IdleTimeout))
+	o.SessionMaxIdleTimeout = max(cmp.Or(o.SessionMaxIdleTimeout, time.Duration(def.MaxIdleTimeout)), o.SessionIdleTimeout)
+	o.SessionMaxLifetime = cmp.Or(o.SessionMaxLifetime, time.Duration(def.MaxLifetime))
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
 	budget := o.MaxQueuedBytes
@@ -105,14 +121,17 @@ func NewServer(o Options, jailer Jailer) *Server {
 	}
 	s.decoding = newByteSem(max(budget, o.MaxRequestBytes))
 	s.m = newMetrics(s.adm, o.PreparedReady, o.Warm)
+	s.sess = newSessions(s)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/run", s.handleRun)
 	mux.HandleFunc("/v1/health", s.handleHealth)
 	mux.HandleFunc("/v1/environments", s.handleEnvironments)
+	mux.HandleFunc("/v1/sessions", s.handleSessions)
+	mux.HandleFunc("/v1/sessions/", s.handleSession)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see docs/contract.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, GET /metrics)", r.Method, r.URL.Path))
+		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see docs/contract.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, /v1/sessions, GET /metrics)", r.Method, r.URL.Path))
 	})
 	s.hs = &http.Server{
 		Handler:           s.checkPeer(mux),
@@ -131,8 +150,9 @@ func NewServer(o Options, jailer Jailer) *Server {
 func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
 
 // Shutdown stops the server: it stops accepting, answers queued requests
-// with 503, lets running jails finish until ctx is done, then kills them
-// with kill_reason "shutdown", answers their requests and returns once
+// with 503, ends idle sessions, lets running jails (and sessions' calls)
+// finish until ctx is done, then kills them with kill_reason "shutdown",
+// answers their requests, ends every session ("shutdown") and returns once
 // every jail is gone (its cgroup removed).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.jobsMu.Lock()
@@ -142,6 +162,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return errors.New("already shutting down")
 	}
 	s.adm.close()
+	s.sess.shutdown() // idle sessions end now, those in a call with it
 	done := make(chan error, 1)
 	go func() { done <- s.hs.Shutdown(context.Background()) }()
 	jobsDone := make(chan struct{})
@@ -153,6 +174,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.killAll()
 		<-jobsDone
 	}
+	s.sess.closeAll()
 	// Every handler has answered; the connections close as they go idle.
 	select {
 	case err := <-done:
@@ -281,17 +303,24 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.jobs.Done()
-	queuedAt := time.Now()
-	if !s.queue(w, r, size) {
-		return
-	}
-	started := time.Now()
-	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
-	res, jr, ok := s.run(w, r, job, started)
+	var res *Result
+	var jr *nsjail.Result
+	var err, cause error
+	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) {
+		res, jr, err = job.Run(ctx, s.jailer)
+		cause = context.Cause(ctx)
+	})
 	if !ok {
 		return
 	}
-	s.logRun(r, res, jr, started.Sub(queuedAt))
+	if res == nil {
+		s.notRun(w, r, cause, err)
+		return
+	}
+	if err != nil {
+		s.log.Warn("jail clean-up failed; the start-up sweep of the next instance removes what is left", "id", res.ID, "err", err)
+	}
+	s.logRun(r, res, jr, queued)
 	// Written even when the client looks gone: net/http cannot tell a
 	// client that closed from one that only shut down its writing side
 	// (nc -N), which still reads. To a closed one the write fails at once.
@@ -307,6 +336,12 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use POST /v1/run with a JSON run request")
 		return false
 	}
+	return s.admitBody(w, r)
+}
+
+// admitBody is admit after the method: what any request with a body that
+// will wait for a slot must pass.
+func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) bool {
 	if s.draining.Load() {
 		s.shuttingDown(w, r)
 		return false
@@ -331,6 +366,11 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) bool {
 // decode reads the body and decodes the request strictly; size is the
 // bytes it read.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, size int64, ok bool) {
+	return decodeFor[Request](s, w, r)
+}
+
+// decodeFor is decode for a body of type T; a failure is answered.
+func decodeFor[T any](s *Server, w http.ResponseWriter, r *http.Request) (req *T, size int64, ok bool) {
 	// Decoding takes about twice a body's size: the bodies being decoded
 	// hold at most max_queued_bytes together (one of no declared size
 	// counts as the largest). A body that does not come in time gives its
@@ -346,7 +386,7 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, s
 	// see the client leave.
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.bodyTimeout))
 	body := &countingReader{r: http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)}
-	req, err := decodeRequest(body, r.ContentLength)
+	req, err := decodeBody[T](body, r.ContentLength)
 	s.decoding.release(share)
 	var mbe *http.MaxBytesError
 	switch {
@@ -405,29 +445,28 @@ func (s *Server) queue(w http.ResponseWriter, r *http.Request, size int64) bool 
 	return true
 }
 
-// run runs the job in a jail and gives its slot back when the jail is
-// gone. The jail ends when the client goes away (the request's context is
-// cancelled once its connection closes: "cancelled") or when the grace
-// period of a shutdown is over ("shutdown"). Without a result, the
-// request is answered here.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, job *Job, started time.Time) (*Result, *nsjail.Result, bool) {
+// withSlot waits for a run slot for a request of size bytes (answering
+// 429 or 503 itself: ok false) and runs f holding it; queued is how long
+// it waited. f's jail ends when the client goes away (the request's
+// context is cancelled once its connection closes: "cancelled") or when
+// the grace period of a shutdown is over (ctx's cause KillShutdown). The
+// slot is given back when f returns, before the answer is written.
+func (s *Server) withSlot(w http.ResponseWriter, r *http.Request, size int64, f func(ctx context.Context)) (queued time.Duration, ok bool) {
+	queuedAt := time.Now()
+	if !s.queue(w, r, size) {
+		return 0, false
+	}
+	started := time.Now()
+	s.m.queueWait.Observe(started.Sub(queuedAt).Seconds())
 	ctx, cancel := context.WithCancelCause(r.Context())
 	stop := context.AfterFunc(s.killCtx, func() { cancel(nsjail.KillShutdown) })
-	res, jr, err := func() (*Result, *nsjail.Result, error) {
-		defer func() { s.adm.release(time.Since(started)) }()
-		return job.Run(ctx, s.jailer)
+	defer func() {
+		stop()
+		cancel(nil)
+		s.adm.release(time.Since(started))
 	}()
-	stop()
-	cancel(nil)
-
-	if res == nil {
-		s.notRun(w, r, context.Cause(ctx), err)
-		return nil, nil, false
-	}
-	if err != nil {
-		s.log.Warn("jail clean-up failed; the start-up sweep of the next instance removes what is left", "id", res.ID, "err", err)
-	}
-	return res, jr, true
+	f(ctx)
+	return started.Sub(queuedAt), true
 }
 
 // notRun answers a request whose jail gave no result: err is why, cause
@@ -484,6 +523,11 @@ func (s *Server) logRun(r *http.Request, res *Result, jr *nsjail.Result, queued 
 // Content-Length.
 func (s *Server) writeResult(w http.ResponseWriter, r *http.Request, res *Result) {
 	e, err := res.encode()
+	s.writeEncoded(w, r, e, err)
+}
+
+// writeEncoded is writeResult of a result encode made (err: it could not).
+func (s *Server) writeEncoded(w http.ResponseWriter, r *http.Request, e *encoded, err error) {
 	if err != nil {
 		s.fail(w, r, http.StatusInternalServerError, "internal", "cannot encode the answer: "+err.Error())
 		return

@@ -111,7 +111,7 @@ func (j *jail) awaitExec() (listener int, start time.Time, err error) {
 		typ, payload, fds, err := j.receive()
 		if len(fds) > 0 {
 			want := 1
-			if len(j.spec.Collect) > 0 {
+			if len(j.spec.Collect) > 0 || j.session {
 				want = 2
 			}
 			if typ != msgSeccomp || listener >= 0 || len(fds) != want {

@@ -12,7 +12,14 @@ import (
 
 // NewID returns a job id "j-" followed by a ULID: sortable by creation
 // time, unique without coordination.
-func NewID() string {
+func NewID() string { return "j-" + ulid() }
+
+// NewSessionID returns a session id: "s-" followed by a ULID.
+func NewSessionID() string { return "s-" + ulid() }
+
+// ulid is a ULID: 48 bits of milliseconds, 80 random bits, in Crockford's
+// base32.
+func ulid() string {
 	const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ" // Crockford's base32
 	var b [16]byte
 	ms := uint64(time.Now().UnixMilli())
@@ -25,7 +32,7 @@ func NewID() string {
 		lo = lo>>5 | hi<<59
 		hi >>= 5
 	}
-	return "j-" + string(out[:])
+	return string(out[:])
 }
 
 // UIDRange hands out a dedicated host uid (used as uid and gid) to each

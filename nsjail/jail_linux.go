@@ -78,6 +78,9 @@ type jail struct {
 	// filter, when set before start, is the jail's seccomp filter instead
 	// of the Runner's (a zygote's).
 	filter []byte
+	// session: the jail runs a session (session_linux.go): its /workspace
+	// comes with msgSeccomp whatever the spec collects, for the calls'.
+	session bool
 
 	// A warm run (zygote_linux.go): its pid 1 is a fork of a zygote, not
 	// this process's child; it is known by its pid from the credentials
@@ -509,7 +512,14 @@ func stdinFD(data []byte) (*childFD, error) {
 		}
 		return &childFD{fd}, nil
 	}
-	fd, err := unix.MemfdCreate("stdin", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	return sealedFD("stdin", data)
+}
+
+// sealedFD is a memfd named name that holds data, read from its start,
+// sealed against every change (the stdin of a run; a session's call's
+// payload too).
+func sealedFD(name string, data []byte) (*childFD, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, os.NewSyscallError("memfd_create", err)
 	}
@@ -521,17 +531,17 @@ func stdinFD(data []byte) (*childFD, error) {
 		}
 		if err != nil {
 			f.Close()
-			return nil, os.NewSyscallError("write stdin", err)
+			return nil, os.NewSyscallError("write "+name, err)
 		}
 		b = b[n:]
 	}
 	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
 		f.Close()
-		return nil, os.NewSyscallError("seek stdin", err)
+		return nil, os.NewSyscallError("seek "+name, err)
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE|unix.F_SEAL_SEAL); err != nil {
 		f.Close()
-		return nil, os.NewSyscallError("seal stdin", err)
+		return nil, os.NewSyscallError("seal "+name, err)
 	}
 	return f, nil
 }

@@ -256,15 +256,7 @@ func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 // /etc and /code files, and the files it still lacks; nil when none is
 // ready. Its replacement starts when its run has ended.
 func (r *Runner) takePrepared(binds []string, etc *Etc, code []File) (*preparedJail, []File) {
-	r.poolMu.Lock()
-	var p *preparedPool
-	for _, q := range r.pools {
-		if q.base.etc == etc && slices.Equal(q.base.binds, binds) {
-			p = q
-			break
-		}
-	}
-	r.poolMu.Unlock()
+	p := r.poolFor(binds, etc)
 	if p == nil {
 		return nil, nil
 	}
@@ -277,6 +269,19 @@ func (r *Runner) takePrepared(binds []string, etc *Etc, code []File) (*preparedJ
 		return nil, nil
 	}
 	return pj, rest
+}
+
+// poolFor is the pool of prepared jails with these binds and /etc; nil
+// when there is none.
+func (r *Runner) poolFor(binds []string, etc *Etc) *preparedPool {
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	for _, q := range r.pools {
+		if q.base.etc == etc && slices.Equal(q.base.binds, binds) {
+			return q
+		}
+	}
+	return nil
 }
 
 // take is a ready jail of the pool, nil when none is.

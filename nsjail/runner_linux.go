@@ -383,19 +383,8 @@ var ErrCleanup = errors.New("jail cleanup failed")
 // set up (a *StageError or a *FieldError). When ctx is cancelled the jail is
 // killed with KillCancelled, or with the KillReason given as the cause.
 func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
-	spec := *s
-	if spec.ID == "" {
-		spec.ID = NewID()
-	}
-	if spec.Python == "" {
-		spec.Python = DefaultPython
-	}
-	spec.Limits = spec.Limits.withDefaults()
-	if err := spec.Validate(); err != nil {
-		return nil, err
-	}
-	b := binds(&spec)
-	if err := checkPython(spec.Python, b); err != nil {
+	spec, b, err := checkedSpec(s, NewID)
+	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -426,6 +415,25 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 	}
 	res, err := r.runCold(ctx, &spec, b, code)
 	return markCold(res), err
+}
+
+// checkedSpec is a copy of s with its defaults filled in (an ID from
+// newID), validated, its interpreter checked on the host; b are the
+// directories its jail binds.
+func checkedSpec(s *Spec, newID func() string) (spec Spec, b []string, err error) {
+	spec = *s
+	if spec.ID == "" {
+		spec.ID = newID()
+	}
+	if spec.Python == "" {
+		spec.Python = DefaultPython
+	}
+	spec.Limits = spec.Limits.withDefaults()
+	if err := spec.Validate(); err != nil {
+		return spec, nil, err
+	}
+	b = binds(&spec)
+	return spec, b, checkPython(spec.Python, b)
 }
 
 func markCold(res *Result) *Result {

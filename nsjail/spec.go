@@ -230,9 +230,6 @@ func (s *Spec) Validate() error {
 	if len(s.CodeFiles) > MaxCodeFiles {
 		return fieldErr("code files", "%d files, at most %d", len(s.CodeFiles), MaxCodeFiles)
 	}
-	if len(s.Files) > MaxFiles {
-		return fieldErr("files", "%d files, at most %d", len(s.Files), MaxFiles)
-	}
 	codeNames := map[string]bool{s.programName(): true}
 	code := int64(len(s.Program))
 	for _, f := range s.CodeFiles {
@@ -266,10 +263,31 @@ func (s *Spec) Validate() error {
 			return fieldErr("env", "value of %s contains a NUL byte", k)
 		}
 	}
+	if err := ValidateFiles(s.Files, s.Limits.TmpBytes); err != nil {
+		return err
+	}
+	for i, m := range s.ReadOnlyMounts {
+		if !path.IsAbs(m) || path.Clean(m) != m || m == "/" {
+			return fieldErr(fmt.Sprintf("read_only_mounts[%d]", i), "%q must be a clean absolute path other than /", m)
+		}
+	}
+	return nil
+}
+
+// ValidateFiles checks files to be written into /workspace (a Spec's, or a
+// session call's): each path relative, without "..", at most 4095 bytes
+// and 255 a name, given once, no file where another's path needs a
+// directory; at most MaxFiles files and directories together; at most
+// MaxFilesBytes and tmpBytes of content. Errors are *FieldError
+// "files[i].path" or "files".
+func ValidateFiles(files []File, tmpBytes int64) error {
+	if len(files) > MaxFiles {
+		return fieldErr("files", "%d files, at most %d", len(files), MaxFiles)
+	}
 	var total int64
 	seen := map[string]bool{}
 	dirs := map[string]bool{} // the directories the files' paths make
-	for i, f := range s.Files {
+	for i, f := range files {
 		field := fmt.Sprintf("files[%d].path", i)
 		p, err := CleanRelPath(f.Path)
 		if err != nil {
@@ -290,12 +308,12 @@ func (s *Spec) Validate() error {
 			return fieldErr(field, "%q ends in /: a file needs a name (e.g. %q)", f.Path, p+"/data.txt")
 		}
 		if dirs[p] {
-			return fieldErr(field, "%q is a file here, and a directory of another file's path (files[%d])", f.Path, firstBelow(s.Files[:i], p))
+			return fieldErr(field, "%q is a file here, and a directory of another file's path (files[%d])", f.Path, firstBelow(files[:i], p))
 		}
 		seen[p] = true
 		for d := path.Dir(p); d != "." && !dirs[d]; d = path.Dir(d) {
 			if seen[d] {
-				return fieldErr(field, "%q needs %q to be a directory, but files[%d] is a file of that name", f.Path, d, firstNamed(s.Files[:i], d))
+				return fieldErr(field, "%q needs %q to be a directory, but files[%d] is a file of that name", f.Path, d, firstNamed(files[:i], d))
 			}
 			dirs[d] = true
 		}
@@ -304,13 +322,8 @@ func (s *Spec) Validate() error {
 		}
 		total += int64(len(f.Content))
 	}
-	if total > MaxFilesBytes || total > s.Limits.TmpBytes {
+	if total > MaxFilesBytes || total > tmpBytes {
 		return fieldErr("files", "total size %d bytes is above the limit (%d bytes, and at most limits.tmp_bytes)", total, int64(MaxFilesBytes))
-	}
-	for i, m := range s.ReadOnlyMounts {
-		if !path.IsAbs(m) || path.Clean(m) != m || m == "/" {
-			return fieldErr(fmt.Sprintf("read_only_mounts[%d]", i), "%q must be a clean absolute path other than /", m)
-		}
 	}
 	return nil
 }

@@ -23,32 +23,8 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	violations := &seccomp.Collector{}
-	supervised := make(chan struct{})
-	supCtx, stopSupervising := context.WithCancel(context.Background())
-	defer stopSupervising()
-	mode := j.spec.OnForbiddenSyscall
-	go func() {
-		defer close(supervised)
-		_ = seccomp.Supervise(supCtx, listener, mode, violations, func(v seccomp.Violation) {
-			// Kill mode, a foreign-ABI call (never allowed) and a call
-			// past seccomp.MaxNotifications (the daemon's work for a jail
-			// is bounded) end the jail, before the call is answered: the
-			// kill reaches pid 1 at once, the program (another process)
-			// only as pid 1's end kills the namespace, which
-			// awaitExitFor waits for. Bounded: the kernel's kill does
-			// not wait for the program. (pid 1 is not reaped before this
-			// returns: the supervisor's end is waited for after.)
-			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
-				j.kill(KillSeccomp)
-				if j.pidfd != nil {
-					pollPidfd(int(j.pidfd.Fd()), time.Second)
-				} else {
-					awaitExitFor(j.proc.Pid, time.Second)
-				}
-			}
-		})
-	}()
+	violations, stopSupervising := j.superviseSeccomp(listener)
+	defer stopSupervising(0) // a panic's way out; the end below waits for it
 	// After the supervisor took the listener: it closes it on a panic.
 	if afterExecHook != nil {
 		afterExecHook()
@@ -72,7 +48,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	// The wall clock runs from the exec, as the jail measured it: a busy
 	// daemon that read msgExec late gives the program no extra time.
 	wall := time.AfterFunc(l.WallTime-time.Since(start), func() { j.kill(KillWallTimeout) })
-	watchers.Go(func() { j.watchCPU(l.CPUTime, l.CPUs, done) })
+	watchers.Go(func() { j.watchCPU(0, l.CPUTime, l.CPUs, done, func() { j.kill(KillCPUTimeout) }) })
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -84,13 +60,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		case <-done:
 		}
 	}()
-	if j.runner.Cgroups.Version() == cgroup.V1 {
-		// cgroup v1 has no memory.oom.group: when the OOM killer picks
-		// any process of the jail, end the whole jail.
-		if oom, err := j.cg.OOMEvents(); err == nil {
-			watchers.Go(func() { j.watchOOM(oom, done) })
-		}
-	}
+	j.watchMemory(&watchers, done)
 
 	werr := j.wait()
 	end := time.Now()
@@ -109,38 +79,11 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	if report != nil {
 		report.wait(time.Second, pio.report)
 	}
-	// The supervisor ends by itself once the filter's last process is
-	// reaped; the grace only bounds a kernel that never says so.
-	select {
-	case <-supervised:
-	case <-time.After(time.Second):
-		stopSupervising()
-		<-supervised
-	}
+	stopSupervising(time.Second)
 
-	res := &Result{
-		ID:               j.spec.ID,
-		Stdout:           out.buf[0],
-		Stderr:           out.buf[1],
-		StdoutTruncated:  out.truncated[0],
-		StderrTruncated:  out.truncated[1],
-		WallTime:         end.Sub(start),
-		CPUTime:          stats.CPUTime,
-		PeakMemoryBytes:  stats.PeakMemoryBytes,
-		PeakMemorySource: stats.PeakMemorySource,
-		MemoryLimitBytes: l.MemoryBytes,
-		OOMKills:         stats.OOMKills,
-		PidsPeak:         stats.PidsPeak,
-		PidsMaxHits:      stats.PidsMaxHits,
-		CgroupVersion:    string(j.runner.Cgroups.Version()),
-		HostUID:          j.uid,
-		Seccomp:          violations.Report(),
-	}
+	res := j.newResult(j.spec.ID, out, report, end.Sub(start), stats, violations)
 	if res.PidsPeak >= initTasks {
 		res.PidsPeak -= initTasks // the jail's init is not the program's
-	}
-	if report != nil {
-		res.Report, res.ReportTruncated = report.buf[0], report.truncated[0]
 	}
 	if j.workspace != nil {
 		// Every process of the jail is gone: nothing writes any more, and
@@ -160,6 +103,95 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	}
 	res.decide(ws, j.killReason())
 	return res, nil
+}
+
+// superviseSeccomp answers the forbidden system calls the filter's
+// listener reports, counting each in violations, until stop: in kill mode,
+// and for a call of a foreign ABI or past seccomp.MaxNotifications, it
+// ends the jail before the call is answered. stop returns once the
+// supervisor has: it ends by itself when the filter's last process has
+// been reaped, and stop gives it grace for that before it cancels it (a
+// kernel that never says so). Only the first call of stop counts.
+func (j *jail) superviseSeccomp(listener int) (violations *seccomp.Collector, stop func(grace time.Duration)) {
+	violations = &seccomp.Collector{}
+	supervised := make(chan struct{})
+	supCtx, cancel := context.WithCancel(context.Background())
+	mode := j.spec.OnForbiddenSyscall
+	go func() {
+		defer close(supervised)
+		_ = seccomp.Supervise(supCtx, listener, mode, violations, func(v seccomp.Violation) {
+			// Kill mode, a foreign-ABI call (never allowed) and a call
+			// past seccomp.MaxNotifications (the daemon's work for a jail
+			// is bounded) end the jail, before the call is answered: the
+			// kill reaches pid 1 at once, the program (another process)
+			// only as pid 1's end kills the namespace, which
+			// awaitExitFor waits for. Bounded: the kernel's kill does
+			// not wait for the program. (pid 1 is not reaped before this
+			// returns: the supervisor's end is waited for after.)
+			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
+				j.kill(KillSeccomp)
+				if j.pidfd != nil {
+					pollPidfd(int(j.pidfd.Fd()), time.Second)
+				} else {
+					awaitExitFor(j.proc.Pid, time.Second)
+				}
+			}
+		})
+	}()
+	var once sync.Once
+	return violations, func(grace time.Duration) {
+		once.Do(func() {
+			select {
+			case <-supervised:
+			case <-time.After(grace):
+			}
+			cancel()
+			<-supervised
+		})
+	}
+}
+
+// watchMemory ends the whole jail, on cgroup v1, once the kernel's OOM
+// killer has killed a process of it (watchOOM), until done; v2 does that
+// itself (memory.oom.group). The watcher is counted in watchers.
+func (j *jail) watchMemory(watchers *sync.WaitGroup, done <-chan struct{}) {
+	if j.runner.Cgroups.Version() != cgroup.V1 {
+		return
+	}
+	if oom, err := j.cg.OOMEvents(); err == nil {
+		watchers.Go(func() { j.watchOOM(oom, done) })
+	}
+}
+
+// newResult is the result of a run (or a session's call) named id from
+// its output, its report channel (nil: none), its wall time, the
+// cgroup's figures and the forbidden calls (nil: the caller's own):
+// everything but how it ended (decide) and its files.
+func (j *jail) newResult(id string, out, report *capture, wall time.Duration, stats cgroup.Stats, violations *seccomp.Collector) *Result {
+	res := &Result{
+		ID:               id,
+		Stdout:           out.buf[0],
+		Stderr:           out.buf[1],
+		StdoutTruncated:  out.truncated[0],
+		StderrTruncated:  out.truncated[1],
+		WallTime:         wall,
+		CPUTime:          stats.CPUTime,
+		PeakMemoryBytes:  stats.PeakMemoryBytes,
+		PeakMemorySource: stats.PeakMemorySource,
+		MemoryLimitBytes: j.spec.Limits.MemoryBytes,
+		OOMKills:         stats.OOMKills,
+		PidsPeak:         stats.PidsPeak,
+		PidsMaxHits:      stats.PidsMaxHits,
+		CgroupVersion:    string(j.runner.Cgroups.Version()),
+		HostUID:          j.uid,
+	}
+	if violations != nil {
+		res.Seccomp = violations.Report()
+	}
+	if report != nil {
+		res.Report, res.ReportTruncated = report.buf[0], report.truncated[0]
+	}
+	return res
 }
 
 // watchOOM ends the whole jail once the kernel's OOM killer has killed a
@@ -194,10 +226,12 @@ func (j *jail) watchOOM(oom <-chan struct{}, done <-chan struct{}) {
 	}
 }
 
-// watchCPU kills the jail when the CPU time of all its processes passes
-// limit. It sleeps until the earliest moment the limit could be reached at
-// the jail's CPU quota, so a short run costs no reads at all.
-func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{}) {
+// watchCPU calls over, once, when the CPU time of all the jail's
+// processes has passed base by limit (a run: base 0, and over kills the
+// jail; a session's call: base is the group's CPU time at the call's
+// start). It sleeps until the earliest moment the limit could be reached
+// at the jail's CPU quota, so a short run costs no reads at all.
+func (j *jail) watchCPU(base, limit time.Duration, cpus float64, done <-chan struct{}, over func()) {
 	t := time.NewTimer(time.Duration(float64(limit) / cpus))
 	defer t.Stop()
 	for {
@@ -210,8 +244,8 @@ func (j *jail) watchCPU(limit time.Duration, cpus float64, done <-chan struct{})
 		if err != nil {
 			return
 		}
-		if used >= limit {
-			j.kill(KillCPUTimeout)
+		if used -= base; used >= limit {
+			over()
 			return
 		}
 		wait := time.Duration(float64(limit-used) / cpus)

@@ -332,8 +332,17 @@ def main():
                          "daemon CPU per run cold and warm; import numpy cold and warm; cold imports")
     ap.add_argument("--preload-numpy", action="store_true",
                     help="with --throughput: the import numpy row on a daemon whose default environment preloads numpy")
+    ap.add_argument("--sessions", action="store_true",
+                    help="issue 19's figures instead: a call in a live session against the client's round trip, "
+                         "session start warm and cold, the daemon's cost per idle session")
     a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("quick", a.quick), ("preload-numpy", a.preload_numpy)) if on)
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("quick", a.quick),
+                                             ("preload-numpy", a.preload_numpy)) if on)
+    if a.sessions:
+        import bench_sessions
+        header(a.bin, f"sudo scripts/bench{flags}", "each figure side by side with its baseline in the same run")
+        bench_sessions.main(a.bin, a.quick)
+        return
     if a.throughput:
         import bench_throughput
         header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baselines in the same run")

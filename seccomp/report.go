@@ -161,3 +161,33 @@ func (c *Collector) Report() *Report {
 	calls := append([]CallCount(nil), c.calls...)
 	return &Report{Syscall: calls[0].Syscall, Number: calls[0].Number, ABI: calls[0].ABI, Calls: calls}
 }
+
+// Since is what r counted beyond before (an earlier Report of the same
+// Collector, nil for none): each call's count less its count then, the
+// calls that were not made since left out, in the order of their first
+// attempt; nil when nothing was. A session's call reports its own
+// forbidden calls this way, from the session's one supervisor.
+func (r *Report) Since(before *Report) *Report {
+	if r == nil || before == nil {
+		return r
+	}
+	type key struct {
+		abi string // a native call and a foreign one may share a number
+		nr  int
+	}
+	was := make(map[key]int, len(before.Calls))
+	for _, c := range before.Calls {
+		was[key{c.ABI, c.Number}] = c.Count
+	}
+	var calls []CallCount
+	for _, c := range r.Calls {
+		if n := c.Count - was[key{c.ABI, c.Number}]; n > 0 {
+			c.Count = n
+			calls = append(calls, c)
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	return &Report{Syscall: calls[0].Syscall, Number: calls[0].Number, ABI: calls[0].ABI, Calls: calls}
+}

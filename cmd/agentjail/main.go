@@ -37,6 +37,7 @@ const usage = `usage:
                    [--file NAME=HOSTPATH]... [--collect GLOB]... [--collect-dir DIR [--overwrite]]
                    [--tests FILE.json [--fail-on-test-failure]] (FILE.py | -c CODE | -)
   agentjail check  [--json] [--python PATH]
+  agentjail session start|run|show|end|list ... (run "agentjail session help")
   agentjail version
 
 Run "agentjail run --help" for its flags, the limits' defaults and the exit statuses.
@@ -54,6 +55,8 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdin, stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
+	case "session":
+		return cmdSession(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "agentjail %s\n", version)
 		return 0

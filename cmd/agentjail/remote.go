@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,13 +20,14 @@ import (
 
 // remoteError is the daemon's refusal (docs/contract.md §2): exit 125.
 type remoteError struct {
+	What    string // what was refused: "" for the run
 	Status  int
 	Code    string
 	Message string
 }
 
 func (e *remoteError) Error() string {
-	return fmt.Sprintf("daemon refused the run (%d %s): %s", e.Status, e.Code, e.Message)
+	return fmt.Sprintf("daemon refused the %s (%d %s): %s", cmp.Or(e.What, "run"), e.Status, e.Code, e.Message)
 }
 
 // remoteRun sends the request to the daemon on sock and returns its
@@ -41,9 +43,31 @@ func (e *remoteError) Error() string {
 // the process that listens must be root's or the caller's own (its
 // SO_PEERCRED, checked before anything is sent): a daemon runs as root.
 func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.Result, []byte, error) {
-	body, err := json.Marshal(req)
+	status, b, err := remoteDo(ctx, sock, http.MethodPost, "/v1/run", req)
 	if err != nil {
 		return nil, nil, err
+	}
+	if status != http.StatusOK {
+		return nil, nil, remoteFailure("", status, b)
+	}
+	res, err := daemon.DecodeResult(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("daemon on %s: bad result: %w", sock, err)
+	}
+	return res, b, nil
+}
+
+// remoteDo sends one request to the daemon on sock, with body as its JSON
+// (nil: none), and returns the answer's status and body, checking first
+// who listens (trustedServer). Cancelling ctx closes the connection.
+func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
 	}
 	c := daemon.HTTPClient(sock)
 	tr := c.Transport.(*http.Transport)
@@ -60,46 +84,48 @@ func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.R
 		}
 		return conn, nil
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agentjail/v1/run", bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
 	if err != nil {
-		return nil, nil, err
+		return 0, nil, err
 	}
-	hr.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.Do(hr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
 		}
 		var de *daemonAbsent
 		if errors.As(err, &de) {
-			return nil, nil, de
+			return 0, nil, de
 		}
-		return nil, nil, fmt.Errorf("daemon on %s: %w", sock, err)
+		return 0, nil, fmt.Errorf("daemon on %s: %w", sock, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return nil, nil, fmt.Errorf("daemon on %s: reading the answer: %w", sock, err)
+		return 0, nil, fmt.Errorf("daemon on %s: reading the answer: %w", sock, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
-			return nil, nil, &remoteError{Status: resp.StatusCode, Code: "http_error", Message: string(bytes.TrimSpace(b))}
-		}
-		re := &remoteError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
-		if re.Code == "invalid_request" { // named as the flag that set the field
-			field, msg, _ := strings.Cut(re.Message, ": ")
-			return nil, nil, flagError(&nsjail.FieldError{Field: field, Msg: msg})
-		}
-		return nil, nil, re
+	return resp.StatusCode, b, nil
+}
+
+// remoteFailure is the daemon's error answer to a request for what (""
+// for a run): a usage error naming the flag behind an invalid field, else
+// a *remoteError.
+func remoteFailure(what string, status int, b []byte) error {
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
 	}
-	res, err := daemon.DecodeResult(b)
-	if err != nil {
-		return nil, nil, fmt.Errorf("daemon on %s: bad result: %w", sock, err)
+	if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
+		return &remoteError{What: what, Status: status, Code: "http_error", Message: string(bytes.TrimSpace(b))}
 	}
-	return res, b, nil
+	re := &remoteError{What: what, Status: status, Code: e.Error.Code, Message: e.Error.Message}
+	if re.Code == "invalid_request" { // named as the flag that set the field
+		field, msg, _ := strings.Cut(re.Message, ": ")
+		return flagError(&nsjail.FieldError{Field: field, Msg: msg})
+	}
+	return re
 }
 
 // daemonAbsent is a socket that no daemon answers on: said as the Python

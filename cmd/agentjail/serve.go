@@ -147,6 +147,11 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		PreparedReady:   func() int { n, _ := runner.PreparedStats(); return n },
 		Warm:            runner.WarmStats,
 		WarmUp:          func(name string) bool { _, up := runner.WarmInfo(name); return up },
+		MaxSessions:     cfg.Admission.MaxSessions,
+		// Sessions: [sessions] of the configuration.
+		SessionIdleTimeout:    time.Duration(cfg.Sessions.IdleTimeout),
+		SessionMaxIdleTimeout: time.Duration(cfg.Sessions.MaxIdleTimeout),
+		SessionMaxLifetime:    time.Duration(cfg.Sessions.MaxLifetime),
 	}, runner)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
@@ -161,7 +166,8 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	}
 	log.Info("serving", "socket", addr, "version", version, "cgroup", runner.Cgroups.Version(),
 		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength,
-		"environments", len(policy.Environments), "start", cfg.Jail.Start, "warm_ahead", cfg.WarmAhead(), "prepared_jails", cfg.Prepared())
+		"environments", len(policy.Environments), "start", cfg.Jail.Start, "warm_ahead", cfg.WarmAhead(), "prepared_jails", cfg.Prepared(),
+		"max_sessions", cfg.Admission.MaxSessions)
 
 	select {
 	case err := <-served:

@@ -98,7 +98,7 @@ func startDaemon(t *testing.T, dir, config string) *daemonProc {
 func (d *daemonProc) client() *http.Client { return daemon.HTTPClient(d.sock) }
 
 // jailGroups lists the jail cgroups below the daemon's subtree (the daemon
-// inherits this test's cgroup), with their processes.
+// inherits this test's cgroup), runs' and sessions', with their processes.
 func jailGroups(t *testing.T) map[string][]string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/cgroup")
@@ -121,7 +121,7 @@ func jailGroups(t *testing.T) map[string][]string {
 	groups := map[string][]string{}
 	ents, _ := os.ReadDir(base)
 	for _, e := range ents {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "j-") {
+		if e.IsDir() && (strings.HasPrefix(e.Name(), "j-") || strings.HasPrefix(e.Name(), "s-")) {
 			procs, _ := os.ReadFile(filepath.Join(base, e.Name(), "cgroup.procs"))
 			groups[e.Name()] = strings.Fields(string(procs))
 		}

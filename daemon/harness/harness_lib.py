@@ -40,6 +40,7 @@ class Harness:
         except OSError:
             self.fd = -1
         self.spec_error = None
+        self.stop = None  # a session's: when it returns true, no further case runs (the call was interrupted)
         if os.path.exists(code_dir + "/tests.json"):
             self.prepare()
 
@@ -154,9 +155,10 @@ class Harness:
 
     # The tests.
 
-    def prepare(self):
-        """Reads tests.json and imports what the tests need, before the
-        program runs; a tests.json it cannot use fails every case."""
+    def prepare(self, data=None):
+        """Reads tests.json (or data, its bytes: a session's call brings
+        them) and imports what the tests need, before the program runs; a
+        tests.json it cannot use fails every case."""
         import time
         self.perf = time.perf_counter
         self.quote = _quote()
@@ -164,8 +166,10 @@ class Harness:
         self.encode = _encoder(", ", ": ", False)  # for return values: as json.dumps(x, allow_nan=False)
         self.repr = None
         try:
-            with open(self.dir + "/tests.json", "rb") as f:
-                spec = _loads(f.read().decode("utf-8"))
+            if data is None:
+                with open(self.dir + "/tests.json", "rb") as f:
+                    data = f.read()
+            spec = _loads(data.decode("utf-8"))
             function, cases = spec["function"], spec["cases"]
             if not isinstance(function, str) or not isinstance(cases, list):
                 raise ValueError("function must be a string and cases a list")
@@ -194,6 +198,8 @@ class Harness:
                 self.send(self.dumps({"t": "tests", "n": n, "function": "ok"}))
                 for i, (args, kwargs) in enumerate(self.cases):
                     self.run_case(fn, i, args, kwargs)
+                    if self.stop is not None and self.stop():
+                        return  # interrupted: the case that ran and those after are not reported, and no "end"
         self.send('{"t":"end"}')
 
     def run_case(self, fn, i, args, kwargs):
@@ -208,6 +214,8 @@ class Harness:
                 import asyncio
                 r = asyncio.run(r)
         except BaseException as e:  # SystemExit and KeyboardInterrupt too: a case never stops the others
+            if self.stop is not None and self.stop():
+                return  # but agentjail's interrupt of a session's call does
             ms = (perf() - t0) * 1e3
             try:
                 self.send(self.raised(i, ms, e))

@@ -36,6 +36,13 @@ def _code(i, name):
 
 
 def main():
+    if sys.argv[0] != _dir + "/agentjail_harness.py":
+        # Another program of the daemon's: a session's server (session.py),
+        # run as python3 runs a script.
+        with open(sys.argv[0], "rb") as f:
+            src = f.read()
+        return exec(compile(src, sys.argv[0], "exec", dont_inherit=True),
+                    {"__name__": "__main__", "__file__": sys.argv[0], "__builtins__": builtins})
     try:
         os.set_inheritable(3, False)  # first: no child process may inherit the report channel
     except OSError:

@@ -130,6 +130,9 @@ type Environment struct {
 	// kept per Etc.
 	Etc    *nsjail.Etc
 	etcNow atomic.Pointer[nsjail.Etc]
+	// fontDone is closed once OpenEnvironments' font cache work for it
+	// has ended (built and its jails replaced, failed, or not needed).
+	fontDone chan struct{}
 	// What Probe found: python's version ("3.11.2") and the top-level
 	// modules it can import beyond the standard library.
 	PythonVersion string

@@ -49,10 +49,38 @@ func realRunner(t testing.TB) *nsjail.Runner {
 			envs := cfg.Policy().Environments
 			_, runnerErr = OpenEnvironments(cfg, envs, runner, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			realEnvs, realCfg = envs, cfg
+			if runnerErr == nil {
+				runnerErr = awaitSettled(runner, envs)
+			}
 		}
 	})
 	require.NoError(t, runnerErr)
 	return runner
+}
+
+// awaitSettled waits until the font cache work of OpenEnvironments is
+// over and each environment's zygote is up (unless the tests run cold):
+// a test that wants a warm run then gets one, not a cold one while a
+// zygote is replaced.
+func awaitSettled(r *nsjail.Runner, envs map[string]*Environment) error {
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, e := range envs {
+		select {
+		case <-e.fontDone:
+		case <-time.After(time.Until(deadline)):
+			return fmt.Errorf("environment %s: its font cache work did not end in 3 minutes", e.Name)
+		}
+		for testStart() == nsjail.StartWarm {
+			if _, up := r.WarmInfo(e.Name); up {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("environment %s: no zygote up in 3 minutes", e.Name)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	return nil
 }
 
 // recordingJailer remembers every jail (not its output: the load test

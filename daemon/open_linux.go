@@ -61,7 +61,9 @@ func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, e := range envs {
+		e.fontDone = make(chan struct{})
 		wg.Go(func() {
+			defer close(e.fontDone)
 			t := time.Now()
 			etc, err := e.FontCache(ctx, runner, cfg.TrialLimits())
 			switch {

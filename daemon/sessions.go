@@ -381,7 +381,7 @@ func (q *SessionRequest) spec(o Options) (*nsjail.Spec, *Environment, time.Durat
 		}
 		idle = time.Duration(*v) * time.Millisecond
 	}
-	spec := &nsjail.Spec{ID: nsjail.NewSessionID(), Python: env.Python, ReadOnlyMounts: env.ReadOnlyMounts, Etc: env.Etc,
+	spec := &nsjail.Spec{ID: nsjail.NewSessionID(), Python: env.Python, ReadOnlyMounts: env.ReadOnlyMounts, Etc: env.CurrentEtc(),
 		DefaultEnv: env.Env, Env: q.Env, Start: start, Limits: limits, OnForbiddenSyscall: p.OnForbiddenSyscall}
 	spec.Program, spec.ProgramName, spec.CodeFiles = harness.SessionProgram()
 	if spec.Files, err = decodeFiles(q.Files); err != nil {

@@ -330,21 +330,22 @@ func (z *zygote) runEnded() {
 	}
 }
 
-// retire stops forking from z and starts its replacement; z ends once its
-// runs have.
+// retire replaces z by a fresh zygote. z goes on serving until its
+// replacement is up, so that runs do not start cold meanwhile (startZygote
+// then ends it: endRetired); if none can start, z serves on, and the
+// failures are logged.
 func (w *warmRuntime) retire(z *zygote) {
+	w.event("retired", nil)
+	w.restarts.Add(1)
+	w.startZygote()
+}
+
+// endRetired stops forking from z; it ends once its runs have.
+func (z *zygote) endRetired() {
 	z.mu.Lock()
 	z.retiring = true
 	idle := z.runs == 0
 	z.mu.Unlock()
-	w.mu.Lock()
-	if w.cur == z {
-		w.cur = nil
-	}
-	w.mu.Unlock()
-	w.event("retired", nil)
-	w.restarts.Add(1)
-	w.startZygote()
 	if idle {
 		z.stop()
 	}
@@ -365,13 +366,7 @@ func (w *warmRuntime) close() {
 	w.mu.Unlock()
 	w.pool.close()
 	if z != nil {
-		z.mu.Lock()
-		z.retiring = true
-		idle := z.runs == 0
-		z.mu.Unlock()
-		if idle {
-			z.stop()
-		}
+		z.endRetired()
 	}
 	w.wg.Wait()
 }
@@ -397,10 +392,15 @@ func (w *warmRuntime) startZygote() {
 		w.mu.Lock()
 		w.starting = false
 		closed := w.closed
+		var retired *zygote // the zygote this one replaces (retire)
 		if err == nil && !closed {
+			retired = w.cur
 			w.cur, w.backoff = z, 0
 		}
 		w.mu.Unlock()
+		if retired != nil {
+			retired.endRetired()
+		}
 		if err != nil {
 			w.event("failed", err)
 			w.retryLater()

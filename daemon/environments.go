@@ -133,6 +133,9 @@ type Environment struct {
 	// fontDone is closed once OpenEnvironments' font cache work for it
 	// has ended (built and its jails replaced, failed, or not needed).
 	fontDone chan struct{}
+	// fontCache is what GET /v1/environments says of its font cache
+	// (FontCacheState); empty: the daemon did not start that work.
+	fontCache atomic.Value
 	// What Probe found: python's version ("3.11.2") and the top-level
 	// modules it can import beyond the standard library.
 	PythonVersion string
@@ -146,6 +149,21 @@ func (e *Environment) CurrentEtc() *nsjail.Etc {
 		return etc
 	}
 	return e.Etc
+}
+
+// The states of an environment's matplotlib font cache (GET
+// /v1/environments "font_cache").
+const (
+	FontCacheNone     = "none"     // no matplotlib, or the cache could not be built: each run that draws builds its own
+	FontCacheBuilding = "building" // being built; the jails are replaced once it is
+	FontCacheBuilt    = "built"    // built; the jails from now on share it
+)
+
+// FontCacheState is one of the FontCache* states ("" before
+// OpenEnvironments).
+func (e *Environment) FontCacheState() string {
+	s, _ := e.fontCache.Load().(string)
+	return s
 }
 
 // setEtc replaces the environment's /etc for the jails from now on.

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +96,35 @@ env = { AJ_ENV = "from-the-environment" }
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	assert.Contains(t, string(b), `"name":"venv","python":"`+venv+`/bin/python","python_version":"3.11.2"`)
+
+	// Its font cache: "building", then "built" where matplotlib is (its
+	// jails replaced), "none" where it is not.
+	want := FontCacheNone
+	if slices.Contains(envs["venv"].Packages, "matplotlib") {
+		want = FontCacheBuilt
+	}
+	require.Eventually(t, func() bool {
+		var got struct {
+			Environments []EnvironmentInfo `json:"environments"`
+		}
+		resp, err := c.Get("http://agentjail/v1/environments")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		if json.NewDecoder(resp.Body).Decode(&got) != nil || len(got.Environments) != 2 {
+			return false
+		}
+		for _, e := range got.Environments {
+			if e.FontCache != want {
+				require.Equal(t, FontCacheBuilding, e.FontCache, e.Name)
+				return false
+			}
+		}
+		return true
+	}, 3*time.Minute, 20*time.Millisecond, "font_cache %q", want)
+	res := runJSON(t, c, map[string]any{"code": "pass", "environment": "venv"})
+	assert.Equal(t, "warm", res.Start, "its zygote replaced and up")
 }
 
 // A preload module that does not import stops the start, naming it and

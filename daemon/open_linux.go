@@ -39,7 +39,7 @@ func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.
 	for _, e := range envs {
 		log.Info("environment", "name", e.Name, "python", e.Python, "version", e.PythonVersion, "read_only_mounts", e.ReadOnlyMounts,
 			"preload", e.Preload, "packages", len(e.Packages), "probe_ms", time.Since(t0).Milliseconds())
-		keepJails(cfg, e, runner, log)
+		keepJails(cfg, e, e.CurrentEtc(), runner, log)
 	}
 	// Serve once the zygotes are up, so that the first requests run warm
 	// as the later ones do; one that is slow to come up (a heavy preload
@@ -62,37 +62,44 @@ func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.
 	var wg sync.WaitGroup
 	for _, e := range envs {
 		e.fontDone = make(chan struct{})
+		e.fontCache.Store(FontCacheBuilding)
 		wg.Go(func() {
 			defer close(e.fontDone)
 			t := time.Now()
 			etc, err := e.FontCache(ctx, runner, cfg.TrialLimits())
+			state := FontCacheNone
 			switch {
 			case ctx.Err() != nil:
 			case err != nil:
 				log.Warn("matplotlib's font cache could not be built; each run that draws builds its own", "environment", e.Name, "err", err)
 			case etc != nil:
+				// The jails with the cache first: until its zygote is up,
+				// the old one serves the requests of either /etc.
+				keepJails(cfg, e, etc, runner, log)
 				e.setEtc(etc)
-				keepJails(cfg, e, runner, log)
+				state = FontCacheBuilt
 				log.Info("matplotlib font cache built", "environment", e.Name, "file", etc.MatplotlibCache, "ms", time.Since(t).Milliseconds())
 			}
+			e.fontCache.Store(state)
 		})
 	}
 	return func() { cancel(); wg.Wait() }, nil
 }
 
-// keepJails keeps environment e's jails ahead of requests, with its /etc
-// now: its zygote, and for "default" the cold jails prepared ahead. A
-// second call replaces the first's (KeepWarm and KeepPrepared replace by
-// name).
-func keepJails(cfg *Config, e *Environment, runner *nsjail.Runner, log *slog.Logger) {
+// keepJails keeps environment e's jails ahead of requests, with /etc etc:
+// its zygote, and for "default" the cold jails prepared ahead. A second
+// call replaces the first's (KeepWarm and KeepPrepared replace by name).
+func keepJails(cfg *Config, e *Environment, etc *nsjail.Etc, runner *nsjail.Runner, log *slog.Logger) {
 	if e.Name == DefaultEnvironment && cfg.Prepared() > 0 {
 		tpl := cfg.PreparedTemplate(e)
+		tpl.Etc = etc
 		tpl.OnError = func(err error) {
 			log.Warn("could not prepare a jail; requests start their own until one can be", "err", err)
 		}
 		runner.KeepPrepared(cfg.Prepared(), tpl)
 	}
 	zs := cfg.ZygoteSpec(e)
+	zs.Etc = etc
 	zs.OnEvent = func(event string, err error) {
 		switch {
 		case err != nil:

@@ -247,8 +247,9 @@ type EnvironmentInfo struct {
 	PythonVersion  string   `json:"python_version"`
 	ReadOnlyMounts []string `json:"read_only_mounts"`
 	Preload        []string `json:"preload"`
-	Packages       []string `json:"packages"` // top-level modules beyond the standard library
-	Warm           bool     `json:"warm"`     // its zygote is up: a warm request forks it now
+	Packages       []string `json:"packages"`   // top-level modules beyond the standard library
+	Warm           bool     `json:"warm"`       // its zygote is up: a warm request forks it now
+	FontCache      string   `json:"font_cache"` // matplotlib's font cache: FontCacheNone, FontCacheBuilding or FontCacheBuilt
 }
 
 // handleEnvironments is GET /v1/environments: the environments a request
@@ -266,7 +267,8 @@ func (s *Server) handleEnvironments(w http.ResponseWriter, r *http.Request) {
 	for _, name := range slices.Sorted(maps.Keys(envs)) {
 		e := envs[name]
 		info := EnvironmentInfo{Name: name, Python: cmp.Or(e.Python, nsjail.DefaultPython), PythonVersion: e.PythonVersion,
-			ReadOnlyMounts: nonNil(e.ReadOnlyMounts), Preload: nonNil(e.Preload), Packages: nonNil(e.Packages)}
+			ReadOnlyMounts: nonNil(e.ReadOnlyMounts), Preload: nonNil(e.Preload), Packages: nonNil(e.Packages),
+			FontCache: cmp.Or(e.FontCacheState(), FontCacheNone)}
 		if s.opts.WarmUp != nil {
 			info.Warm = s.opts.WarmUp(name)
 		}

@@ -257,3 +257,42 @@ func TestZygotePyConstants(t *testing.T) {
 	assert.Equal(t, msgType(102), zFork)
 	assert.Contains(t, src, `RUNPROC = "`+runProcDir+`"`)
 }
+
+// KeepWarm of a name already kept (the daemon does it once matplotlib's
+// font cache is built, with a new /etc) replaces its zygote without a
+// cold run: the old one serves the requests of either /etc until the new
+// one is up, then ends once its last run has.
+func TestKeepWarmReplacesWithoutColdRuns(t *testing.T) {
+	etc1, err := HostEtc(nil)
+	require.NoError(t, err)
+	etc2, err := HostEtc(nil)
+	require.NoError(t, err)
+	require.NotSame(t, etc1, etc2)
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1, Etc: etc1})
+	first := currentZygote(r, "default")
+	require.NotNil(t, first)
+	procs := zygoteProcesses(first)
+	r.KeepWarm(ZygoteSpec{Name: "default", Ahead: 1, Etc: etc2})
+	replaced := false
+	deadline := time.Now().Add(30 * time.Second)
+	for runs := 0; !replaced || runs < 6; runs++ {
+		require.True(t, time.Now().Before(deadline), "the new zygote not up in 30 s")
+		replaced = currentZygote(r, "default") != nil
+		etc := []*Etc{etc1, etc2}[runs%2]
+		res, err := r.Run(context.Background(), &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm, Etc: etc})
+		require.NoError(t, err)
+		require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+		require.Equal(t, StartWarm, res.Start, "run %d (replacement up: %v): the old zygote serves until the new one is up", runs, replaced)
+	}
+	assert.NotSame(t, first, currentZygote(r, "default"))
+	require.Eventually(t, func() bool {
+		for _, p := range procs {
+			if systest.Running(p) {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "the replaced zygote ended")
+	_, _, _, fallbacks := r.WarmStats()
+	assert.Zero(t, fallbacks)
+}

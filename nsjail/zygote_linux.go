@@ -144,8 +144,12 @@ type warmRuntime struct {
 	base jailBase // the runs': binds, /etc, the shared code
 	pool *preparedPool
 
-	mu       sync.Mutex
-	cur      *zygote // nil while none is up
+	mu  sync.Mutex
+	cur *zygote // nil while none is up
+	// prev is the runtime this one replaced (KeepWarm of the same name):
+	// it serves this one's requests until this one's zygote is up, then
+	// it is closed.
+	prev     *warmRuntime
 	starting bool
 	closed   bool
 	backoff  time.Duration
@@ -171,8 +175,9 @@ type zygote struct {
 
 // KeepWarm keeps a zygote of s and s.Ahead runs forked from it ahead of
 // requests, replacing the zygote when it dies or after s.MaxForks forks.
-// It replaces a previous call's zygote of the same name (which ends once
-// its runs have). Close ends them all. A request whose Spec.Start is
+// It replaces a previous call's zygote of the same name, which serves on
+// (the requests of either runtime) until the new one is up, and then ends
+// once its runs have. Close ends them all. A request whose Spec.Start is
 // StartWarm and whose runtime (Python, ReadOnlyMounts, Etc) is this one's
 // runs warm; while no zygote is up it runs cold (WarmStats counts it).
 func (r *Runner) KeepWarm(s ZygoteSpec) {
@@ -202,9 +207,33 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 	r.warm[s.Name] = w
 	r.poolMu.Unlock()
 	if old != nil {
-		old.close()
+		// The runtime that serves until w is up: old, or, if old never
+		// came up, the one old was waiting to replace.
+		old.mu.Lock()
+		prev := old.prev
+		up := old.cur != nil
+		old.prev = nil
+		old.mu.Unlock()
+		if prev != nil && !up {
+			prev, old = old, prev
+		}
+		w.prev = old
+		if prev != nil {
+			r.teardowns.Go(prev.close)
+		}
 	}
 	w.startZygote()
+}
+
+// serving is the runtime that serves w's requests now: w, or while w has
+// no zygote up yet, the one it replaces.
+func (w *warmRuntime) serving() *warmRuntime {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cur == nil && w.prev != nil {
+		return w.prev
+	}
+	return w
 }
 
 // WarmStats tells, over every environment's zygote: how many are up, how
@@ -229,7 +258,7 @@ func (r *Runner) WarmStats() (up, ahead int, restarts, fallbacks int64) {
 	return up, ahead, restarts, fallbacks
 }
 
-// WarmInfo is what the zygote of environment name reported (ok false
+// WarmInfo is what the zygote serving environment name reported (ok false
 // while none is up).
 func (r *Runner) WarmInfo(name string) (ZygoteInfo, bool) {
 	r.poolMu.Lock()
@@ -238,6 +267,7 @@ func (r *Runner) WarmInfo(name string) (ZygoteInfo, bool) {
 	if w == nil {
 		return ZygoteInfo{}, false
 	}
+	w = w.serving()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.cur == nil {
@@ -284,7 +314,13 @@ func (r *Runner) warmFor(binds []string, etc *Etc) *warmRuntime {
 	defer r.poolMu.Unlock()
 	for _, w := range r.warm {
 		if w.base.etc == etc && slices.Equal(w.base.binds, binds) {
-			return w
+			return w.serving()
+		}
+		w.mu.Lock()
+		p := w.prev
+		w.mu.Unlock()
+		if p != nil && p.base.etc == etc && slices.Equal(p.base.binds, binds) {
+			return w.serving()
 		}
 	}
 	return nil
@@ -361,9 +397,12 @@ func (z *zygote) stop() {
 func (w *warmRuntime) close() {
 	w.mu.Lock()
 	w.closed = true
-	z := w.cur
-	w.cur = nil
+	z, prev := w.cur, w.prev
+	w.cur, w.prev = nil, nil
 	w.mu.Unlock()
+	if prev != nil {
+		prev.close()
+	}
 	w.pool.close()
 	if z != nil {
 		z.endRetired()
@@ -392,14 +431,18 @@ func (w *warmRuntime) startZygote() {
 		w.mu.Lock()
 		w.starting = false
 		closed := w.closed
-		var retired *zygote // the zygote this one replaces (retire)
+		var retired *zygote       // the zygote this one replaces (retire)
+		var replaced *warmRuntime // the runtime this one replaces (KeepWarm)
 		if err == nil && !closed {
-			retired = w.cur
-			w.cur, w.backoff = z, 0
+			retired, replaced = w.cur, w.prev
+			w.cur, w.prev, w.backoff = z, nil, 0
 		}
 		w.mu.Unlock()
 		if retired != nil {
 			retired.endRetired()
+		}
+		if replaced != nil {
+			w.r.teardowns.Go(replaced.close)
 		}
 		if err != nil {
 			w.event("failed", err)

@@ -170,9 +170,27 @@ def try_start_daemon(binary, max_concurrent, extra_config=""):
         stop_daemon(None, sock)
         raise DaemonFailed(f"the daemon did not come up (exit status {srv.returncode}): {words[-500:]}")
     conn = UnixHTTP(sock)
+    settle_daemon(conn)
     for _ in range(10):
         post_run(conn)
     return srv, sock, conn
+
+
+def settle_daemon(conn, timeout=180):
+    """Waits until no environment's font cache is being built: once built,
+    the daemon replaces its jails, and runs meanwhile may start cold."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        conn.request("GET", "/v1/environments")
+        r = conn.getresponse()
+        data = r.read()
+        if r.status != 200:  # an older daemon: nothing to wait for
+            return
+        envs = json.loads(data).get("environments", [])
+        if not any(e.get("font_cache") == "building" for e in envs):
+            return
+        time.sleep(0.1)
+    sys.exit("bench: the daemon's font cache was still being built after %d s" % timeout)
 
 
 def start_daemon(binary, max_concurrent, extra_config=""):
@@ -340,7 +358,7 @@ def main():
                                              ("preload-numpy", a.preload_numpy)) if on)
     if a.sessions:
         import bench_sessions
-        header(a.bin, f"sudo scripts/bench{flags}", "each figure side by side with its baseline in the same run")
+        header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")
         bench_sessions.main(a.bin, a.quick)
         return
     if a.throughput:
@@ -349,7 +367,7 @@ def main():
         bench_throughput.main(a.bin, a.quick, a.preload_numpy)
         return
     n, reps = (40, 1) if a.quick else (200, 3)
-    header(a.bin, f"sudo scripts/bench{flags}", f"{n} interleaved runs of each side; peaks are medians of {reps}")
+    header(a.bin, f"scripts/bench{flags}", f"{n} interleaved runs of each side; peaks are medians of {reps}")
     bare, jail = latency(a.bin, n)
     mb, mj = statistics.median(bare), statistics.median(jail)
     print("| `pass` | median ms | p10 | p90 |")

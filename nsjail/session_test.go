@@ -193,7 +193,9 @@ func TestSessionCallCPUAndOutput(t *testing.T) {
 }
 
 func TestSessionCPUBudgetEndsIt(t *testing.T) {
-	s := startSession(t, func(s *Spec) { s.Limits.CPUTime = 500 * time.Millisecond })
+	// 2 s: a cold session's start (python's and the server's) must fit,
+	// emulated too.
+	s := startSession(t, func(s *Spec) { s.Limits.CPUTime = 2 * time.Second })
 	r := sessionCall(t, s, "while True: pass", nil)
 	assert.Equal(t, StatusKilled, r.Status)
 	assert.Equal(t, KillCPUTimeout, r.KillReason)

@@ -187,21 +187,27 @@ func cgroupPath(t *testing.T, pid int, controller string) string {
 	return ""
 }
 
-// memUsage is the charge of a v1 memory cgroup.
-func memUsage(t *testing.T, path string) int64 {
+// cgroupDir is the host directory of pid's cgroup of controller: its v1
+// hierarchy's, or on cgroup v2 its one group.
+func cgroupDir(t *testing.T, r *Runner, pid int, controller string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/memory", path, "memory.usage_in_bytes"))
+	if r.Cgroups.Version() == cgroup.V1 {
+		return filepath.Join("/sys/fs/cgroup", controller, cgroupPath(t, pid, controller))
+	}
+	return filepath.Join("/sys/fs/cgroup", cgroupPath(t, pid, ""))
+}
+
+// memUsage is the charge of the memory cgroup in dir (cgroupDir).
+func memUsage(t *testing.T, dir string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+	if os.IsNotExist(err) {
+		b, err = os.ReadFile(filepath.Join(dir, "memory.current"))
+	}
 	require.NoError(t, err)
 	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
 	require.NoError(t, err)
 	return n
-}
-
-func requireCgroupV1(t *testing.T, r *Runner) {
-	t.Helper()
-	if r.Cgroups.Version() != cgroup.V1 {
-		t.Skip("reads v1 memory cgroup files")
-	}
 }
 
 // procsNamed are the host pids whose comm starts with prefix.
@@ -882,9 +888,8 @@ done()
 // left once the run ends.
 func TestWarmAttackStaysInItsCgroup(t *testing.T) {
 	r := warmAttackRunner(t, ZygoteSpec{Ahead: 0})
-	requireCgroupV1(t, r)
 	z := zygoteOf(t, r, "default")
-	zmem, zpids := cgroupPath(t, z.py, "memory"), cgroupPath(t, z.py, "pids")
+	zmem, zpids := cgroupDir(t, r, z.py, "memory"), cgroupDir(t, r, z.py, "pids")
 	before := memUsage(t, zmem)
 	s := warmSpec(`import gc, signal, time
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
@@ -914,7 +919,7 @@ done()
 	require.Len(t, procs, 3)
 	var runMem string
 	for pid, name := range procs {
-		mem, pids := cgroupPath(t, pid, "memory"), cgroupPath(t, pid, "pids")
+		mem, pids := cgroupDir(t, r, pid, "memory"), cgroupDir(t, r, pid, "pids")
 		assert.True(t, strings.HasSuffix(mem, "/"+s.ID), "%s (%d) is in memory cgroup %s, not the run's", name, pid, mem)
 		assert.True(t, strings.HasSuffix(pids, "/"+s.ID), "%s (%d) is in pids cgroup %s, not the run's", name, pid, pids)
 		assert.NotEqual(t, zmem, mem)
@@ -923,7 +928,7 @@ done()
 	}
 	// Every task of the zygote's group is the zygote's jail: its pid 1
 	// and the zygote (no run is forked ahead here).
-	tasks, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/pids", zpids, "cgroup.procs"))
+	tasks, err := os.ReadFile(filepath.Join(zpids, "cgroup.procs"))
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{strconv.Itoa(z.init), strconv.Itoa(z.waiter), strconv.Itoa(z.py)}, strings.Fields(string(tasks)))
 	used, zgrew := memUsage(t, runMem), memUsage(t, zmem)-before
@@ -1005,9 +1010,8 @@ done()
 // files added ~66 MiB.
 func TestWarmRequestFilesChargedOnce(t *testing.T) {
 	r := warmAttackRunner(t, ZygoteSpec{Ahead: 0})
-	requireCgroupV1(t, r)
 	z := zygoteOf(t, r, "default")
-	zmem := cgroupPath(t, z.py, "memory")
+	zmem := cgroupDir(t, r, z.py, "memory")
 	before := memUsage(t, zmem)
 	s := warmSpec(`import signal
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
@@ -1020,7 +1024,7 @@ done()
 	wait := warmStart(t, r, s)
 	ready := awaitNamed(t, "ajfiles-ready")
 	grew := memUsage(t, zmem) - before
-	runMem := memUsage(t, cgroupPath(t, ready, "memory"))
+	runMem := memUsage(t, cgroupDir(t, r, ready, "memory"))
 	require.NoError(t, syscall.Kill(ready, syscall.SIGKILL))
 	res := wait()
 	t.Logf("32 MiB of files: the zygote's memory cgroup grew by %d MiB for the run; the run's own holds %d MiB", grew>>20, runMem>>20)

@@ -261,7 +261,8 @@ func TestZygotePyConstants(t *testing.T) {
 // KeepWarm of a name already kept (the daemon does it once matplotlib's
 // font cache is built, with a new /etc) replaces its zygote without a
 // cold run: the old one serves the requests of either /etc until the new
-// one is up, then ends once its last run has.
+// one is up, then ends once its last run has; the new one serves both
+// from then on (a request made before the switch names the old /etc).
 func TestKeepWarmReplacesWithoutColdRuns(t *testing.T) {
 	etc1, err := HostEtc(nil)
 	require.NoError(t, err)

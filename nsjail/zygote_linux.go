@@ -143,6 +143,10 @@ type warmRuntime struct {
 	spec ZygoteSpec
 	base jailBase // the runs': binds, /etc, the shared code
 	pool *preparedPool
+	// formerEtc are the /etc of the runtimes of this name it replaced
+	// (KeepWarm), latest first: a request made just before the
+	// replacement still names one, and runs warm here.
+	formerEtc []*Etc
 
 	mu  sync.Mutex
 	cur *zygote // nil while none is up
@@ -218,12 +222,16 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 			prev, old = old, prev
 		}
 		w.prev = old
+		w.formerEtc = append([]*Etc{old.base.etc}, old.formerEtc[:min(len(old.formerEtc), maxFormerEtc-1)]...)
 		if prev != nil {
 			r.teardowns.Go(prev.close)
 		}
 	}
 	w.startZygote()
 }
+
+// maxFormerEtc bounds warmRuntime.formerEtc.
+const maxFormerEtc = 4
 
 // serving is the runtime that serves w's requests now: w, or while w has
 // no zygote up yet, the one it replaces.
@@ -308,18 +316,13 @@ func (w *warmRuntime) warmBuildConfig(tmpBytes int64) *buildConfig {
 	return cfg
 }
 
-// warmFor is the warm runtime whose runs fit these binds and /etc.
+// warmFor is the warm runtime whose runs fit these binds and /etc (or an
+// /etc of a runtime it replaced).
 func (r *Runner) warmFor(binds []string, etc *Etc) *warmRuntime {
 	r.poolMu.Lock()
 	defer r.poolMu.Unlock()
 	for _, w := range r.warm {
-		if w.base.etc == etc && slices.Equal(w.base.binds, binds) {
-			return w.serving()
-		}
-		w.mu.Lock()
-		p := w.prev
-		w.mu.Unlock()
-		if p != nil && p.base.etc == etc && slices.Equal(p.base.binds, binds) {
+		if (w.base.etc == etc || slices.Contains(w.formerEtc, etc)) && slices.Equal(w.base.binds, binds) {
 			return w.serving()
 		}
 	}

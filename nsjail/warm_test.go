@@ -3,6 +3,8 @@ package nsjail
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -296,4 +298,24 @@ func TestKeepWarmReplacesWithoutColdRuns(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "the replaced zygote ended")
 	_, _, _, fallbacks := r.WarmStats()
 	assert.Zero(t, fallbacks)
+}
+
+// A KeepWarm whose runs are not the old runtime's (other read-only mounts)
+// never lets the old zygote serve them: a request with the new mounts runs
+// cold, or warm from the new zygote, and sees its mount either way.
+func TestKeepWarmWithOtherMountsDoesNotServeFromTheOld(t *testing.T) {
+	d, err := os.MkdirTemp("/var/lib", "agentjail-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	require.NoError(t, os.Chmod(d, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(d, "marker"), []byte("here"), 0o644))
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	r.KeepWarm(ZygoteSpec{Name: "default", Ahead: 1, ReadOnlyMounts: []string{d}})
+	for i := range 4 {
+		res, err := r.Run(context.Background(), &Spec{Program: []byte(`print(open("` + d + `/marker").read())`),
+			ReadOnlyMounts: []string{d}, Limits: DefaultLimits(), Start: StartWarm})
+		require.NoError(t, err)
+		require.Equal(t, StatusOK, res.Status, "run %d (%s): %s", i, res.Start, res.Stderr)
+		assert.Equal(t, "here\n", string(res.Stdout), "run %d (%s)", i, res.Start)
+	}
 }

@@ -203,29 +203,39 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 		build:   built{plan: buildPlan(w.warmBuildConfig(tmp)), tmpBytes: tmp},
 		start:   w.startRun,
 	}
+	var retired []*warmRuntime // replaced, and not serving w's requests
 	r.poolMu.Lock()
 	if r.warm == nil {
 		r.warm = map[string]*warmRuntime{}
 	}
-	old := r.warm[s.Name]
-	r.warm[s.Name] = w
-	r.poolMu.Unlock()
-	if old != nil {
-		// The runtime that serves until w is up: old, or, if old never
-		// came up, the one old was waiting to replace.
+	if old := r.warm[s.Name]; old != nil {
+		// w is set up before it is published: warmFor reads formerEtc
+		// and serving reads prev. The runtime that serves until w is up:
+		// old, or, if old never came up, the one old was waiting to
+		// replace; but none whose runs are not w's (other mounts or
+		// python): w's requests then run cold until it is up.
 		old.mu.Lock()
-		prev := old.prev
-		up := old.cur != nil
+		prev, up := old.prev, old.cur != nil
 		old.prev = nil
 		old.mu.Unlock()
+		serving := old
 		if prev != nil && !up {
-			prev, old = old, prev
+			serving, prev = prev, old
 		}
-		w.prev = old
-		w.formerEtc = append([]*Etc{old.base.etc}, old.formerEtc[:min(len(old.formerEtc), maxFormerEtc-1)]...)
 		if prev != nil {
-			r.teardowns.Go(prev.close)
+			retired = append(retired, prev)
 		}
+		if slices.Equal(serving.base.binds, w.base.binds) && serving.spec.Python == w.spec.Python {
+			w.prev = serving
+			w.formerEtc = append([]*Etc{old.base.etc}, old.formerEtc[:min(len(old.formerEtc), maxFormerEtc-1)]...)
+		} else {
+			retired = append(retired, serving)
+		}
+	}
+	r.warm[s.Name] = w
+	r.poolMu.Unlock()
+	for _, o := range retired {
+		r.teardowns.Go(o.close)
 	}
 	w.startZygote()
 }
@@ -252,14 +262,15 @@ func (r *Runner) WarmStats() (up, ahead int, restarts, fallbacks int64) {
 	ws := slices.Collect(mapValues(r.warm))
 	r.poolMu.Unlock()
 	for _, w := range ws {
-		w.mu.Lock()
-		if w.cur != nil {
+		sv := w.serving() // while a replacement starts, the one it replaces
+		sv.mu.Lock()
+		if sv.cur != nil {
 			up++
 		}
-		w.mu.Unlock()
-		w.pool.mu.Lock()
-		ahead += len(w.pool.ready)
-		w.pool.mu.Unlock()
+		sv.mu.Unlock()
+		sv.pool.mu.Lock()
+		ahead += len(sv.pool.ready)
+		sv.pool.mu.Unlock()
 		restarts += w.restarts.Load()
 		fallbacks += w.fallback.Load()
 	}

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Where the daemon's own CPU goes per run: a daemon of BINARY (built with
+symbols: `go build -o /tmp/agentjail ./cmd/agentjail`, not scripts/build,
+which strips them) runs N kept-alive runs of `pass` while `perf record -g`
+samples it; each sample is put in the first category whose frames it
+holds. Then the same runs under `strace -c -f` count its system calls per
+run. Run as root, on a quiet host; prints Markdown for BENCHMARKS.md:
+
+    python3 scripts/bench_trace.py /tmp/agentjail [--runs 1000] [--start warm]
+"""
+import argparse, collections, os, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402
+
+# First match wins, so the specific come before the general.
+CATEGORIES = [
+    ("cgroup: create, rename, limits, tasks files", ["cgroup.(*Manager).Create", "cgroup.(*Group).Rename",
+                                                    "cgroup.(*Group).JoinFiles", "cgroup.(*Group).setV1",
+                                                    "jail).createCgroup", "jail).cgroupAhead"]),
+    ("cgroup: delete (rmdir)", ["cgroup.(*Group).Delete"]),
+    ("cgroup: read the figures", ["cgroup.(*Group).read", "cgroup.(*Group).Stats", "cgroup.(*Group).CPUTime",
+                                  "cgroup.(*Group).OOM", "jail).decide", "watchOOM", "watchCPU"]),
+    ("the jail's mount namespace released (the kernel unmounts its tmpfs)", ["jail).cleanup.func1"]),
+    ("seccomp notifications' supervisor", ["seccomp.Supervise", "superviseSeccomp"]),
+    ("fork from the zygote, the ahead build (protocol, pidfd)", ["warmRuntime).startRun", "zygote).fork",
+                                                                "jail).awaitBuild", "jail).adoptInit",
+                                                                "preparedPool).keep", "jail).start"]),
+    ("the request's delivery (pipes, plan, go)", ["jail).deliver", "jail).sendGo", "requestPlan"]),
+    ("the run's supervision (output, exit, wait)", ["jail).supervise", "jail).receive", "capture", "jail).wait"]),
+    ("HTTP, JSON, the request and the result", ["net/http.", "encoding/json", "agentjail/daemon."]),
+    ("Go garbage collector", ["gcBgMarkWorker", "runtime.gcDrain", "runtime.bgsweep", "runtime.bgscavenge"]),
+    ("Go scheduler, sysmon, netpoll (no frame of ours)", ["runtime."]),
+]
+
+
+def cpu_s(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def runs(conn, n, start):
+    for _ in range(n):
+        bench.post_run(conn, "pass", start)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary")
+    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--start", default="warm", choices=["warm", "cold"])
+    a = ap.parse_args()
+    srv, sock, conn = bench.start_daemon(a.binary, 2)
+    d = tempfile.mkdtemp(prefix="agentjail-trace-")
+    data, counts = os.path.join(d, "perf.data"), os.path.join(d, "strace.txt")
+    try:
+        runs(conn, 50, a.start)
+        rec = subprocess.Popen(["perf", "record", "-F", "2000", "-g", "-o", data, "-p", str(srv.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
+        c0, t0 = cpu_s(srv.pid), time.time()
+        runs(conn, a.runs, a.start)
+        wall, cpu = time.time() - t0, cpu_s(srv.pid) - c0
+        rec.send_signal(2)
+        rec.wait()
+        st = subprocess.Popen(["strace", "-c", "-f", "-o", counts, "-p", str(srv.pid)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(1)
+        n2 = max(a.runs // 5, 100)
+        runs(conn, n2, a.start)
+        time.sleep(0.5)
+        st.send_signal(2)
+        st.wait()
+    finally:
+        bench.stop_daemon(srv, sock)
+    out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,ip,sym"], capture_output=True, text=True).stdout
+    cat, n = collections.Counter(), 0
+    for block in out.strip().split("\n\n"):
+        frames = block.strip().split("\n")[1:]
+        n += 1
+        for name, pats in CATEGORIES:
+            if any(p in f for f in frames for p in pats):
+                cat[name] += 1
+                break
+        else:
+            cat["other"] += 1
+    per_run = cpu / a.runs * 1000
+    print(f"{a.runs} kept-alive runs of `pass`, `\"start\": \"{a.start}\"`, one client: {wall / a.runs * 1000:.2f} ms each; "
+          f"the daemon's CPU (utime+stime) {per_run:.2f} ms per run. `perf record -g -F 2000 -p` of the daemon, "
+          f"{n} samples, each in the first category one of its frames matches:")
+    print()
+    print("| where | share of the daemon's CPU | ms per run |")
+    print("|---|---|---|")
+    for k, v in cat.most_common():
+        print(f"| {k} | {v / n * 100:.1f}% | {v / n * per_run:.2f} |")
+    print()
+    calls = []
+    for line in open(counts):
+        f = line.split()
+        if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+            calls.append((int(f[3]), f[-1]))
+    calls.sort(reverse=True)
+    total = sum(c for c, _ in calls)
+    print(f"System calls of the daemon per run (`strace -c -f`, {n2} more runs): {total / n2:.0f} in all; "
+          + ", ".join(f"{name} {c / n2:.1f}" for c, name in calls[:14]) + ".")
+    os.remove(data)
+    os.remove(counts)
+    os.rmdir(d)
+
+
+if __name__ == "__main__":
+    main()

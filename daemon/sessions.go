@@ -19,7 +19,7 @@ import (
 	"agentjail/nsjail"
 )
 
-// Sessions (CONTRACT.md §6): a live interpreter in one jail across calls,
+// Sessions (docs/contract.md §6): a live interpreter in one jail across calls,
 // as a notebook keeps its kernel. nsjail.Session is the jail and its
 // calls; here are the endpoints, who owns which session, their idle and
 // lifetime timers, one call at a time, the sessions the daemon remembers

@@ -17,7 +17,7 @@ import (
 )
 
 // `agentjail session start|run|show|end|list`: the daemon's sessions
-// (CONTRACT.md §6), a live interpreter kept across calls. Sessions live
+// (docs/contract.md §6), a live interpreter kept across calls. Sessions live
 // in the daemon, so these commands speak to its socket only (--socket or
 // AGENTJAIL_SOCKET). Output and exit statuses are run's: a call prints
 // as `agentjail run` prints a run, then its value on stdout.

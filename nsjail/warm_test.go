@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -91,6 +92,14 @@ func zygoteProcesses(z *zygote) []int {
 	return pids
 }
 
+// awaitEnded waits up to 10 s until none of procs runs.
+func awaitEnded(t *testing.T, procs []int, what string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return !slices.ContainsFunc(procs, systest.Running)
+	}, 10*time.Second, 10*time.Millisecond, what)
+}
+
 func warmPass(t *testing.T, r *Runner) *Result {
 	t.Helper()
 	res, err := r.Run(context.Background(), &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm})
@@ -169,14 +178,7 @@ func TestZygoteRetiredAfterMaxForks(t *testing.T) {
 	_, _, restarts, fallbacks := r.WarmStats()
 	assert.GreaterOrEqual(t, restarts, int64(1), "retired at least once")
 	assert.Zero(t, fallbacks)
-	require.Eventually(t, func() bool {
-		for _, p := range procs {
-			if systest.Running(p) {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond, "the retired zygote ended")
+	awaitEnded(t, procs, "the retired zygote ended")
 }
 
 // Close ends every zygote and every run forked ahead, and leaves no
@@ -288,14 +290,7 @@ func TestKeepWarmReplacesWithoutColdRuns(t *testing.T) {
 		require.Equal(t, StartWarm, res.Start, "run %d (replacement up: %v): the old zygote serves until the new one is up", runs, replaced)
 	}
 	assert.NotSame(t, first, currentZygote(r, "default"))
-	require.Eventually(t, func() bool {
-		for _, p := range procs {
-			if systest.Running(p) {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, 10*time.Millisecond, "the replaced zygote ended")
+	awaitEnded(t, procs, "the replaced zygote ended")
 	_, _, _, fallbacks := r.WarmStats()
 	assert.Zero(t, fallbacks)
 }

@@ -152,7 +152,9 @@ func TestDaemonRunsRealJails(t *testing.T) {
 	assert.Equal(t, "ok", res.Status, res.Stderr)
 	assert.Equal(t, "45\nIN FILE\n", res.Stdout)
 	require.NotNil(t, res.PeakMemoryBytes)
-	assert.Greater(t, *res.PeakMemoryBytes, int64(1<<20))
+	// A cold python3 writes a few MiB; a warm fork (the daemon's default)
+	// its copies of the zygote's pages, some hundreds of KiB.
+	assert.Greater(t, *res.PeakMemoryBytes, int64(256<<10))
 
 	res = runJSON(t, c, map[string]any{"code": "x = bytearray(200 << 20)", "limits": map[string]any{"memory_bytes": 64 << 20}})
 	assert.Equal(t, "killed", res.Status)

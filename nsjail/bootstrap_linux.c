@@ -32,6 +32,17 @@
 // take root's share of every such counter. As its own owner, the jail
 // writes its one-line maps itself: no round trip with the parent.
 //
+// A warm run's jail (AJ_NEST_ENV) is made inside its zygote's user and
+// pid namespaces, so that the zygote, which holds CAP_SYS_ADMIN there, can
+// fork the program into the jail's (zygote.py): the bootstrap first joins
+// them (fd AJ_NEST_FD, a pidfd of the zygote's jail's pid 1), becomes the
+// jail's uid as the zygote's namespace maps it, and makes the jail's user
+// namespace there. The kernel refuses unshare(CLONE_NEWPID) to a process
+// whose children are born in another pid namespace than its own, so a
+// child makes the jail's pid namespace and its pid 1, which reports itself
+// (AJ_REC_PID, with its credentials: its pid in the parent's namespace)
+// and lives on as an orphan of the zygote's pid namespace (below).
+//
 // Any failure sends AJ_REC_ERROR (errno and the step) and exits 1. Every
 // other process of this binary returns at once from the constructor.
 
@@ -50,6 +61,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bootstrap_linux.h"
@@ -112,13 +124,14 @@ static int aj_has_env(char **envp, const char *name)
 	return 0;
 }
 
-// aj_host_uid is the jail's host uid, from AJ_UID_ENV in envp; 0 when it
-// is missing or not a number (never a jail's: Go refuses such a range).
-static uid_t aj_host_uid(char **envp)
+// aj_env_id is the id in envp's name=value, value a decimal number; 0
+// when it is missing or not one (never a jail's: Go refuses such a range,
+// and the zygote's namespace maps no jail at 0).
+static uid_t aj_env_id(char **envp, const char *name)
 {
-	const size_t n = sizeof AJ_UID_ENV - 1;
+	const size_t n = strlen(name);
 	for (char **e = envp; e && *e; e++) {
-		if (strncmp(*e, AJ_UID_ENV, n) != 0 || (*e)[n] != '=')
+		if (strncmp(*e, name, n) != 0 || (*e)[n] != '=')
 			continue;
 		unsigned long v = 0;
 		const char *p = *e + n + 1;
@@ -132,6 +145,39 @@ static uid_t aj_host_uid(char **envp)
 		return v < 0xfffffffful ? (uid_t)v : 0;
 	}
 	return 0;
+}
+
+// aj_clone_parent forks this process as glibc's own fork does it, but as
+// a sibling (CLONE_PARENT: the child is the parent's own child), because
+// the child runs glibc after it (the init stage; and a Go runtime, in the
+// design this was first written for, asks glibc about its thread): the
+// kernel writes the child's thread id where glibc keeps it (the address
+// glibc gave set_tid_address), and the child registers glibc's
+// robust-futex list again (a fork drops it). glibc's clone() wrapper does
+// neither: its child would carry this process's thread id
+// (pthread_getattr_np fails with ESRCH, which Go 1.22 and later call;
+// golang/go#65625, fixed in runc's nsexec the same way,
+// opencontainers/runc#4247). It returns as fork does; in the child,
+// glibc's idea of its thread id has been checked against the kernel's.
+static pid_t aj_clone_parent(void)
+{
+	pid_t *tid = NULL;
+	struct robust_list_head *robust = NULL;
+	size_t robust_len = 0;
+	if (prctl(PR_GET_TID_ADDRESS, &tid, 0, 0, 0) < 0 || tid == NULL)
+		aj_fail("get the thread id address");
+	if (syscall(SYS_get_robust_list, 0, &robust, &robust_len) < 0)
+		aj_fail("get the robust futex list");
+	long pid = syscall(SYS_clone, CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD,
+			   NULL, NULL, tid, 0);
+	if (pid < 0)
+		aj_fail("clone");
+	// A failure in the child cannot be reported beside its parent's
+	// record: the child exits, and the parent learns it from its exit
+	// status.
+	if (pid == 0 && (*tid != (pid_t)syscall(SYS_gettid) || syscall(SYS_set_robust_list, robust, robust_len) < 0))
+		_exit(1);
+	return (pid_t)pid;
 }
 
 // Priority 101, the first a program may use: no other constructor runs
@@ -152,15 +198,20 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	// else reached us only because the parent inherited it without
 	// close-on-exec: it must not stay open here, as root, until the init
 	// stage's close_range at the exec of python3.
-	if (syscall(SYS_close_range, AJ_SYNC_FD + 1, ~0U, 0) < 0)
+	int zygote = aj_has_env(envp, AJ_ZYGOTE_ENV);
+	// A warm run's jail: the id its zygote's namespace maps the jail's
+	// host uid to (bootstrap_linux.h's AJ_NEST_ENV); fd AJ_NEST_FD stays.
+	uid_t nest = zygote ? 0 : aj_env_id(envp, AJ_NEST_ENV);
+	if (nest == 0 ? syscall(SYS_close_range, AJ_SYNC_FD + 1, ~0U, 0) < 0
+		      : syscall(SYS_close_range, AJ_SYNC_FD + 1, AJ_NEST_FD - 1, 0) < 0 ||
+			    syscall(SYS_close_range, AJ_NEST_FD + 1, ~0U, 0) < 0)
 		aj_fail("close inherited fds");
-	uid_t host = aj_host_uid(envp);
+	uid_t host = aj_env_id(envp, AJ_UID_ENV);
 	if (host == 0) {
 		errno = EINVAL;
 		aj_fail("read the jail's host uid (" AJ_UID_ENV ")");
 	}
 	pid_t parent = getppid();
-	int zygote = aj_has_env(envp, AJ_ZYGOTE_ENV);
 	// The bounds the new user namespace holds for what the kernel counts
 	// per user (bootstrap_linux.h): a jail's own; for a zygote none where
 	// they may be raised (CAP_SYS_RESOURCE, or a daemon whose own are
@@ -198,11 +249,23 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	// namespace's setgroups "deny" forbids it from then on.
 	if (setgroups(0, NULL) < 0)
 		aj_fail("drop supplementary groups");
+	uid_t id = host;
+	if (nest != 0) {
+		// Into the zygote's user namespace (as root of the host, with
+		// every capability there) and, for this process's children, its
+		// pid namespace: the jail's own are made inside them, where the
+		// zygote may enter them to fork the program (its fork joins them
+		// with the namespace fds this jail's pid 1 sends).
+		if (setns(AJ_NEST_FD, CLONE_NEWUSER | CLONE_NEWPID) < 0)
+			aj_fail("join the zygote's user and pid namespaces");
+		close(AJ_NEST_FD);
+		id = nest; // the same host uid, as the zygote's namespace names it
+	}
 	// From root to the jail's own host uid and gid, before its user
 	// namespace: the namespace is that user's, and so are its counters.
-	if (setresgid(host, host, host) < 0)
+	if (setresgid(id, id, id) < 0)
 		aj_fail("setresgid to the jail's host gid");
-	if (setresuid(host, host, host) < 0)
+	if (setresuid(id, id, id) < 0)
 		aj_fail("setresuid to the jail's host uid");
 	// A change of credentials resets both; a parent that died before the
 	// parent-death signal was set again is seen here.
@@ -238,7 +301,7 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
 			aj_fail("set dumpable for the maps");
 		char map[64];
-		snprintf(map, sizeof map, "%d %lu 1\n", AJ_JAIL_ID, (unsigned long)host);
+		snprintf(map, sizeof map, "%d %lu 1\n", AJ_JAIL_ID, (unsigned long)id);
 		aj_write_proc("/proc/self/setgroups", "deny");
 		aj_write_proc("/proc/self/uid_map", map);
 		aj_write_proc("/proc/self/gid_map", map);
@@ -262,42 +325,53 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		aj_fail("set parent-death signal");
 
+	if (nest != 0) {
+		// unshare(CLONE_NEWPID) is refused to a process whose children
+		// are born in another pid namespace than its own (the zygote's,
+		// above): a child of this process, born there, makes the jail's
+		// pid namespace and its pid 1, and exits at once. The pid 1 is
+		// then an orphan of the zygote's pid namespace, whose init (the
+		// zygote's jail's C init) reaps it: it is not the parent's child,
+		// and no zombie of it can keep the zygote's jail from ending. It
+		// dies with the zygote's jail (the kernel kills every process of
+		// a pid namespace and of the ones inside it when its init ends),
+		// which dies with the parent.
+		pid_t child = fork();
+		if (child < 0)
+			aj_fail("fork");
+		if (child > 0) {
+			int st;
+			while (waitpid(child, &st, 0) < 0)
+				if (errno != EINTR)
+					aj_fail("wait for the child");
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+		}
+		if (unshare(CLONE_NEWPID) < 0)
+			aj_fail("unshare pid namespace");
+		pid_t pid = fork();
+		if (pid < 0)
+			aj_fail("fork pid 1");
+		if (pid > 0)
+			_exit(0);
+		// Its host pid comes with its credentials (the parent's socket
+		// has SO_PASSCRED).
+		if (setsid() < 0)
+			_exit(1);
+		aj_send(AJ_REC_PID, 0, NULL);
+		aj_init(1);
+	}
 	// Only this process's children are born into the new pid namespace.
 	if (unshare(CLONE_NEWPID) < 0)
 		aj_fail("unshare pid namespace");
-	// A fork with CLONE_PARENT, done as glibc's own fork does it, because
-	// the child runs glibc after it (the init stage; and a Go runtime, in
-	// the design this was first written for, asks glibc about its thread): the kernel writes the child's thread id where
-	// glibc keeps it (the address glibc gave set_tid_address), and the
-	// child registers glibc's robust-futex list again (a fork drops it).
-	// glibc's clone() wrapper does neither: its child would carry this
-	// process's thread id (pthread_getattr_np fails with ESRCH, which Go
-	// 1.22 and later call; golang/go#65625, fixed in runc's nsexec the same
-	// way, opencontainers/runc#4247).
-	pid_t *tid = NULL;
-	struct robust_list_head *robust = NULL;
-	size_t robust_len = 0;
-	if (prctl(PR_GET_TID_ADDRESS, &tid, 0, 0, 0) < 0 || tid == NULL)
-		aj_fail("get the thread id address");
-	if (syscall(SYS_get_robust_list, 0, &robust, &robust_len) < 0)
-		aj_fail("get the robust futex list");
-	long pid = syscall(SYS_clone, CLONE_PARENT | CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD,
-			   NULL, NULL, tid, 0);
-	if (pid < 0)
-		aj_fail("clone pid 1");
+	pid_t pid = aj_clone_parent();
 	if (pid > 0) {
 		aj_send(AJ_REC_PID, (int32_t)pid, NULL);
 		_exit(0);
 	}
 
 	// pid 1 of the jail, a child of the parent's thread that started this
-	// process: that thread's end kills it, as it would have killed us. A
-	// failure here cannot be reported beside the pid record: pid 1 exits,
-	// and the parent learns it from its exit status. glibc's idea of this
-	// thread's id must be the kernel's (1), or every jail start fails here.
-	if (*tid != (pid_t)syscall(SYS_gettid) ||
-	    syscall(SYS_set_robust_list, robust, robust_len) < 0 ||
-	    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || setsid() < 0)
+	// process: that thread's end kills it, as it would have killed us.
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || setsid() < 0)
 		_exit(1);
-	aj_init(); // init_linux.c: never returns
+	aj_init(0); // init_linux.c: never returns
 }

@@ -35,6 +35,8 @@ var (
 	_ = [1]int{}[C.AJ_MSG_EXEC-int(msgExec)]
 	_ = [1]int{}[C.AJ_MSG_EXIT-int(msgExit)]
 	_ = [1]int{}[C.AJ_MSG_ERROR-int(msgError)]
+	_ = [1]int{}[C.AJ_MSG_ADOPT-int(msgAdopt)]
+	_ = [1]int{}[C.AJ_NEST_FD-nestFd]
 	_ = [1]int{}[C.AJ_RECORD_SIZE-recordSize]
 	_ = [1]int{}[C.AJ_REC_ERROR-int(recError)]
 	_ = [1]int{}[C.AJ_OP_UNSHARE-opUnshare]
@@ -57,6 +59,7 @@ var (
 	_ = [1]int{}[C.AJ_OP_RLIMIT-opRlimit]
 	_ = [1]int{}[C.AJ_OP_EXEC-opExec]
 	_ = [1]int{}[C.AJ_OP_KEEP_CAPS-opKeepCaps]
+	_ = [1]int{}[C.AJ_OP_ADOPT-opAdopt]
 	_ = [1]int{}[C.AJ_OP_LAST-opLast]
 )
 
@@ -80,8 +83,8 @@ func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
 // bootstrap_linux.h's strings must be ids.go's (no compile-time check
 // for strings: the first use of the package says so).
 func init() {
-	if C.AJ_UID_ENV != uidEnv || C.AJ_ZYGOTE_ENV != zygoteEnv {
-		panic("nsjail: bootstrap_linux.h's AJ_UID_ENV or AJ_ZYGOTE_ENV differs from ids.go")
+	if C.AJ_UID_ENV != uidEnv || C.AJ_ZYGOTE_ENV != zygoteEnv || C.AJ_NEST_ENV != nestEnv {
+		panic("nsjail: bootstrap_linux.h's AJ_UID_ENV, AJ_ZYGOTE_ENV or AJ_NEST_ENV differs from ids.go")
 	}
 }
 
@@ -142,6 +145,98 @@ func bootstrap(sync io.ReadWriter, proc *os.Process, idMap string) (*os.Process,
 		return nil, stageErr("bootstrap", errors.Join(err, ferr))
 	}
 	return init, nil
+}
+
+// bootstrapNested is bootstrap for a warm run's jail, whose bootstrap
+// was started with nestEnv (bootstrap_linux.c): the jail's pid 1 reports
+// itself, with its credentials (sync has SO_PASSCRED): its pid in this
+// process's pid namespace. It is not this process's child but an orphan
+// of its zygote's pid namespace, which reaps it: it returns a handle and
+// a pidfd of it (taken while it waits for msgBuild: it is alive). proc
+// has been waited for when it returns, whatever the outcome.
+func bootstrapNested(sync *os.File, proc *os.Process) (*os.Process, *os.File, error) {
+	_, _, pid, err := readRecordCreds(sync, C.AJ_REC_PID)
+	if err == nil && pid <= 0 {
+		err = &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("pid %d in the credentials", pid)}
+	}
+	var pidfd *os.File
+	if err == nil {
+		fd, perr := unix.PidfdOpen(int(pid), unix.PIDFD_NONBLOCK)
+		if perr != nil {
+			err = stageErr("pidfd of the jail's init", perr)
+		} else {
+			pidfd = os.NewFile(uintptr(fd), "pidfd")
+		}
+	}
+	var init *os.Process
+	if err == nil {
+		if init, err = os.FindProcess(int(pid)); err != nil {
+			err = stageErr("bootstrap", err)
+		}
+	}
+	if err != nil {
+		_ = proc.Kill()
+	}
+	st, werr := proc.Wait()
+	if err == nil && (werr != nil || !st.Success()) {
+		err = stageErr("bootstrap", errors.Join(werr, fmt.Errorf("%v", st)))
+	}
+	if err != nil {
+		if pidfd != nil {
+			_ = unix.PidfdSendSignal(int(pidfd.Fd()), unix.SIGKILL, nil, 0)
+			pidfd.Close()
+		}
+		if init != nil {
+			_ = init.Release()
+		}
+		return nil, nil, err
+	}
+	return init, pidfd, nil
+}
+
+// readRecordCreds reads the bootstrap's next record from a socket with
+// SO_PASSCRED, which must be of one of the kinds want: its kind, its
+// value and the pid, in this process's pid namespace, of the process that
+// sent it.
+func readRecordCreds(f *os.File, want ...byte) (kind byte, value, pid int32, err error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, 0, 0, stageErr("bootstrap", err)
+	}
+	var rec [recordSize]byte
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	for got := 0; got < len(rec); {
+		var n, oobn int
+		var rerr error
+		if err := rc.Read(func(s uintptr) bool {
+			n, oobn, _, _, rerr = unix.Recvmsg(int(s), rec[got:], oob, unix.MSG_CMSG_CLOEXEC)
+			return rerr != unix.EAGAIN
+		}); err != nil {
+			return 0, 0, 0, stageErr("bootstrap", err)
+		}
+		if rerr != nil {
+			return 0, 0, 0, stageErr("bootstrap", rerr)
+		}
+		if n == 0 {
+			return 0, 0, 0, stageErr("bootstrap", io.ErrUnexpectedEOF)
+		}
+		if got == 0 && oobn > 0 {
+			if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+				for i := range msgs {
+					if c, perr := unix.ParseUnixCredentials(&msgs[i]); perr == nil {
+						pid = c.Pid
+					}
+				}
+			}
+		}
+		got += n
+	}
+	kind = rec[0]
+	if kind == recError || !bytes.ContainsRune(want, rune(kind)) {
+		_, err = readRecord(bytes.NewReader(rec[:]), want[0])
+		return kind, 0, pid, err
+	}
+	return kind, int32(binary.NativeEndian.Uint32(rec[4:8])), pid, nil
 }
 
 // reapLostInit ends and waits for a jail pid 1 whose pid never arrived.

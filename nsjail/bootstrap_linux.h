@@ -25,7 +25,8 @@ struct aj_record {
 };
 _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 #define AJ_REC_USERNS 'U' /* the user namespace exists: map it (AJ_ZYGOTE_ENV) */
-#define AJ_REC_PID 'P'    /* value: host pid of the jail's pid 1 */
+#define AJ_REC_PID 'P'    /* value: host pid of the jail's pid 1; 0 from a nested jail's
+                             pid 1 itself, whose credentials (SO_PASSCRED) give its pid */
 #define AJ_REC_ERROR 'E'  /* value: errno; stage: the step that failed */
 
 /* The environment variable that gives the bootstrap the jail's host uid
@@ -37,6 +38,15 @@ _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
    uids with them). */
 #define AJ_ZYGOTE_ENV "AGENTJAIL_ZYGOTE"
 #define AJ_MAPPED 'M'
+/* A warm run's jail: its user and pid namespaces are made inside its
+   zygote's, so that the zygote can fork the program into them. The value
+   is the jail's uid as the zygote's user namespace maps it (its host uid
+   stays in AJ_UID_ENV); fd AJ_NEST_FD is a pidfd of a process in the
+   zygote's user and pid namespaces (its jail's pid 1). The jail's pid 1
+   sends its own AJ_REC_PID, and its build's msgReady carries its pid,
+   user, network, IPC and UTS namespaces after its mount namespace. */
+#define AJ_NEST_ENV "AGENTJAIL_NEST_UID"
+#define AJ_NEST_FD 6
 
 /* The per-user rlimits that the kernel also counts up the chain of user
    namespaces (queued signals, processes, POSIX message queue bytes,
@@ -58,7 +68,7 @@ _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 /* The init stage (init_linux.c): protocol.go's fd, message types and
    limits. */
 #define AJ_MAX_MSG (256u << 20) /* maxMsg */
-#define AJ_MAX_FDS 4            /* maxMsgFds (init_linux.c's error names it) */
+#define AJ_MAX_FDS 8            /* maxMsgFds (init_linux.c's error names it) */
 #define AJ_REPORT_FD 3
 #define AJ_MSG_BUILD 1
 #define AJ_MSG_READY 2
@@ -68,6 +78,7 @@ _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 #define AJ_MSG_EXEC 6
 #define AJ_MSG_EXIT 7
 #define AJ_MSG_ERROR 8
+#define AJ_MSG_ADOPT 9 /* a nested jail's program is forked (it is pid 2): watch it */
 
 /* The steps of a plan (init_linux.c carries them out); plan.go's op
    constants must be the same (bootstrap_linux.go checks them). */
@@ -92,6 +103,8 @@ enum {
 	AJ_OP_RLIMIT,       // resource u32, soft u64, hard u64
 	AJ_OP_EXEC,         // report u32, collect u32, argc u32, argv..., envc u32, env...
 	AJ_OP_KEEP_CAPS,    // mask u64: capabilities the program keeps (a zygote's), 0 by default
+	AJ_OP_ADOPT,        // (no arguments) instead of AJ_OP_EXEC: the program is forked into
+	                    // the jail by its zygote, and this init only watches it (warm runs)
 	AJ_OP_LAST
 };
 
@@ -101,8 +114,9 @@ void aj_error_record(struct aj_record *r, const char *stage, int err, const char
 /* Sends all of buf to the parent (AJ_SYNC_FD), or exits: nobody is left
    to tell. */
 void aj_send_all(const void *buf, size_t len);
-/* The jail's pid 1 after the bootstrap: never returns. */
-void aj_init(void) __attribute__((noreturn));
+/* The jail's pid 1 after the bootstrap: never returns. nested: the jail's
+   user and pid namespaces are in its zygote's (AJ_NEST_ENV). */
+void aj_init(int nested) __attribute__((noreturn));
 /* Writes one file below the directory fd dir (and for a test, writeBeneath). */
 int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, unsigned mode);
 /* Reads a plan through without carrying it out (the dry pass every plan

@@ -27,15 +27,25 @@ func (j *jail) send(typ msgType, payload []byte, fds []int) error {
 	return writeMsg(j.sync, typ, payload)
 }
 
-// receive reads the init stage's next message.
+// receive reads the init stage's next message; in a warm run, once its
+// program is forked, the program's (and then its zygote's msgExit).
 func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
-	typ, payload, fds, j.sender, err = readMsgCreds(j.sync)
+	typ, payload, fds, j.sender, err = readMsgCreds(j.peer())
 	if err == nil {
 		j.trace("<-", typ, len(payload), len(fds))
 	} else if j.runner.Log != nil {
 		j.runner.Log.Debug("jail handshake", "id", j.specID(), "end", err.Error())
 	}
 	return typ, payload, fds, err
+}
+
+// peer is the socket the run's next messages come on: the init stage's,
+// or a warm run's program's once it is forked (forkProgram).
+func (j *jail) peer() *os.File {
+	if j.prog != nil {
+		return j.prog
+	}
+	return j.sync
 }
 
 // trace logs one message of the handshake at debug level.
@@ -123,6 +133,12 @@ func (j *jail) awaitExec() (listener int, start time.Time, err error) {
 				j.workspace = os.NewFile(uintptr(fds[1]), "workspace")
 				j.closers = append(j.closers, j.workspace)
 			}
+			if j.prog != nil {
+				// A warm run's program exists (it sent this): its init
+				// watches it from now on, and ends the jail when it
+				// ends. An init gone already was killed: the wait sees it.
+				_ = writeMsg(j.sync, msgAdopt, nil)
+			}
 			if beforeExecHook != nil {
 				beforeExecHook()
 			}
@@ -165,8 +181,9 @@ func monotonicTime(ns int64) time.Time {
 // jail was killed as a whole).
 func (j *jail) programStatus() (ws syscall.WaitStatus, ok bool) {
 	// pid 1 is gone, and nothing else holds its end: EOF comes at once
-	// after what it wrote.
-	_ = j.sync.SetDeadline(time.Now().Add(time.Second))
+	// after what it wrote. A warm run's program's end comes from its
+	// parent, the zygote, which reaps it before pid 1 can end.
+	_ = j.peer().SetDeadline(time.Now().Add(time.Second))
 	typ, payload, fds, err := j.receive()
 	closeFds(fds)
 	if err != nil || typ != msgExit || len(payload) != 4 {
@@ -184,7 +201,7 @@ func closeFds(fds []int) {
 // initFailure explains a broken conversation with the init stage, with
 // its exit status when it died.
 func (j *jail) initFailure(stage string, err error) error {
-	if j.proc == nil { // a warm run whose init's pid is not known yet
+	if j.proc == nil {
 		return stageErr(stage, err)
 	}
 	_ = j.proc.Kill()
@@ -204,7 +221,7 @@ func (j *jail) wait() error {
 	if j.state != nil || j.ended {
 		return nil
 	}
-	if j.warm {
+	if j.pidfd != nil {
 		awaitPidfd(j.pidfd)
 		j.ended = true
 		return nil

@@ -105,9 +105,14 @@ const jailID = 1000
 // host uid (bootstrap_linux.h's AJ_UID_ENV); zygoteEnv=1 has the
 // bootstrap wait for its parent to write its maps (a zygote's, of many
 // ids) and keep CAP_SETUID and CAP_SETGID (AJ_ZYGOTE_ENV).
+//
+// nestEnv, a warm run's, gives the jail's uid as its zygote's user
+// namespace maps it: the bootstrap makes the jail's namespaces inside the
+// zygote's (AJ_NEST_ENV).
 const (
 	uidEnv    = "AGENTJAIL_JAIL_UID"
 	zygoteEnv = "AGENTJAIL_ZYGOTE"
+	nestEnv   = "AGENTJAIL_NEST_UID"
 )
 
 // userRlimits are the per-user rlimits that the kernel also counts up the

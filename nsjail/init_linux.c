@@ -37,6 +37,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -144,7 +145,7 @@ static int aj_recv(struct aj_msg *m, const char *stage)
 	if (mh.msg_flags & MSG_CTRUNC) {
 		for (int i = 0; i < m->nfds; i++)
 			close(m->fds[i]);
-		aj_fail(stage, 0, "a message carried more than 4 fds");
+		aj_fail(stage, 0, "a message carried more than 8 fds");
 	}
 	if (n == 0)
 		return 0;
@@ -168,10 +169,10 @@ static int aj_send_fds(char type, const int *fds, int n)
 {
 	unsigned char msg[5] = {(unsigned char)type, 0, 0, 0, 0};
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(AJ_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} cm;
-	if (n < 1 || n > 2) {
+	if (n < 1 || n > AJ_MAX_FDS) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -258,6 +259,7 @@ struct aj_state {
 	int report, collect;
 	char **argv, **envp;
 	uint64_t keep_caps; // AJ_OP_KEEP_CAPS: a zygote's
+	int adopt;          // AJ_OP_ADOPT: a warm run's; no argv
 };
 
 // aj_mkdir makes a directory, or finds one (not another file) there.
@@ -399,7 +401,7 @@ static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, i
 {
 	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len, NULL};
 	int skip = dry, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
-	int filters = s->filter != NULL, execs = s->argv != NULL; // at most one each, ever
+	int filters = s->filter != NULL, execs = s->argv != NULL || s->adopt; // at most one each, ever
 	int wdir = -1;             // AJ_OP_WRITE's directory, wdir_path
 	const char *wdir_path = NULL;
 	const char *why = NULL;
@@ -660,12 +662,20 @@ static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, i
 			ok = 1;
 			break;
 		}
+		case AJ_OP_ADOPT:
+			if (execs++ > 0)
+				AJ_BAD("a second program");
+			if (skip)
+				break;
+			s->adopt = 1;
+			ok = 1;
+			break;
 		case AJ_OP_KEEP_CAPS:
 			x = aj_uint(&r, 8);
 			if (r.bad)
 				AJ_BAD(r.bad);
-			if (x & ~((1ull << CAP_SETUID) | (1ull << CAP_SETGID)))
-				AJ_BAD("only CAP_SETUID and CAP_SETGID may be kept");
+			if (x & ~((1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SYS_ADMIN)))
+				AJ_BAD("only CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN may be kept");
 			if (skip)
 				break;
 			s->keep_caps = x;
@@ -709,7 +719,9 @@ static void aj_plan(struct aj_state *s, struct aj_msg *m)
 int aj_plan_check(const char *plan, uint32_t len, int nfds)
 {
 	struct aj_state s;
-	int fds[AJ_MAX_FDS] = {-1, -1, -1, -1};
+	int fds[AJ_MAX_FDS];
+	for (int i = 0; i < AJ_MAX_FDS; i++)
+		fds[i] = -1;
 	const char *stage;
 	memset(&s, 0, sizeof s);
 	return aj_walk(&s, plan, len, fds, nfds, 1, &stage) == NULL ? 0 : -1;
@@ -757,6 +769,53 @@ __attribute__((noreturn)) static void aj_reap(void)
 	}
 }
 
+// aj_enter is the start of aj_start_program and aj_adopt: the jail's
+// cgroup (steps 1 and 2 below) and every capability dropped.
+static void aj_enter(struct aj_state *s, int *join, int njoin)
+{
+	// The fds were opened by root (the kernel checks the opener, not the
+	// writer): each is closed before anything of the program runs.
+	for (int i = 0; i < njoin; i++) {
+		ssize_t n;
+		do
+			n = write(join[i], "0", 1);
+		while (n < 0 && errno == EINTR);
+		int e = errno;
+		close(join[i]);
+		if (n != 1)
+			aj_fail("join cgroup", n < 0 ? e : EIO, NULL);
+	}
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		aj_fail("unshare cgroup namespace", errno, NULL);
+
+	// The bounding set needs CAP_SETPCAP: it goes first. A zygote keeps
+	// CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN of its own user namespace
+	// (keep_caps), as ambient capabilities across its exec; every other
+	// program none.
+	for (int c = 0; c <= 63; c++) {
+		if (s->keep_caps & (1ull << c))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+			if (errno == EINVAL) // past the kernel's last capability
+				break;
+			char stage[64];
+			snprintf(stage, sizeof stage, "drop capability %d from the bounding set", c);
+			aj_fail(stage, errno, NULL);
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		aj_fail("clear ambient capabilities", errno, NULL);
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+	memset(data, 0, sizeof data);
+	data[0].effective = data[0].permitted = data[0].inheritable = (uint32_t)s->keep_caps;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		aj_fail("capset", errno, NULL);
+	for (int c = 0; c <= 31; c++)
+		if ((s->keep_caps & (1ull << c)) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0)
+			aj_fail("keep capabilities", errno, NULL);
+}
+
 // aj_start_program ends the set-up and starts the program. The order
 // matters and each step is as late as it can be:
 //  1. on cgroup v1, join the jail's group by writing "0" to each
@@ -784,47 +843,7 @@ __attribute__((noreturn)) static void aj_reap(void)
 // set, and the jail would outlive its parent's thread, or be ptrace-able.
 __attribute__((noreturn)) static void aj_start_program(struct aj_state *s, int *join, int njoin)
 {
-	// The fds were opened by root (the kernel checks the opener, not the
-	// writer): each is closed before anything of the program runs.
-	for (int i = 0; i < njoin; i++) {
-		ssize_t n;
-		do
-			n = write(join[i], "0", 1);
-		while (n < 0 && errno == EINTR);
-		int e = errno;
-		close(join[i]);
-		if (n != 1)
-			aj_fail("join cgroup", n < 0 ? e : EIO, NULL);
-	}
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		aj_fail("unshare cgroup namespace", errno, NULL);
-
-	// The bounding set needs CAP_SETPCAP: it goes first. A zygote keeps
-	// CAP_SETUID and CAP_SETGID of its own user namespace (keep_caps), as
-	// ambient capabilities across its exec; every other program none.
-	for (int c = 0; c <= 63; c++) {
-		if (s->keep_caps & (1ull << c))
-			continue;
-		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
-			if (errno == EINVAL) // past the kernel's last capability
-				break;
-			char stage[64];
-			snprintf(stage, sizeof stage, "drop capability %d from the bounding set", c);
-			aj_fail(stage, errno, NULL);
-		}
-	}
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
-		aj_fail("clear ambient capabilities", errno, NULL);
-	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-	memset(data, 0, sizeof data);
-	data[0].effective = data[0].permitted = data[0].inheritable = (uint32_t)s->keep_caps;
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		aj_fail("capset", errno, NULL);
-	for (int c = 0; c <= 31; c++)
-		if ((s->keep_caps & (1ull << c)) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0)
-			aj_fail("keep capabilities", errno, NULL);
-
+	aj_enter(s, join, njoin);
 	int workspace = -1;
 	if (s->collect) {
 		// The parent reads the files out of it after the program ended;
@@ -930,7 +949,70 @@ __attribute__((noreturn)) static void aj_start_program(struct aj_state *s, int *
 	aj_reap();
 }
 
-__attribute__((noreturn)) void aj_init(void)
+static void aj_nothing(int sig)
+{
+	(void)sig;
+}
+
+// aj_adopt ends a warm run's set-up (AJ_OP_ADOPT). This process stays the
+// jail's pid 1, but the program is not its child: the zygote forks it
+// into the jail's namespaces (zygote.py), where it is pid 2, and is its
+// parent. In the jail's group and with no capability left, this process
+// waits for msgAdopt (the program exists), then forwards signals to it,
+// reaps whatever the program's processes leave to it, and exits as soon
+// as the program has ended, upon which the kernel kills every process
+// left in the jail's pid namespace. The program's wait status is its
+// parent's to tell (the zygote's msgExit). It installs no filter: it runs
+// no code but this, takes messages from the parent alone, and has
+// no_new_privs and no capability.
+__attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, int njoin)
+{
+	aj_enter(s, join, njoin);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		aj_fail("prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = aj_forward;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int i = 0; i < AJ_NFORWARDED; i++)
+		if (sigaction(aj_forwarded[i], &sa, NULL) < 0)
+			aj_fail("forward signals", errno, NULL);
+	// SIGCHLD is only let in while ppoll waits: none is lost between a
+	// reap and the wait.
+	sigset_t chld, none;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigemptyset(&none);
+	sigprocmask(SIG_BLOCK, &chld, NULL);
+	sa.sa_handler = aj_nothing;
+	sa.sa_flags = 0;
+	if (sigaction(SIGCHLD, &sa, NULL) < 0)
+		aj_fail("handle SIGCHLD", errno, NULL);
+
+	struct aj_msg m;
+	if (!aj_recv(&m, "read adopt") || m.type != AJ_MSG_ADOPT)
+		_exit(1); // the parent went away or gave up: nothing to report to
+	// The program is the first process born in the jail's pid namespace
+	// after this one: pid 2. Gone already (its parent reaped it), it has
+	// ended.
+	int pidfd = (int)syscall(SYS_pidfd_open, 2, 0);
+	if (pidfd < 0)
+		_exit(errno == ESRCH ? 0 : 1);
+	aj_program = 2;
+	struct pollfd p = {.fd = pidfd, .events = POLLIN};
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+			;
+		int n = ppoll(&p, 1, NULL, &none);
+		if (n > 0)
+			_exit(0);
+		if (n < 0 && errno != EINTR)
+			_exit(1);
+	}
+}
+
+__attribute__((noreturn)) void aj_init(int nested)
 {
 	// The jail's own umask, whatever the parent's was at the fork (the
 	// daemon changes its own while it binds its socket): the modes of
@@ -964,12 +1046,18 @@ __attribute__((noreturn)) void aj_init(void)
 	// wait at the program's end (an expedited RCU grace period and the
 	// superblocks' release), but when the parent closes it, on another
 	// thread once the run is over.
-	int mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (mnt < 0)
-		aj_fail("open /proc/self/ns/mnt", errno, NULL);
-	if (aj_send_fds(AJ_MSG_READY, &mnt, 1) < 0)
-		aj_fail("send mount namespace", errno, NULL); // quietly, if the parent is gone
-	close(mnt);
+	// A warm run's init sends its other namespaces too: the parent hands
+	// them to the zygote, whose fork of the program joins them.
+	static const char *const ns_files[] = {"/proc/self/ns/mnt", "/proc/self/ns/pid", "/proc/self/ns/user",
+					       "/proc/self/ns/net", "/proc/self/ns/ipc", "/proc/self/ns/uts"};
+	int ns[6], nns = nested ? 6 : 1;
+	for (int i = 0; i < nns; i++)
+		if ((ns[i] = open(ns_files[i], O_RDONLY | O_CLOEXEC)) < 0)
+			aj_fail(ns_files[i], errno, "open");
+	if (aj_send_fds(AJ_MSG_READY, ns, nns) < 0)
+		aj_fail("send namespaces", errno, NULL); // quietly, if the parent is gone
+	for (int i = 0; i < nns; i++)
+		close(ns[i]);
 
 	// A prepared jail may wait here for as long as the daemon runs; the
 	// end of the socket (a daemon that stops, or drops the jail) ends it.
@@ -981,12 +1069,16 @@ __attribute__((noreturn)) void aj_init(void)
 		aj_fail("read request", 0, "unexpected message instead of the request");
 	}
 	aj_plan(&s, &m);
-	if (s.argv == NULL)
+	if (s.argv == NULL && !s.adopt)
 		aj_fail("decode request", 0, "no program to exec");
+	if (s.adopt && !nested)
+		aj_fail("decode request", 0, "only a warm run's init adopts its program");
 	aj_write_msg(AJ_MSG_READY, NULL, 0);
 
 	struct aj_msg go;
 	if (!aj_recv(&go, "read go") || go.type != AJ_MSG_GO)
 		_exit(1); // the parent went away or gave up: nothing to report to
+	if (s.adopt)
+		aj_adopt(&s, go.fds, go.nfds);
 	aj_start_program(&s, go.fds, go.nfds);
 }

@@ -82,15 +82,23 @@ type jail struct {
 	// comes with msgSeccomp whatever the spec collects, for the calls'.
 	session bool
 
-	// A warm run (zygote_linux.go): its pid 1 is a fork of a zygote, not
-	// this process's child; it is known by its pid from the credentials
-	// of its first message (sender), held by a pidfd, and waited for on it
-	// (ended).
+	// A warm run (zygote_linux.go): a jail whose user and pid namespaces
+	// are made inside its zygote's (nested), whose init adopts the
+	// program that the zygote forks into them. ns are the init's pid,
+	// user, network, IPC and UTS namespaces (with mntns, the ones the
+	// fork joins), sent with its build's msgReady; prog is this process's
+	// end of the program's socket, on which the program's messages
+	// (msgSeccomp, msgExec) and the zygote's msgExit come.
 	warm   bool
 	zygote *zygote // the warm run's zygote, until cleanup
-	pidfd  *os.File
-	ended  bool
+	ns     []int
+	prog   *os.File
 	sender int32 // pid of the last message's sender, when its credentials came with it
+	// A warm run's pid 1 is not this process's child (bootstrapNested):
+	// it is held by a pidfd, its end seen on it (ended), and never
+	// waited for (its zygote's jail's init reaps it).
+	pidfd *os.File
+	ended bool
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail
@@ -151,6 +159,18 @@ func (j *jail) start(b built) error {
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
 	}
+	if j.zygote != nil {
+		// A warm run's: the init reports its pid with its credentials
+		// (bootstrapNested), and the bootstrap joins the zygote's
+		// namespaces through fd nestFd.
+		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+			return stageErr("socketpair", err)
+		}
+		if len(extra) == execFd-3 {
+			extra = append(extra, null)
+		}
+		extra = append(extra, j.zygote.nsRef)
+	}
 	// A plain vfork and exec: the bootstrap (bootstrap_linux.c) makes the
 	// user and pid namespaces itself, so this process's page tables are
 	// not copied (Go forks in full for a clone with CLONE_NEWUSER).
@@ -172,7 +192,12 @@ func (j *jail) start(b built) error {
 		return stageErr("start init stage", err)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if j.proc, err = bootstrap(j.sync, boot, j.idMap); err != nil {
+	if j.zygote != nil {
+		j.proc, j.pidfd, err = bootstrapNested(j.sync, boot)
+	} else {
+		j.proc, err = bootstrap(j.sync, boot, j.idMap)
+	}
+	if err != nil {
 		return err
 	}
 	j.tmpBytes = b.tmpBytes
@@ -188,6 +213,9 @@ func (j *jail) bootstrapEnv() []string {
 	if j.idMap != "" {
 		env = append(env, zygoteEnv+"=1")
 	}
+	if j.zygote != nil {
+		env = append(env, nestEnv+"="+strconv.FormatUint(uint64(zygoteUID(j.uid, j.runner.UIDs.Base)), 10))
+	}
 	return env
 }
 
@@ -198,16 +226,18 @@ func (j *jail) awaitBuild() error {
 		return nil
 	}
 	j.building = false
-	fds, err := j.expectFds(msgReady, 1)
+	n := 1
+	if j.zygote != nil {
+		n = 1 + nestedNS
+	}
+	fds, err := j.expectFds(msgReady, n)
 	if err != nil {
 		return err
 	}
-	// Taken for the jail's mount namespace unchecked: only the init stage
-	// can send it, before any of the request's code has run.
+	// Taken for the jail's namespaces unchecked: only the init stage can
+	// send them, before any of the request's code has run.
 	j.mntns = os.NewFile(uintptr(fds[0]), "mntns")
-	if j.warm {
-		return j.adoptInit()
-	}
+	j.ns = fds[1:]
 	return nil
 }
 
@@ -342,15 +372,15 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 		stdio = append(stdio, reportW.fd)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if err := j.send(msgRequest, requestPlan(cfg, j.tmpBytes), stdio); err != nil {
+	plan, sent := requestPlan(cfg, j.tmpBytes), stdio
+	if j.zygote != nil { // a warm run's init: the files; the program's part goes with the fork
+		plan, sent = adoptPlan(cfg, j.tmpBytes), nil
+	}
+	if err := j.send(msgRequest, plan, sent); err != nil {
 		if errors.Is(err, errTooLarge) { // the same in any jail: no retry
 			return nil, j.initFailure("send request", err)
 		}
 		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send request", err))
-	}
-	// The init stage holds its own copies now.
-	for _, f := range []*childFD{stdin, outW, errW, reportW} {
-		f.Close()
 	}
 	if !cold {
 		if err := j.createCgroup(); err != nil {
@@ -359,6 +389,15 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 	}
 	if err := j.sendGo(cold); err != nil {
 		return nil, err
+	}
+	if j.zygote != nil {
+		if err := j.forkProgram(cfg, stdio); err != nil {
+			return nil, err
+		}
+	}
+	// The jail holds its own copies now.
+	for _, f := range []*childFD{stdin, outW, errW, reportW} {
+		f.Close()
 	}
 	return &pio, nil
 }
@@ -449,16 +488,22 @@ func (j *jail) cleanup() error {
 	j.closers = nil
 	closeFds(j.join)
 	j.join = nil
+	closeFds(j.ns)
+	j.ns = nil
 	if j.proc != nil && j.state == nil && !j.ended {
 		// Set-up failed after the start: the init stage must not outlive us.
 		_ = j.proc.Kill()
 		_ = j.wait()
 	}
-	if j.warm && j.proc != nil {
+	if j.pidfd != nil {
 		// Not a child: never waited for, which would release the handle's
 		// pidfd; it is released here, not at the garbage collector's will.
-		_ = j.proc.Release()
-		j.proc = nil
+		if j.proc != nil {
+			_ = j.proc.Release()
+			j.proc = nil
+		}
+		j.pidfd.Close()
+		j.pidfd = nil
 	}
 	if j.zygote != nil {
 		j.zygote.runEnded()

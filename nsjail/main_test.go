@@ -126,6 +126,18 @@ func runIn(t *testing.T, r *Runner, s *Spec) *Result {
 	return res
 }
 
+// programParent is what getppid() says in the test runner's jails: 1,
+// the jail's init, whose child the program is; 0 in a warm run, whose
+// program is forked into the jail by its zygote, outside the jail's pid
+// namespace (its init adopts it: it reaps its orphans, and its end ends
+// the jail).
+func programParent() string {
+	if testWarm {
+		return "0"
+	}
+	return "1"
+}
+
 func trim(b []byte) string {
 	s := string(b)
 	if len(s) > 2000 {

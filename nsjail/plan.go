@@ -43,6 +43,7 @@ const (
 	opRlimit                // resource u32, soft u64, hard u64
 	opExec                  // report u32, collect u32, argc u32, argv…, envc u32, env…
 	opKeepCaps              // mask u64: capabilities the program keeps (a zygote's)
+	opAdopt                 // - : instead of opExec, a warm run's init adopts the program its zygote forks
 	opLast
 )
 
@@ -121,27 +122,7 @@ type buildConfig struct {
 	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
 	Code     []File     // read-only files under /code that every run has (the daemon's harness)
 	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
-	// RunProc: a zygote's: a proc file system of its pid namespace, with
-	// nothing masked, at runProcDir, which its runs need to mount their own
-	// /proc (the kernel lets a user namespace mount proc only where one is
-	// fully visible), and through which its forks write their maps; and
-	// warmRootDir, where each run builds its own root.
-	RunProc bool
-	// Warm: a warm run's build, in a copy of its zygote's mount namespace
-	// (whose mounts the kernel locks: they can be covered or left, not
-	// removed one by one). It builds a root of its own as a cold jail does,
-	// binding what it needs of the zygote's (the same /usr, /etc, devices),
-	// and leaves the zygote's whole tree behind at pivot_root. Its user,
-	// mount and UTS namespaces come from the fork, not from this plan.
-	Warm bool
 }
-
-// runProcDir is where a zygote keeps its unmasked proc for its runs, and
-// warmRootDir the empty directory on which each run mounts its root.
-const (
-	runProcDir  = "/.runproc"
-	warmRootDir = "/.root"
-)
 
 // requestConfig is one request's part: requestPlan turns it into
 // msgRequest's plan, which goes with the program's stdio fds.
@@ -151,7 +132,8 @@ type requestConfig struct {
 	// KeepCaps are the capabilities (bits of 1<<CAP_*) the program keeps
 	// in its user namespace, as ambient ones across its exec: a zygote's
 	// CAP_SETUID and CAP_SETGID, with which its forks become their runs'
-	// uids. Every other program keeps none.
+	// uids, and CAP_SYS_ADMIN, with which they enter their runs'
+	// namespaces. Every other program keeps none.
 	KeepCaps uint64
 	Files    []File   // written into /workspace
 	Report   bool     // keep reportFd open for the program
@@ -181,11 +163,9 @@ func buildPlan(cfg *buildConfig) []byte {
 	p := &plan{}
 	// First: a jail never runs without its filter.
 	p.op(opSeccomp, "decode seccomp filter").bytes(cfg.Seccomp)
-	if !cfg.Warm {
-		p.op(opUnshare, "unshare namespaces").u32(nsUnshared)
-		// Nothing done here may propagate to the host's mount namespace.
-		p.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
-	}
+	p.op(opUnshare, "unshare namespaces").u32(nsUnshared)
+	// Nothing done here may propagate to the host's mount namespace.
+	p.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 	root := cfg.RootDir
 	p.mount("mount root tmpfs", "tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 		fmt.Sprintf("size=%d,nr_inodes=1024,mode=0755", cfg.RootSize))
@@ -196,35 +176,17 @@ func buildPlan(cfg *buildConfig) []byte {
 	for _, l := range cfg.Links {
 		p.op(opSymlink, "symlink "+l.Path).str(l.Target).str(root + l.Path)
 	}
-	if cfg.Warm {
-		// The zygote's /etc holds what a cold jail's does, for the
-		// same runtime: bound, not written again.
-		p.mkdir("mkdir /etc", root+"/etc", 0o755, false)
-		p.bindReadOnly("/etc", root+"/etc", unix.MS_NOEXEC)
-	} else {
-		p.writeTree(root+"/etc", etcFiles, 0o444)
-		p.etc(root, cfg.Etc)
-	}
+	p.writeTree(root+"/etc", etcFiles, 0o444)
+	p.etc(root, cfg.Etc)
 	p.writeTree(root+"/code", cfg.Code, 0o444)
 	p.dev(root)
 	p.mkdir("mkdir /proc", root+"/proc", 0o555, false)
 	p.proc(root) // after /dev: masks bind its /dev/null
-	if cfg.RunProc {
-		d := root + runProcDir
-		p.mkdir("mkdir "+runProcDir, d, 0o555, false)
-		// Writable: a fork writes its own maps through it (the zygote's
-		// /proc is read-only).
-		p.mount("mount "+runProcDir, "proc", d, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-		p.mkdir("mkdir "+warmRootDir, root+warmRootDir, 0o755, false)
-	}
 	p.scratch(root, cfg.TmpBytes)
 	p.matplotlibCache(root, cfg.Etc)
 	p.op(opPivotRoot, "pivot_root").str(root)
-	if !cfg.Warm {
-		// A warm run's UTS namespace is a copy of its zygote's, named so.
-		p.op(opHostname, "sethostname").str("sandbox")
-		p.op(opDomainname, "setdomainname").str("(none)")
-	}
+	p.op(opHostname, "sethostname").str("sandbox")
+	p.op(opDomainname, "setdomainname").str("(none)")
 	// lo is the only interface of the jail's network namespace: up, so
 	// that programs can use localhost among themselves.
 	p.op(opLoopbackUp, "bring lo up")
@@ -251,11 +213,52 @@ func (p *plan) matplotlibCache(root string, e *Etc) {
 // the report channel when the request has one.
 func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 	p := &plan{}
+	p.stdio(cfg)
+	p.files(cfg, builtTmp)
+	p.rlimits(cfg)
+	if cfg.KeepCaps != 0 {
+		p.op(opKeepCaps, "keep capabilities").u64(cfg.KeepCaps)
+	}
+	p.exec(cfg)
+	return p.b
+}
+
+// adoptPlan is requestPlan for a warm run's init (a nested jail): the
+// request's files only. Its program is forked into the jail by the zygote
+// (programPlan), and the init adopts it.
+func adoptPlan(cfg *requestConfig, builtTmp int64) []byte {
+	p := &plan{}
+	p.files(cfg, builtTmp)
+	p.op(opAdopt, "adopt the program")
+	return p.b
+}
+
+// programPlan is the rest of requestPlan, for a warm run's program, which
+// zygote.py's fork carries out in the jail's namespaces: its stdio (the
+// message's fds after the namespaces'), rlimits, working directory,
+// filter and what to run. zygote.py refuses every other step.
+func programPlan(cfg *requestConfig, filter []byte) []byte {
+	p := &plan{}
+	p.stdio(cfg)
+	p.rlimits(cfg)
+	p.op(opChdir, "chdir /workspace").str("/workspace")
+	p.op(opSeccomp, "decode seccomp filter").bytes(filter)
+	p.exec(cfg)
+	return p.b
+}
+
+func (p *plan) stdio(cfg *requestConfig) {
 	n := uint32(3)
 	if cfg.Report {
 		n = 4
 	}
 	p.op(opStdio, "stdio").u32(n)
+}
+
+// files writes the program and the request's files, makes the root
+// read-only and resizes the scratch tmpfs (whose size is builtTmp) when the
+// request asks for another size.
+func (p *plan) files(cfg *requestConfig, builtTmp int64) {
 	p.writeFiles("/code", cfg.Code, 0o444) // the build made it
 	// The root holds only mount points, /etc and /code: nothing in it is
 	// ever written again.
@@ -268,12 +271,15 @@ func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 			fmt.Sprintf("size=%d", cfg.TmpBytes))
 	}
 	p.writeFiles("/workspace", cfg.Files, 0o644) // the scratch tmpfs's
+}
+
+func (p *plan) rlimits(cfg *requestConfig) {
 	for _, r := range cfg.Rlimits {
 		p.op(opRlimit, fmt.Sprintf("setrlimit %d", r.Resource)).u32(uint32(r.Resource)).u64(r.Cur).u64(r.Max)
 	}
-	if cfg.KeepCaps != 0 {
-		p.op(opKeepCaps, "keep capabilities").u64(cfg.KeepCaps)
-	}
+}
+
+func (p *plan) exec(cfg *requestConfig) {
 	p.op(opExec, "exec").u32(boolU32(cfg.Report)).u32(boolU32(cfg.Collect)).u32(uint32(len(cfg.Argv)))
 	for _, a := range cfg.Argv {
 		p.str(a)
@@ -282,7 +288,6 @@ func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 	for _, e := range cfg.Env {
 		p.str(e)
 	}
-	return p.b
 }
 
 // etc writes an environment's /etc entries (Etc) into the root's /etc.

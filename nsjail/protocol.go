@@ -91,6 +91,7 @@ const (
 	reportFd = 3
 	syncFd   = 4
 	execFd   = 5 // the sealed binary (Runner.ExeFile), closed by the bootstrap once exec'd
+	nestFd   = 6 // a warm run's bootstrap: a pidfd in its zygote's namespaces (bootstrap_linux.h's AJ_NEST_FD)
 )
 
 // msgType is the first byte of a message.
@@ -105,10 +106,11 @@ const (
 	msgExec                       // the program was exec'd: int64 CLOCK_MONOTONIC ns, just before
 	msgExit                       // the program ended: int32 wait status
 	msgError                      // a step failed: a failure record (decodeRecord)
+	msgAdopt                      // a warm run's program is forked: its init watches it (no payload)
 )
 
 var msgNames = [...]string{msgBuild: "msgBuild", msgReady: "msgReady", msgRequest: "msgRequest", msgGo: "msgGo",
-	msgSeccomp: "msgSeccomp", msgExec: "msgExec", msgExit: "msgExit", msgError: "msgError"}
+	msgSeccomp: "msgSeccomp", msgExec: "msgExec", msgExit: "msgExit", msgError: "msgError", msgAdopt: "msgAdopt"}
 
 func (t msgType) String() string {
 	if int(t) < len(msgNames) && msgNames[t] != "" {

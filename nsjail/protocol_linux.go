@@ -9,11 +9,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxMsgFds is the most fds one message carries (stdin, stdout, stderr and
-// the report channel; or a v1 group's `tasks` files, one for each of the
-// four hierarchies cgroup uses). A message with more is refused whole, never cut
-// (MSG_CTRUNC).
-const maxMsgFds = 4
+// maxMsgFds is the most fds one message of the init stage's conversation
+// carries (stdin, stdout, stderr and the report channel; a v1 group's
+// `tasks` files, one for each of the four hierarchies cgroup uses; a warm
+// run's init's six namespaces). A message with more is refused whole,
+// never cut (MSG_CTRUNC).
+const maxMsgFds = 8
 
 // recvMsg reads one message whose first bytes come from recv (a recvmsg),
 // so that the fds passed with it (SCM_RIGHTS) are received rather than

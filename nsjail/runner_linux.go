@@ -303,8 +303,6 @@ type jailBase struct {
 	etc    *Etc
 	shared []File
 	filter []byte // the seccomp filter; nil: the Runner's
-	// runProc: a zygote's, which keeps a proc for its runs (buildConfig.RunProc)
-	runProc bool
 }
 
 // seccomp is the base's filter, or the Runner's.
@@ -337,7 +335,6 @@ func (r *Runner) buildConfig(b jailBase, tmpBytes int64) *buildConfig {
 		TmpBytes: tmpBytes,
 		Code:     b.shared,
 		Seccomp:  b.seccomp(r),
-		RunProc:  b.runProc,
 	}
 }
 

@@ -139,11 +139,10 @@ func (r *Runner) leaseJail(spec *Spec, b []string, code []File, fresh bool) (*le
 					return nil, nil, err
 				}
 				j := &jail{runner: r, uid: uid}
-				err = w.startRun(j, w.pool.build)
+				end, err := j.startOwned(func() error { return w.startRun(j, w.pool.build) })
 				if err == nil {
-					return &lease{j: j, start: StartWarm, release: func() { r.UIDs.Release(uid) }}, rest, nil
+					return &lease{j: j, start: StartWarm, release: func() { close(end); r.UIDs.Release(uid) }}, rest, nil
 				}
-				_ = j.cleanup()
 				r.UIDs.Release(uid)
 				if !errors.Is(err, errNoZygote) {
 					return nil, nil, err
@@ -165,7 +164,8 @@ func (r *Runner) leaseJail(spec *Spec, b []string, code []File, fresh bool) (*le
 		return nil, nil, err
 	}
 	j := &jail{runner: r, uid: uid}
-	end, err := j.startOwned(r.build(jailBase{binds: b, etc: spec.Etc}, spec.Limits.TmpBytes))
+	built := r.build(jailBase{binds: b, etc: spec.Etc}, spec.Limits.TmpBytes)
+	end, err := j.startOwned(func() error { return j.start(built) })
 	if err != nil {
 		r.UIDs.Release(uid)
 		return nil, nil, err
@@ -182,17 +182,18 @@ func (pj *preparedJail) lease(start StartMode) *lease {
 	}}
 }
 
-// startOwned starts j (jail.start) on a goroutine of its own that keeps
-// its OS thread locked, as the jail's parent-death signal requires, until
-// end is closed: for a jail that outlives the call that starts it. A
-// start that fails is cleaned up there.
-func (j *jail) startOwned(b built) (end chan struct{}, err error) {
+// startOwned starts j (start: jail.start, or a warm run's startRun) on a
+// goroutine of its own that keeps its OS thread locked, as the jail's
+// parent-death signal requires, until end is closed: for a jail that
+// outlives the call that starts it. A start that fails is cleaned up
+// there.
+func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
 	started := make(chan error, 1)
 	end = make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		err := j.start(b)
+		err := start()
 		if err != nil {
 			err = errors.Join(err, j.cleanup())
 		}

@@ -90,9 +90,9 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		// Collect follows no link the program may have left.
 		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
 	}
-	// The program's own end when pid 1 saw it; else pid 1's, which a kill
-	// of the whole jail ended (a warm run's pid 1 is not this process's
-	// child: its end is known to be a kill, SIGKILL, or an init that died).
+	// The program's own end when pid 1 (a warm run's: the zygote) saw it;
+	// else pid 1's, which a kill of the whole jail ended (a warm run's
+	// pid 1 ends as its program does: its own status says nothing).
 	ws, ok := j.programStatus()
 	switch {
 	case ok:

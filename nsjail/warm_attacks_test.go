@@ -155,8 +155,13 @@ func zygoteOf(t *testing.T, r *Runner, name string) zygoteProcs {
 	w.mu.Unlock()
 	require.NotNil(t, z, "no zygote up")
 	init := z.j.proc.Pid
-	kids := systest.Children(init)
-	require.Len(t, kids, 1, "the zygote's jail init has one child, the waiter")
+	// Its other children are the inits of the runs built ahead: orphans
+	// of its pid namespace (bootstrap_linux.c), agentjail's init.
+	kids := slices.DeleteFunc(systest.Children(init), func(pid int) bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		return strings.HasPrefix(string(b), initArg0+"\x00")
+	})
+	require.Len(t, kids, 1, "the zygote's jail init has one child but the runs' inits, the waiter")
 	below := systest.Children(kids[0])
 	require.Len(t, below, 1, "the waiter has one child, the zygote")
 	return zygoteProcs{init: init, waiter: kids[0], py: below[0]}
@@ -465,7 +470,7 @@ def globs(pred):  # the globals of the frames below the program's: the entry's, 
         f = f.f_back
     return list(out.values())
 entry = globs(lambda g: g.get("__name__") == "agentjail_warm")
-zyg = globs(lambda g: "_fork" in g and "_reseed" in g)
+zyg = globs(lambda g: "_spawn" in g and "_reseed" in g)
 O = {}
 O["fake_module"] = "ajpoison" in sys.modules
 O["sys_modules"] = sorted(k for k in sys.modules if k not in ("__main__", "<run_path>"))
@@ -473,7 +478,7 @@ O["json"] = [json.dumps.__module__, json.dumps({"a": [1, 2]}), json.loads('{"b":
 O["builtins"] = [type(builtins.print).__name__, type(builtins.len).__name__, len([1, 2, 3]), builtins.open is io.open]
 O["decimal"] = [decimal.getcontext().prec, str(decimal.Decimal(1) / decimal.Decimal(3))]
 O["entry"] = [[g["STATE"], g["helper"]("x"), g["main"].__code__.co_filename] for g in entry]
-O["zygote_module"] = [[g["_reseed"].__code__.co_filename, g["RUNPROC"], g["JAIL_ID"]] for g in zyg]
+O["zygote_module"] = [[g["_reseed"].__code__.co_filename, g["Z_NS"], g["ZYGOTE_INSIDE"]] for g in zyg]
 O["files"] = {d: sorted(os.listdir(d)) for d in ("/tmp", "/workspace", "/dev/shm", "/code")}
 O["env"] = sorted(os.environ.items())
 O["cwd"] = os.getcwd()
@@ -542,8 +547,8 @@ decimal.getcontext().prec = 3
 for m in mods(lambda m: m.__name__ == "agentjail_warm"):
     m.STATE["secret"] = "POISONED"; m.STATE["runs"] = 999
     m.helper = lambda x: "POISON"; m.main = lambda: None
-for m in mods(lambda m: hasattr(m, "_fork") and hasattr(m, "_reseed")):
-    m._reseed = lambda: None; m.RUNPROC = "/tmp"; m.JAIL_ID = 0
+for m in mods(lambda m: hasattr(m, "_spawn") and hasattr(m, "_reseed")):
+    m._reseed = lambda: None; m.Z_NS = 0; m.ZYGOTE_INSIDE = 0
 w = {}
 for d in ("/tmp", "/workspace", "/dev/shm", "/code", "/etc", "/"):
     w[d] = t(lambda: _open(d + "/poison", "w").write("x"))
@@ -574,7 +579,7 @@ if os.fork() == 0:
     os._exit(0)
 os.wait()
 R["took"] = [json.dumps({}), len([]), decimal.getcontext().prec, "ajpoison" in sys.modules]
-R["found"] = [len(mods(lambda m: m.__name__ == "agentjail_warm")), len(mods(lambda m: hasattr(m, "_fork") and hasattr(m, "_reseed")))]
+R["found"] = [len(mods(lambda m: m.__name__ == "agentjail_warm")), len(mods(lambda m: hasattr(m, "_spawn") and hasattr(m, "_reseed")))]
 builtins.len = lambda x: 42
 builtins.print = lambda *a, **k: None
 builtins.open = lambda *a, **k: None

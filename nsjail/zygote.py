@@ -1,33 +1,35 @@
 # agentjail zygote: a warm, jailed python3 that never runs request code. It
 # is a jail's program (a cold jail of its own, under seccomp's ZygotePolicy)
-# that imports an environment's modules ahead, then forks one warm run per
-# request of the daemon. See nsjail/zygote_linux.go for the daemon's side and
-# docs/design.md for the design and its threat model.
+# that imports an environment's modules ahead, then forks one program per
+# warm run, into that run's jail. See nsjail/zygote_linux.go for the
+# daemon's side and docs/design.md for the design and its threat model.
 #
-# Three processes come of each fork, each in a function below:
-#   the fork        (_fork)   a child of the zygote: becomes the run's uid (the
-#                             zygote's namespace maps every uid of the range,
-#                             and the zygote holds CAP_SETUID and CAP_SETGID in
-#                             it, for this only), makes the run's user namespace,
-#                             its own, and maps itself as 1000 there; the run's
-#                             other namespaces; forks the run's init, exits
-#   the run's init  (_init)   pid 1 of the run's pid namespace: carries out the
-#                             daemon's plans (the run's /proc, scratch, /code,
-#                             its request), joins its cgroup, drops every
-#                             capability, installs the run's seccomp filter,
-#                             forks the program, reaps, reports its end
-#   the program     (_program) a fork of the run's init: the request's code, in
-#                             this warm interpreter, as `python3 -I -u` would
-#                             run it
-# The run's init talks to the daemon in nsjail/protocol.go's messages, as a
-# cold jail's C init stage does (init_linux.c): the same plans, the same
-# conversation from msgBuild on. Nothing here is trusted by the daemon for
-# more than that init stage is.
+# A warm run's jail is built by the daemon as a cold one is (its pid 1 is
+# agentjail's C init), but inside the zygote's user and pid namespaces. For
+# its request, the daemon sends the zygote the run's namespaces, stdio and
+# plan (Z_FORK), and:
+#   the zygote   (_spawn)    enters the run's pid namespace for its next
+#                            child only, forks, leaves it again; it is the
+#                            program's parent: it reaps it and sends the
+#                            daemon its wait status (_reap)
+#   the program  (_program)  the fork, pid 2 of the run's pid namespace:
+#                            becomes the run's uid (the zygote's namespace
+#                            maps the jails' range, and the zygote holds
+#                            CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN in it,
+#                            for this only), joins the run's user, mount,
+#                            network, IPC and UTS namespaces, carries out its
+#                            part of the request (stdio, rlimits, the
+#                            filter), joins the run's cgroup and a new cgroup
+#                            namespace, drops every capability, installs the
+#                            filter, and runs the request's code as
+#                            `python3 -I -u` would
+# The program talks to the daemon in nsjail/protocol.go's messages, on a
+# socket of its own; nothing here is trusted by the daemon for more than a
+# cold jail's C init stage is.
 import atexit
 import builtins
 import ctypes
 import errno
-import fcntl
 import importlib.machinery
 import json
 import os
@@ -43,39 +45,31 @@ import time
 # protocol.go's message types, fds and limits (zygote_test.go checks them).
 MSG_BUILD, MSG_READY, MSG_REQUEST, MSG_GO, MSG_SECCOMP, MSG_EXEC, MSG_EXIT, MSG_ERROR = 1, 2, 3, 4, 5, 6, 7, 8
 MAX_MSG = 256 << 20
-MAX_FDS = 4
+MAX_FDS = 8
 REPORT_FD = 3
-JAIL_ID = 1000
 ZYGOTE_INSIDE = 100000  # where the zygote's namespace maps the jails' uid range
-# The zygote's own messages on its control socket (fd 3): Z_FORK carries
-# the run's socket and, as payload, the run's uid in the zygote's namespace.
+# The zygote's own messages on its control socket (fd 3). Z_FORK's payload
+# is the run's uid in the zygote's namespace, the number of stdio fds and
+# of cgroup tasks files, then the program's plan; its fds the program's
+# socket, the run's mount, pid, user, network, IPC and UTS namespaces, the
+# stdio fds, the tasks files (zygote_linux.go's forkProgram).
 Z_READY, Z_FORK = 101, 102
+Z_NS = 7  # the program's socket and the six namespaces
+Z_MAX_FDS = Z_NS + 4 + 4
 
-# plan.go's op codes.
+# plan.go's op codes (a program's plan has only STDIO, RLIMIT, CHDIR,
+# SECCOMP and EXEC).
 (OP_UNSHARE, OP_MOUNT, OP_BIND_RO, OP_MKDIR, OP_SYMLINK, OP_WRITE, OP_CHMOD, OP_IF_EXISTS, OP_UMOUNT, OP_RMDIR,
  OP_PIVOT_ROOT, OP_HOSTNAME, OP_DOMAINNAME, OP_LOOPBACK_UP, OP_CHDIR, OP_SECCOMP, OP_STDIO, OP_RLIMIT, OP_EXEC,
- OP_KEEP_CAPS, OP_LAST) = range(1, 22)  # OP_KEEP_CAPS: a zygote's jail only, never a run's (an unknown step here)
+ OP_KEEP_CAPS, OP_ADOPT, OP_LAST) = range(1, 23)
 
 # x86_64 system calls and constants.
-SYS_UMOUNT2, SYS_MOUNT, SYS_UNSHARE, SYS_SECCOMP, SYS_CAPSET, SYS_PRCTL = 166, 165, 272, 317, 126, 157
-SYS_CLOSE_RANGE, SYS_OPENAT2, SYS_SETDOMAINNAME, SYS_PIVOT_ROOT = 436, 437, 171, 155
-CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x20000, 0x02000000, 0x04000000, 0x08000000
-CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND = 1, 2, 4, 8, 32, 4096
-MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
-MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_KEEPCAPS, PR_CAPBSET_DROP = 1, 4, 8, 24
-PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 36, 38, 47, 4
-CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_SETPCAP = 12, 21, 8
+SYS_UNSHARE, SYS_SECCOMP, SYS_CAPSET, SYS_PRCTL, SYS_SETNS, SYS_CLOSE_RANGE = 272, 317, 126, 157, 308, 436
+CLONE_NEWCGROUP, CLONE_NEWPID = 0x02000000, 0x20000000
+PR_SET_DUMPABLE, PR_CAPBSET_DROP = 4, 24
+PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV = 1, 1 << 3, 1 << 5
-RESOLVE_NO_XDEV, RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, RESOLVE_BENEATH = 1, 2, 4, 8
-SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
-WALL = 0x40000000
 CLOCK_MONOTONIC = 1
-
-# The signals the run's init forwards to the program (init_linux.c's).
-FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2,
-             signal.SIGALRM, signal.SIGWINCH)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -92,10 +86,6 @@ def _sys(nr, *args):
 
 def _prctl(option, arg=0):
     return _sys(SYS_PRCTL, option, arg, 0, 0, 0)
-
-
-def _cstr(s):
-    return None if s is None else ctypes.c_char_p(s.encode() if isinstance(s, str) else s)
 
 
 class _CapHeader(ctypes.Structure):
@@ -115,67 +105,6 @@ def _capset(caps):
     _sys(SYS_CAPSET, ctypes.byref(hdr), ctypes.byref(data))
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
-
-
-def _open_beneath(dirfd, rel, flags, mode=0):
-    # No "..", no symbolic or magic link, no other mount (init_linux.c's
-    # aj_open_beneath): the paths were checked by Spec.Validate; this is the
-    # second line.
-    how = _OpenHow(flags | os.O_CLOEXEC, mode if flags & os.O_CREAT else 0,
-                   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
-    for _ in range(16):
-        try:
-            return _sys(SYS_OPENAT2, dirfd, rel.encode(), ctypes.byref(how), ctypes.sizeof(how))
-        except OSError as e:
-            if e.errno not in (errno.EINTR, errno.EAGAIN):
-                raise
-    raise OSError(errno.EAGAIN, "openat2 kept being raced")
-
-
-def _write_beneath(dirfd, rel, content, mode):
-    """Writes one file below the directory fd dirfd, making the directories
-    on its way one level at a time, each beneath dirfd."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    try:
-        fd = _open_beneath(dirfd, rel, flags, mode)
-    except FileNotFoundError:
-        parts = rel.split("/")[:-1]
-        for i in range(len(parts)):
-            parent = "/".join(parts[:i])
-            pfd = _open_beneath(dirfd, parent, os.O_PATH | os.O_DIRECTORY) if parent else os.dup(dirfd)
-            try:
-                os.mkdir(parts[i], 0o755, dir_fd=pfd)
-            except FileExistsError:
-                pass
-            finally:
-                os.close(pfd)
-        fd = _open_beneath(dirfd, rel, flags, mode)
-    try:
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
-
-
-def _mount(source, target, fstype, flags, data):
-    _sys(SYS_MOUNT, _cstr(source), _cstr(target), _cstr(fstype), flags, _cstr(data))
-
-
-def _locked_flags(path):
-    """The flags of the mount at path that a remount inside a user namespace
-    must repeat (the kernel locks them)."""
-    f = os.statvfs(path).f_flag
-    out = 0
-    for st, ms in ((os.ST_NOEXEC, MS_NOEXEC), (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
-                   (os.ST_RELATIME, MS_RELATIME), (os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV)):
-        if f & st:
-            out |= ms
-    return out
-
-
 # ---- messages (protocol.go) ----
 
 class Gone(Exception):
@@ -193,8 +122,7 @@ def _send(sock, typ, payload=b"", fds=()):
 
 
 def _recv_exact(sock, n):
-    """n bytes, in one buffer that is never copied: a request's plan holds
-    its files, which the run's set-up must not hold twice."""
+    """n bytes, in one buffer that is never copied."""
     buf = bytearray(n)
     view, got = memoryview(buf), 0
     while got < n:
@@ -205,20 +133,20 @@ def _recv_exact(sock, n):
     return buf
 
 
-def _recv(sock):
+def _recv(sock, max_fds=MAX_FDS):
     """One message and the fds it carried; Gone at the end of the socket.
-    A message with more than MAX_FDS fds is refused whole."""
-    hdr, fds, flags, _ = socket.recv_fds(sock, 5, MAX_FDS + 1)
+    A message with more than max_fds fds is refused whole."""
+    hdr, fds, flags, _ = socket.recv_fds(sock, 5, max_fds + 1)
     for fd in fds:
         os.set_inheritable(fd, False)
     if not hdr:
         for fd in fds:
             os.close(fd)
         raise Gone()
-    if flags & socket.MSG_CTRUNC or len(fds) > MAX_FDS:
+    if flags & socket.MSG_CTRUNC or len(fds) > max_fds:
         for fd in fds:
             os.close(fd)
-        raise _Fail("read message", 0, "a message carried more than %d fds" % MAX_FDS)
+        raise _Fail("read message", 0, "a message carried more than %d fds" % max_fds)
     if len(hdr) < 5:
         hdr += _recv_exact(sock, 5 - len(hdr))
     typ, n = struct.unpack("<BI", hdr)
@@ -290,149 +218,67 @@ class _Plan:
 
 
 class _State:
-    """What the plans leave for the program's start."""
+    """What the program's plan leaves for its start."""
     filter = None
     report = collect = False
     argv = env = None
 
 
 def _walk(st, plan, fds, dry):
-    """Carries out one plan (init_linux.c's aj_walk, step for step), or with
-    dry only reads it through: _carry_out does that first, so that a
-    malformed plan is refused before any of its steps runs."""
+    """Carries out a program's plan (plan.go's programPlan), or with dry
+    only reads it through: _carry_out does that first, so that a malformed
+    plan is refused before any of its steps runs. Every step a program's
+    plan does not have is refused: the jail's file system is its init's."""
     r = _Plan(plan)
-    skip, cond = 0, False
-    filters, execs = st.filter is not None, st.argv is not None
-    wdir = wdir_path = None
-    try:
-        while r.more():
-            op = r.uint(1)
-            was_cond, cond = cond, op == OP_IF_EXISTS
-            if cond and was_cond:
-                raise _Fail("decode plan", 0, "malformed plan: a condition on a condition")
-            stage = r.str()
-            act = not dry and not skip
-            try:
-                if op == OP_UNSHARE:
-                    flags = r.uint(4)
-                    if act:
-                        _sys(SYS_UNSHARE, flags)
-                elif op == OP_MOUNT:
-                    a, b, c, flags, d = r.str(True), r.str(), r.str(True), r.uint(8), r.str(True)
-                    if act:
-                        _mount(a, b, c, flags, d)
-                elif op == OP_BIND_RO:
-                    a, b, extra, cleared = r.str(), r.str(), r.uint(8), r.uint(8)
-                    if act:
-                        _mount(a, b, None, MS_BIND, None)
-                        _mount(None, b, None, (MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | extra
-                                               | _locked_flags(b)) & ~cleared, None)
-                elif op == OP_MKDIR:
-                    a, mode, parents = r.str(), r.uint(4), r.uint(4)
-                    if act:
-                        if parents:
-                            os.makedirs(a, mode, exist_ok=True)
-                        else:
-                            os.mkdir(a, mode)
-                elif op == OP_SYMLINK:
-                    a, b = r.str(), r.str()
-                    if act:
-                        os.symlink(a, b)
-                elif op == OP_WRITE:
-                    a, b, mode, content = r.str(), r.str(), r.uint(4), r.bytes()
-                    if act:
-                        if wdir_path != a:
-                            if wdir is not None:
-                                os.close(wdir)
-                            wdir, wdir_path = os.open(a, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC), a
-                        _write_beneath(wdir, b, content, mode)
-                elif op == OP_CHMOD:
-                    a, mode = r.str(), r.uint(4)
-                    if act:
-                        os.chmod(a, mode)
-                elif op == OP_IF_EXISTS:
-                    a = r.str()
-                    if act and not os.path.lexists(a):
-                        skip = 2
-                elif op == OP_UMOUNT:
-                    a, flags = r.str(), r.uint(4)
-                    if act:
-                        _sys(SYS_UMOUNT2, a.encode(), flags)
-                elif op == OP_RMDIR:
-                    a = r.str()
-                    if act:
-                        os.rmdir(a)
-                elif op == OP_PIVOT_ROOT:
-                    # runc's pivot_root(".", ".") (init_linux.c's): the
-                    # zygote's whole tree is left behind.
-                    a = r.str()
-                    if act:
-                        os.chdir(a)
-                        _sys(SYS_PIVOT_ROOT, b".", b".")
-                        _sys(SYS_UMOUNT2, b".", MNT_DETACH)
-                        os.chdir("/")
-                elif op == OP_HOSTNAME:
-                    a = r.str()
-                    if act:
-                        socket.sethostname(a)
-                elif op == OP_DOMAINNAME:
-                    a = r.str()
-                    if act:
-                        _sys(SYS_SETDOMAINNAME, a.encode(), len(a.encode()))
-                elif op == OP_LOOPBACK_UP:
-                    if act:
-                        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                            fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo",
-                                                                     IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
-                elif op == OP_CHDIR:
-                    a = r.str()
-                    if act:
-                        os.chdir(a)
-                elif op == OP_SECCOMP:
-                    f = r.bytes()
-                    if filters:
-                        raise _Fail(stage, 0, "malformed plan: a second filter")
-                    filters = True
-                    if not f or len(f) % 8 or len(f) // 8 > 4096 or f[-8:-6] != b"\x06\x00":
-                        raise _Fail(stage, 0, "malformed plan: no usable filter")
-                    if act:
-                        st.filter = bytes(f)
-                elif op == OP_STDIO:
+    filters = execs = False
+    while r.more():
+        op = r.uint(1)
+        stage = r.str()
+        try:
+            if op == OP_CHDIR:
+                a = r.str()
+                if not dry:
+                    os.chdir(a)
+            elif op == OP_SECCOMP:
+                f = r.bytes()
+                if filters:
+                    raise _Fail(stage, 0, "malformed plan: a second filter")
+                filters = True
+                if not f or len(f) % 8 or len(f) // 8 > 4096 or f[-8:-6] != b"\x06\x00":
+                    raise _Fail(stage, 0, "malformed plan: no usable filter")
+                if not dry:
+                    st.filter = bytes(f)
+            elif op == OP_STDIO:
+                n = r.uint(4)
+                if n != len(fds):
+                    raise _Fail(stage, 0, "malformed plan: wrong number of stdio fds")
+                if not dry:
+                    for i, fd in enumerate(fds):
+                        os.dup2(fd, i, inheritable=True)
+                        os.close(fd)
+            elif op == OP_RLIMIT:
+                res, soft, hard = r.uint(4), r.uint(8), r.uint(8)
+                if not dry:
+                    resource.setrlimit(res, (soft, hard))
+            elif op == OP_EXEC:
+                if execs:
+                    raise _Fail(stage, 0, "malformed plan: a second program")
+                execs = True
+                report, collect = r.uint(4), r.uint(4)
+                lists = []
+                for i in range(2):
                     n = r.uint(4)
-                    if n != len(fds):
-                        raise _Fail(stage, 0, "malformed plan: wrong number of fds with the request")
-                    if act:
-                        for i, fd in enumerate(fds):
-                            os.dup2(fd, i, inheritable=True)
-                            os.close(fd)
-                elif op == OP_RLIMIT:
-                    res, soft, hard = r.uint(4), r.uint(8), r.uint(8)
-                    if act:
-                        resource.setrlimit(res, (soft, hard))
-                elif op == OP_EXEC:
-                    if execs:
-                        raise _Fail(stage, 0, "malformed plan: a second program")
-                    execs = True
-                    report, collect = r.uint(4), r.uint(4)
-                    lists = []
-                    for i in range(2):
-                        n = r.uint(4)
-                        if n > len(r.b) - r.i or (i == 0 and n == 0):
-                            raise _Fail(stage, 0, "malformed plan: a list is longer than the plan, or argv is empty")
-                        lists.append([r.str() for _ in range(n)])
-                    if act:
-                        st.report, st.collect, st.argv, st.env = bool(report), bool(collect), lists[0], lists[1]
-                else:
-                    raise _Fail("decode plan", 0, "malformed plan: an unknown step")
-            except OSError as e:
-                raise _Fail(stage, e.errno or 0, "")
-            if skip:
-                skip -= 1
-        if cond:
-            raise _Fail("decode plan", 0, "malformed plan: a condition with no step after it")
-    finally:
-        if wdir is not None:
-            os.close(wdir)
+                    if n > len(r.b) - r.i or (i == 0 and n == 0):
+                        raise _Fail(stage, 0, "malformed plan: a list is longer than the plan, or argv is empty")
+                    lists.append([r.str() for _ in range(n)])
+                if not dry:
+                    st.report, st.collect, st.argv, st.env = bool(report), bool(collect), lists[0], lists[1]
+            else:
+                raise _Fail("decode plan", 0, "malformed plan: a step a program's plan does not have")
+        except OSError as e:
+            raise _Fail(stage, e.errno or 0, "")
+    if not filters or not execs:
+        raise _Fail("decode plan", 0, "malformed plan: no filter or no program")
 
 
 def _carry_out(st, plan, fds):
@@ -470,12 +316,13 @@ def _below_pid_two():
 
 def main():
     _below_pid_two()
-    # The run's init is re-parented to the zygote when the fork that made
-    # it exits: the zygote reaps it (and every fork), nobody else must.
-    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    global _ctl, _own_pid_ns
+    # Where each fork returns to, once its child is born in a run's pid
+    # namespace.
+    _own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     signal.signal(signal.SIGCHLD, _reap)
     cfg = json.loads(sys.argv[1])
-    ctl = socket.socket(fileno=REPORT_FD)
+    ctl = _ctl = socket.socket(fileno=REPORT_FD)
     os.set_inheritable(REPORT_FD, False)
     info = {"python": sys.version.split()[0], "preload": {}}
     for name in cfg.get("preload") or []:
@@ -513,35 +360,98 @@ def main():
     _send(ctl, Z_READY, json.dumps(info).encode())
     while True:
         try:
-            typ, payload, fds = _recv(ctl)
+            typ, payload, fds = _recv(ctl, Z_MAX_FDS)
         except Gone:
             os._exit(0)  # the daemon dropped this zygote
-        # A run's uid is one of the range, mapped from ZYGOTE_INSIDE up
-        # (zygote_linux.go's zygoteInside): never this zygote's own (1000)
-        # nor anything below.
-        if typ != Z_FORK or len(fds) != 1 or len(payload) != 4 or struct.unpack("<I", payload)[0] < ZYGOTE_INSIDE:
+        except _Fail:
+            continue
+        if typ != Z_FORK:
             for fd in fds:
                 os.close(fd)
             continue
-        pid = os.fork()
-        if pid == 0:
-            run = socket.socket(fileno=fds[0])
-            try:
-                ctl.close()
-                _fork(run, struct.unpack("<I", payload)[0])
-            except BaseException as e:
-                _fail(run, e)
-        os.close(fds[0])
+        _spawn(payload, fds)
+
+
+_ctl = None         # the zygote's control socket
+_own_pid_ns = -1    # the zygote's own pid namespace
+_runs = {}          # pid of each program -> its socket, on which its end is sent
 
 
 def _reap(*_):
+    """The zygote is its programs' parent: each one's wait status goes to
+    the daemon on the program's socket (msgExit), as a cold jail's init
+    sends its program's."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG | WALL)
+            pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
             return
+        sock = _runs.pop(pid, None)
+        if sock is not None:
+            try:
+                _send(sock, MSG_EXIT, struct.pack("<i", status))
+            except OSError:
+                pass  # the daemon dropped the run
+            sock.close()
+
+
+def _spawn(payload, fds):
+    """Forks the program of one run into the run's namespaces (Z_FORK).
+    The uid is one of the jails' range, mapped from ZYGOTE_INSIDE up
+    (zygote_linux.go's zygoteUID): never this zygote's own (1000) nor
+    anything below; anything else is refused."""
+    run = None
+    try:
+        if len(fds) < Z_NS:
+            raise _Fail("fork", 0, "a fork without its namespaces")
+        run = socket.socket(fileno=fds[0])
+        if len(payload) < 12:
+            raise _Fail("fork", 0, "a fork without its uid")
+        uid, nstdio, njoin = struct.unpack_from("<III", payload)
+        if uid < ZYGOTE_INSIDE or nstdio not in (3, 4) or len(fds) != Z_NS + nstdio + njoin:
+            raise _Fail("fork", 0, "a fork of another uid, or with other fds")
+    except BaseException as e:
+        if run is not None:
+            _answer(run, e)
+            run.close()
+            fds = fds[1:]
+        for fd in fds:
+            os.close(fd)
+        return
+    # No program may end (and be reaped) before it is in _runs.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+    try:
+        # Only this process's next child is born in the run's pid
+        # namespace (as pid 2: its init is pid 1); this process stays in
+        # its own.
+        _sys(SYS_SETNS, fds[2], CLONE_NEWPID)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                _program(run, fds, uid, nstdio, memoryview(payload)[12:])
+        finally:
+            _sys(SYS_SETNS, _own_pid_ns, CLONE_NEWPID)
+        _runs[pid] = run
+        run = None
+    except OSError as e:
+        if run is not None:
+            _answer(run, _Fail("fork the program", e.errno or 0, str(e.strerror or e)))
+            run.close()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        for fd in fds[1:]:
+            os.close(fd)
+
+
+def _answer(sock, e):
+    """Tells the daemon why a fork failed (msgError), if it still listens."""
+    try:
+        _send(sock, MSG_ERROR, _record(e.stage, e.err, e.msg) if isinstance(e, _Fail)
+              else _record("fork", 0, "%s: %s" % (type(e).__name__, e)))
+    except OSError:
+        pass
 
 
 def _load(path):
@@ -573,99 +483,55 @@ def _quiesce():
 
 # ---- one warm run ----
 
-RUNPROC = "/.runproc"  # plan.go's runProcDir: the zygote's writable proc
+# ---- one warm run's program ----
 
-
-def _write_proc(name, data):
-    fd = os.open(RUNPROC + "/self/" + name, os.O_WRONLY | os.O_CLOEXEC)
+def _program(run, fds, uid, nstdio, plan):
+    """The fork, pid 2 of the run's pid namespace: it becomes the run's own
+    and then runs the request's code. Everything up to the filter is the
+    zygote's code, with the zygote's capabilities (in the run's user
+    namespace once it joined it); the request's code runs with none."""
     try:
-        os.write(fd, data.encode())
-    finally:
-        os.close(fd)
-
-
-def _fork(run, uid):
-    """The fork: the run's identity and user namespace, its other
-    namespaces, and its init. uid is the run's uid in the zygote's
-    namespace (its host uid, mapped there)."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    # The run's uid and gid, before its namespace: the namespace is that
-    # user's (the kernel charges what it holds to its owner), and the fork
-    # may then map itself there without any privilege.
-    os.setresgid(uid, uid, uid)
-    os.setresuid(uid, uid, uid)
-    _sys(SYS_UNSHARE, CLONE_NEWUSER)
-    # Its /proc/self files are its own only while it is dumpable.
-    _prctl(PR_SET_DUMPABLE, 1)
-    _write_proc("setgroups", "deny")
-    _write_proc("uid_map", "%d %d 1\n" % (JAIL_ID, uid))
-    _write_proc("gid_map", "%d %d 1\n" % (JAIL_ID, uid))
-    _prctl(PR_SET_DUMPABLE, 0)
-    # The creator of a namespace has every capability in it: only the
-    # three that the run's set-up needs are kept; the run's init drops
-    # them before the program starts.
-    _capset((CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_SETPCAP))
-    _sys(SYS_UNSHARE, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID)
-    if os.fork() == 0:
-        try:
-            _init(run)
-        except BaseException as e:
-            _fail(run, e)
-    os._exit(0)
-
-
-_program = -1
-
-
-def _forward(sig, _):
-    if _program > 0:
-        try:
-            os.kill(_program, sig)
-        except OSError:
-            pass
-
-
-def _init(run):
-    """Pid 1 of the run: init_linux.c's aj_init and aj_start_program."""
-    _retitle(["agentjail-init"], [])  # as a cold jail's init shows itself
-    st = _State()
-    typ, plan, fds = _recv(run)
-    if typ != MSG_BUILD or fds:
-        raise _Fail("read build plan", 0, "unexpected message instead of the build plan")
-    _carry_out(st, plan, fds)
-    if st.argv is not None:
-        raise _Fail("read build plan", 0, "the build plan names the program")
-    mnt = os.open("/proc/self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
-    _send(run, MSG_READY, b"", [mnt])
-    os.close(mnt)
-    try:
-        typ, plan, fds = _recv(run)
-    except Gone:
-        os._exit(0)  # the daemon dropped this run before its request
-    if typ != MSG_REQUEST:
-        for fd in fds:
+        # Nothing of the zygote's stays: its control socket and the other
+        # runs' sockets are detached (close_range closes their fds; the
+        # objects must not close a number the program reuses).
+        _ctl.detach()
+        for s in _runs.values():
+            s.detach()
+        _runs.clear()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        # A session of its own: no process group or session is shared with
+        # the zygote (kill(0, ...) reaches only the program's own).
+        os.setsid()
+        # The run's uid and gid, as the zygote's namespace maps them: the
+        # run's user namespace maps them as 1000.
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        ns = fds[1:Z_NS]  # mount, pid, user, net, ipc, uts
+        for fd in (ns[2], ns[0], ns[3], ns[4], ns[5]):  # the user namespace first: the others are its
+            _sys(SYS_SETNS, fd, 0)
+        for fd in ns:
             os.close(fd)
-        raise _Fail("read request", 0, "unexpected message instead of the request")
-    _carry_out(st, plan, fds)
-    # The files are in /workspace now: their bytes in the plan go, before
-    # the program runs (this process is still in its zygote's cgroup).
-    del plan
-    if st.argv is None:
-        raise _Fail("decode request", 0, "no program to exec")
-    _send(run, MSG_READY)
-    try:
-        typ, _, join = _recv(run)
-    except Gone:
-        os._exit(1)
-    if typ != MSG_GO:
-        os._exit(1)
-    _start_program(run, st, join)
+        st = _State()
+        stdio, join = fds[Z_NS:Z_NS + nstdio], fds[Z_NS + nstdio:]
+        _carry_out(st, plan, stdio)
+        if not join:
+            # cgroup v2: the daemon moves this process into the run's group
+            # by its pid (from this message's credentials).
+            _send(run, MSG_READY)
+            typ, _, got = _recv(run)
+            for fd in got:
+                os.close(fd)
+            if typ != MSG_GO:
+                os._exit(1)
+        _start_program(run, st, join)
+    except BaseException as e:
+        _fail(run, e)
 
 
 def _start_program(run, st, join):
-    """init_linux.c's aj_start_program: join, cgroup namespace,
-    capabilities, close-on-exec, seccomp, then the program as a fork, and
-    this process as the run's init."""
+    """init_linux.c's aj_start_program for a fork: join, cgroup namespace,
+    capabilities, seccomp, then the request's code in this process."""
     for fd in join:
         try:
             os.write(fd, b"0")
@@ -689,33 +555,14 @@ def _start_program(run, st, join):
     _sys(SYS_PRCTL, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     _capset(())
     workspace = os.open("/workspace", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if st.collect else -1
-    for sig in FORWARDED:
-        signal.signal(sig, _forward)
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
     listener = _install_filter(st.filter)
     _send(run, MSG_SECCOMP, b"", [listener] + ([workspace] if workspace >= 0 else []))
     os.close(listener)
     if workspace >= 0:
         os.close(workspace)
-    global _program
-    at = time.clock_gettime_ns(CLOCK_MONOTONIC)
-    pid = os.fork()
-    if pid == 0:
-        _run_program(run, st)
-    _program = pid
-    # Only the program's processes may hold its stdio and report channel:
-    # their ends are what tells the daemon that the output is complete.
-    for fd in range(0, REPORT_FD + 1):
-        try:
-            os.close(fd)
-        except OSError:
-            pass  # fd 3 when the run has no report channel
-    _send(run, MSG_EXEC, struct.pack("<q", at))
-    while True:
-        p, status = os.waitpid(-1, WALL)
-        if p == pid:
-            _send(run, MSG_EXIT, struct.pack("<i", status))
-            os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+    _send(run, MSG_EXEC, struct.pack("<q", time.clock_gettime_ns(CLOCK_MONOTONIC)))
+    _run_program(run, st)
 
 
 class _MMMap(ctypes.Structure):
@@ -786,8 +633,6 @@ def _run_program(run, st):
     0 to 3 is closed, every signal is back to python's own dispositions."""
     try:
         run.detach()  # the fd goes with close_range below; the object must not close another one later
-        for sig in FORWARDED + (signal.SIGCHLD,):
-            signal.signal(sig, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         # A program is dumpable, as one that python3's exec started is:
         # its own /proc files are its user's.

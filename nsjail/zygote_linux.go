@@ -26,35 +26,55 @@ import (
 // Warm runs. A zygote is a python3 of one environment, in a jail of its
 // own (a cold jail under seccomp's ZygotePolicy), that imported the
 // environment's modules ahead and never runs request code. Each warm run
-// is a fork of it that makes, before any of the request's code runs,
-// everything a cold jail has: its own user namespace (the run's own host
-// uid, seen as 1000 inside), pid, mount, network, IPC, UTS and cgroup
-// namespaces, its own cgroup, a fresh /proc, /code and scratch tmpfs, no
-// capability, no_new_privs and the run's seccomp filter with its own
-// listener. The fork's steps are zygote.py's; from its msgBuild on, the
-// run speaks protocol.go's conversation as a cold jail's init stage does,
-// and this package runs it with the same code (deliver, supervise).
+// is a jail like a cold one (jail.start: the bootstrap and the C init
+// stage build it, ahead of its request), whose user and pid namespaces
+// are made inside its zygote's (nested), and whose program is not exec'd
+// but forked from the zygote into the jail's namespaces: before any of the
+// request's code runs it has everything a cold jail's program has, its
+// own user namespace (the run's own host uid, seen as 1000 inside), pid,
+// mount, network, IPC, UTS and cgroup namespaces, its own cgroup, a fresh
+// /proc, /code and scratch tmpfs, no capability, no_new_privs and the
+// run's seccomp filter with its own listener.
 //
-//	daemon                         zygote (fd 3: its control socket)
-//	  -- zFork + the run's socket
-//	     (payload: the run's uid in the
-//	     zygote's namespace) -------->
-//	                                 fork: that uid and gid (the zygote holds
-//	                                 CAP_SETUID, CAP_SETGID for this only),
-//	                                 unshare(CLONE_NEWUSER), map itself as
-//	                                 1000, three capabilities, unshare mount,
-//	                                 net, ipc, uts, pid; fork the run's init
-//	                                 (pid 1 of its pid namespace), exit (the
-//	                                 zygote, a subreaper, adopts the init)
-//	  -- msgBuild (warmBuildPlan) ------------------> the run's init
-//	  <-- msgReady + mount namespace (its credentials: the init's pid) --
-//	  ... as a cold jail, from msgRequest to msgExit (protocol.go)
+//	daemon                     the run's init (C)          zygote (python3)
+//	  start (nestEnv, fd nestFd: a pidfd of the zygote's jail's pid 1):
+//	  the bootstrap joins the zygote's user and pid namespaces and makes
+//	  the jail's inside them; pid 1 reports itself with its credentials
+//	  -- msgBuild ------------->  the jail's file system, as
+//	                              a cold jail's
+//	  <-- msgReady + mount, pid,
+//	      user, net, ipc, uts
+//	      namespaces -----------
+//	  (the run waits here for its request)
+//	  -- msgRequest (adoptPlan: files) -->
+//	  -- msgGo (v1: tasks files) -->  joins the group, drops
+//	  <-- msgReady --------------     every capability
+//	  -- zFork (payload: uid, counts, programPlan; fds: the program's
+//	     socket, the six namespaces, stdio, v1 tasks files) ---------->
+//	                                             setns into the jail's pid
+//	                                             namespace (for its child),
+//	                                             fork, setns back; the fork:
+//	                                             the run's uid, setns into
+//	                                             the jail's user, mount, net,
+//	                                             ipc, uts; stdio, rlimits,
+//	                                             the group, cgroup namespace,
+//	                                             capabilities dropped,
+//	                                             no_new_privs, the filter
+//	  <-- msgSeccomp, msgExec (on the program's socket, from the fork) --
+//	  -- msgAdopt -------------->  watches pid 2 (the fork)
+//	                                             ... the program runs ...
+//	                              ends when it ends: the kernel kills the
+//	                              rest of the jail
+//	  <-- msgExit (the program's wait status, on its socket) ------ its
+//	      parent, the zygote, reaped it
 //
-// The run's init is not this process's child: it is held by a pidfd, its
-// end seen on it, and its status not known (the program's comes with
-// msgExit; without it the run was killed as a whole). A zygote dies with
-// this process (its own pid 1's parent-death signal), and its runs with
-// it: they live in descendants of its pid namespace.
+// The run's init is this process's child, as a cold jail's: the jail dies
+// with the thread that started it, and is waited for as a cold one. The
+// program is pid 2 of the jail's pid namespace, whose parent (the zygote)
+// is outside it: getppid() is 0 in the program, as in a process entered
+// with setns. A zygote dies with this process (its own pid 1's
+// parent-death signal), and its runs with it: their pid namespaces are
+// inside its own.
 
 //go:embed zygote.py
 var zygotePy []byte
@@ -167,6 +187,7 @@ type zygote struct {
 	w     *warmRuntime
 	j     *jail
 	ctl   *os.File // the daemon's end of its control socket
+	nsRef *os.File // a pidfd of its jail's pid 1: its runs' bootstraps join its user and pid namespaces
 	ctlMu sync.Mutex
 	info  ZygoteInfo
 	forks atomic.Int64
@@ -200,7 +221,7 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 		base:    w.base,
 		limits:  s.RunLimits.withDefaults(),
 		onError: func(err error) { w.event("fork failed", err) },
-		build:   built{plan: buildPlan(w.warmBuildConfig(tmp)), tmpBytes: tmp},
+		build:   r.build(w.base, tmp),
 		start:   w.startRun,
 	}
 	var retired []*warmRuntime // replaced, and not serving w's requests
@@ -316,15 +337,6 @@ func (w *warmRuntime) event(e string, err error) {
 			l.Info("zygote "+e, "environment", w.spec.Name)
 		}
 	}
-}
-
-// warmBuildConfig is the build of the runtime's warm runs: a root of
-// their own at warmRootDir of the zygote's file system, with the shared
-// code written (each run's own /code), the Runner's filter.
-func (w *warmRuntime) warmBuildConfig(tmpBytes int64) *buildConfig {
-	cfg := w.r.buildConfig(w.base, tmpBytes)
-	cfg.RootDir, cfg.Warm = warmRootDir, true
-	return cfg
 }
 
 // warmFor is the warm runtime whose runs fit these binds and /etc (or an
@@ -527,7 +539,7 @@ func (w *warmRuntime) launch() (*zygote, error) {
 		Report: true, // fd 3: its control socket (jail.control)
 	}
 	rc := requestConfigFor(spec, codeFiles(spec))
-	rc.KeepCaps = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID
+	rc.KeepCaps = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_SYS_ADMIN
 	// Its runs set their own rlimits, lower: none can raise one above the
 	// zygote's (that needs CAP_SYS_RESOURCE of the host). So the zygote's
 	// are this process's own hard limit of open files, and no limit of
@@ -561,10 +573,19 @@ func (w *warmRuntime) launch() (*zygote, error) {
 	j.control = os.NewFile(uintptr(fds[1]), "zygote-control-child")
 	j.closers = append(j.closers, j.control)
 	j.spec = spec
-	if err := j.start(r.build(jailBase{binds: w.base.binds, etc: s.Etc, shared: nil, filter: j.filter, runProc: true}, s.Limits.TmpBytes)); err != nil {
+	if err := j.start(r.build(jailBase{binds: w.base.binds, etc: s.Etc, shared: nil, filter: j.filter}, s.Limits.TmpBytes)); err != nil {
 		z.ctl.Close()
 		return fail(err)
 	}
+	// The zygote's user and pid namespaces are its jail's pid 1's: each
+	// run's bootstrap joins them through this pidfd (nestFd).
+	nsRef, err := unix.PidfdOpen(j.proc.Pid, 0)
+	if err != nil {
+		z.ctl.Close()
+		return fail(stageErr("pidfd of the zygote's jail", err))
+	}
+	z.nsRef = os.NewFile(uintptr(nsRef), "zygote-ns")
+	j.closers = append(j.closers, z.nsRef)
 	pio, err := j.deliver(rc)
 	if err != nil {
 		z.ctl.Close()
@@ -671,24 +692,47 @@ func logOutput(l *slog.Logger, name string, f *os.File) {
 	}
 }
 
-// startRun forks a run from the current zygote into j (whose uid is
-// acquired) and has it build itself with b: the start of a warm jail, as
-// jail.start is a cold one's. awaitBuild follows.
+// startRun starts j (whose uid is acquired) as a run of the current
+// zygote: a jail whose user and pid namespaces are made inside the
+// zygote's (jail.start with j.zygote set), built with b; awaitBuild
+// follows. The caller's OS thread must stay locked until the jail has
+// been waited for, as for any jail.start.
 func (w *warmRuntime) startRun(j *jail, b built) error {
 	z := w.current()
 	if z == nil {
 		return errNoZygote
 	}
 	j.warm, j.zygote = true, z
+	return j.start(b)
+}
+
+var errNoZygote = errors.New("no zygote is up")
+
+// nestedNS is how many namespaces a warm run's init sends after its
+// mount namespace (jail.ns): pid, user, network, IPC and UTS.
+const nestedNS = 5
+
+// zygoteUID is the name of host uid uid in a zygote's user namespace
+// (zygoteIDMap), base the first uid of the range.
+func zygoteUID(uid, base uint32) uint32 { return zygoteInside + uid - base }
+
+// forkProgram has the zygote fork the warm run's program into the jail,
+// once the init stage has its request (its files, and on v1 msgGo with
+// the group's tasks files): the program's socket, the jail's namespaces,
+// stdio (the request's stdin, stdout, stderr and report channel or
+// control socket) and, on v1, the group's tasks files go to the zygote
+// with zFork; on v2 the program is moved into the group by its pid, from
+// its first message. Its messages come on j.prog from then on (peer).
+func (j *jail) forkProgram(cfg *requestConfig, stdio []int) error {
+	z := j.zygote
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return stageErr("socketpair", err)
 	}
-	child := os.NewFile(uintptr(fds[1]), "run-child")
+	child := &childFD{fds[1]}
 	defer child.Close()
-	// Every message the run sends comes with its sender's credentials:
-	// the pids of the fork and of the run's init, in this process's pid
-	// namespace.
+	// The program's messages come with their sender's credentials: its
+	// pid in this process's pid namespace (v2 moves it by that pid).
 	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
 		unix.Close(fds[0])
 		return stageErr("socketpair", err)
@@ -697,48 +741,39 @@ func (w *warmRuntime) startRun(j *jail, b built) error {
 		unix.Close(fds[0])
 		return stageErr("socketpair", err)
 	}
-	j.sync = os.NewFile(uintptr(fds[0]), "sync")
-	j.closers = append(j.closers, j.sync)
-	// The fork becomes the run's uid, as mapped in the zygote's namespace
-	// (zygoteIDMap), makes its own user namespace and maps itself there.
-	inside := make([]byte, 4)
-	binary.LittleEndian.PutUint32(inside, zygoteInside+j.uid-w.r.UIDs.Base)
+	j.prog = os.NewFile(uintptr(fds[0]), "program")
+	j.closers = append(j.closers, j.prog)
+	join, err := j.cg.JoinFiles()
+	if err != nil {
+		return stageErr("join cgroup", err)
+	}
+	defer closeFds(join)
+	payload := binary.LittleEndian.AppendUint32(nil, zygoteUID(j.uid, j.runner.UIDs.Base))
+	payload = binary.LittleEndian.AppendUint32(payload, uint32(len(stdio)))
+	payload = binary.LittleEndian.AppendUint32(payload, uint32(len(join)))
+	payload = append(payload, programPlan(cfg, z.w.base.seccomp(j.runner))...)
+	sent := append(append(append([]int{child.fd, int(j.mntns.Fd())}, j.ns...), stdio...), join...)
 	z.ctlMu.Lock()
-	err = sendMsgFds(z.ctl, zFork, inside, []int{int(child.Fd())})
+	err = sendMsgFds(z.ctl, zFork, payload, sent)
 	z.ctlMu.Unlock()
 	if err != nil {
-		return stageErr("send fork to the zygote", err)
+		// The zygote is gone (the jail with it): nothing of the program ran.
+		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("send fork to the zygote", err))
 	}
-	child.Close()
-	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	j.tmpBytes = b.tmpBytes
-	if err := j.send(msgBuild, b.plan, nil); err != nil {
-		return stageErr("send build plan", err)
+	_ = j.prog.SetDeadline(time.Now().Add(setupTimeout))
+	if join != nil {
+		return nil
 	}
-	j.building = true
-	return nil
-}
-
-var errNoZygote = errors.New("no zygote is up")
-
-// adoptInit takes the warm run's init, which sent the last message (its
-// pid from its credentials): a handle and a pidfd of it. It is alive: it
-// waits for this process's next message.
-func (j *jail) adoptInit() error {
-	if j.sender <= 0 {
-		return &StageError{Stage: "init", Msg: "no pid in the run's init's credentials"}
+	// cgroup v2: the program waits in msgReady for its move.
+	if err := j.expect(msgReady); err != nil {
+		return err
 	}
-	fd, err := unix.PidfdOpen(int(j.sender), unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return stageErr("pidfd of the run's init", err)
+	if err := j.cg.Attach(int(j.sender)); err != nil {
+		return stageErr("attach to cgroup", err)
 	}
-	j.pidfd = os.NewFile(uintptr(fd), "pidfd")
-	j.closers = append(j.closers, j.pidfd)
-	p, err := os.FindProcess(int(j.sender))
-	if err != nil {
-		return stageErr("the run's init", err)
+	if err := writeMsg(j.prog, msgGo, nil); err != nil {
+		return stageErr("send go", err)
 	}
-	j.proc = p
 	return nil
 }
 
@@ -756,6 +791,9 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 	}
 	cfg := requestConfigFor(s, rest)
 	if pj := w.pool.take(); pj != nil {
+		// Its replacement is built meanwhile, beside this run: a warm
+		// run's own work is short, and the next request finds it ready.
+		w.pool.fill(r)
 		res, err := pj.runWith(ctx, s, cfg)
 		if !errors.Is(err, errNotDelivered) {
 			return markWarm(res), err, true
@@ -766,6 +804,10 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 		return nil, err, true
 	}
 	defer r.UIDs.Release(uid)
+	// The jail dies with this thread (Pdeathsig): it stays locked until
+	// the jail has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	j := &jail{runner: r, uid: uid}
 	if err := w.startRun(j, w.pool.build); err != nil {
 		_ = j.cleanup()

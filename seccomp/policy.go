@@ -674,24 +674,26 @@ func inetSocket(family, ping uint64) []Rule {
 }
 
 // ZygotePolicy is the filter of a zygote: a jailed, warm interpreter that
-// never runs request code and forks each warm run (nsjail's zygote). It is
-// DefaultPolicy plus what making a run's namespaces needs: unshare (a
-// run's user, mount, network, IPC, UTS, pid and cgroup namespaces), mount,
-// umount2 and pivot_root (its own root, /proc and scratch tmpfs), and
-// seccomp (the run's own filter). Every run installs DefaultPolicy's filter on top of this
-// one before its program starts; filters stack, and the kernel takes the
+// never runs request code and forks each warm run's program into the
+// run's jail (nsjail's zygote). It is DefaultPolicy plus what that fork
+// needs: setns (the run's pid namespace for the zygote's next child; the
+// run's user, mount, network, IPC and UTS namespaces for the fork),
+// unshare (the run's cgroup namespace) and seccomp (the run's own
+// filter). It never mounts: the run's jail is built by its own init.
+// Every program installs DefaultPolicy's filter on top of this one before
+// the request's code runs; filters stack, and the kernel takes the
 // strictest answer, so these calls are forbidden again for the program,
 // and reported by the run's own supervisor (the newest filter wins among
 // equal answers: doc.go, "Stacked filters").
 func ZygotePolicy() *Policy {
 	p := DefaultPolicy()
-	opened := map[string]bool{"unshare": true, "mount": true, "umount2": true, "pivot_root": true, "seccomp": true}
+	opened := map[string]bool{"setns": true, "unshare": true, "seccomp": true}
 	rules := p.Rules[:0]
 	for _, r := range p.Rules {
 		if !opened[r.Syscall] {
 			rules = append(rules, r)
 		}
 	}
-	p.Rules = append(rules, allow("unshare", "mount", "umount2", "pivot_root", "seccomp")...)
+	p.Rules = append(rules, allow("setns", "unshare", "seccomp")...)
 	return p
 }

@@ -42,7 +42,7 @@ func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
 // peer is the socket the run's next messages come on: the init stage's,
 // or a warm run's program's once it is forked (forkProgram).
 func (j *jail) peer() *os.File {
-	if j.prog != nil {
+	if j.progLive {
 		return j.prog
 	}
 	return j.sync
@@ -133,7 +133,7 @@ func (j *jail) awaitExec() (listener int, start time.Time, err error) {
 				j.workspace = os.NewFile(uintptr(fds[1]), "workspace")
 				j.closers = append(j.closers, j.workspace)
 			}
-			if j.prog != nil {
+			if j.progLive {
 				// A warm run's program exists (it sent this): its init
 				// watches it from now on, and ends the jail when it
 				// ends. An init gone already was killed: the wait sees it.

@@ -89,11 +89,13 @@ type jail struct {
 	// fork joins), sent with its build's msgReady; prog is this process's
 	// end of the program's socket, on which the program's messages
 	// (msgSeccomp, msgExec) and the zygote's msgExit come.
-	warm   bool
-	zygote *zygote // the warm run's zygote, until cleanup
-	ns     []int
-	prog   *os.File
-	sender int32 // pid of the last message's sender, when its credentials came with it
+	warm     bool
+	zygote   *zygote // the warm run's zygote, until cleanup
+	ns       []int
+	prog     *os.File
+	progPid  int   // the program's pid, in this process's pid namespace
+	progLive bool  // the program has its go: the run's messages are its
+	sender   int32 // pid of the last message's sender, when its credentials came with it
 	// A warm run's pid 1 is not this process's child (bootstrapNested):
 	// it is held by a pidfd, its end seen on it (ended), and never
 	// waited for (its zygote's jail's init reaps it).
@@ -361,6 +363,11 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 	if err := j.awaitBuild(); err != nil {
 		return nil, err
 	}
+	if j.zygote != nil && j.prog == nil { // a warm run not made ahead
+		if err := j.forkProgram(); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case j.control != nil:
 		stdio = append(stdio, int(j.control.Fd()))
@@ -387,11 +394,18 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 			return nil, err
 		}
 	}
+	if j.prog != nil {
+		// A warm run's program, forked ahead, takes its part (stdio,
+		// rlimits, the filter) while the init writes the files.
+		if err := j.sendProg(msgRequest, programPlan(cfg, j.zygote.w.base.seccomp(j.runner)), stdio); err != nil {
+			return nil, fmt.Errorf("%w: %w", errNotDelivered, stageErr("send the program its request", err))
+		}
+	}
 	if err := j.sendGo(cold); err != nil {
 		return nil, err
 	}
-	if j.zygote != nil {
-		if err := j.forkProgram(cfg, stdio); err != nil {
+	if j.prog != nil {
+		if err := j.goProgram(); err != nil {
 			return nil, err
 		}
 	}
@@ -452,7 +466,13 @@ func (j *jail) sendGo(cold bool) error {
 	var goErr error
 	if !v2 {
 		goErr = j.send(msgGo, nil, join)
-		closeFds(join)
+		if j.prog != nil {
+			// A warm run's program joins the same group, with the same
+			// files (goProgram).
+			j.join = join
+		} else {
+			closeFds(join)
+		}
 	}
 	if afterGoHook != nil {
 		afterGoHook(j)

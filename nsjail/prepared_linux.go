@@ -203,6 +203,11 @@ func (p *preparedPool) keep(r *Runner) {
 	if err == nil {
 		err = j.cgroupAhead(p.limits)
 	}
+	if err == nil && j.zygote != nil {
+		// A warm run's program is forked ahead too: the request finds it
+		// in the jail's namespaces, waiting for its part.
+		err = j.forkProgram()
+	}
 	if err != nil {
 		err = errors.Join(err, j.cleanup())
 		r.UIDs.Release(uid)

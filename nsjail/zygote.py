@@ -49,13 +49,11 @@ MAX_FDS = 8
 REPORT_FD = 3
 ZYGOTE_INSIDE = 100000  # where the zygote's namespace maps the jails' uid range
 # The zygote's own messages on its control socket (fd 3). Z_FORK's payload
-# is the run's uid in the zygote's namespace, the number of stdio fds and
-# of cgroup tasks files, then the program's plan; its fds the program's
-# socket, the run's mount, pid, user, network, IPC and UTS namespaces, the
-# stdio fds, the tasks files (zygote_linux.go's forkProgram).
+# is the run's uid in the zygote's namespace; its fds are the program's
+# socket and the run's mount, pid, user, network, IPC and UTS namespaces
+# (zygote_linux.go's forkProgram).
 Z_READY, Z_FORK = 101, 102
 Z_NS = 7  # the program's socket and the six namespaces
-Z_MAX_FDS = Z_NS + 4 + 4
 
 # plan.go's op codes (a program's plan has only STDIO, RLIMIT, CHDIR,
 # SECCOMP and EXEC).
@@ -360,7 +358,7 @@ def main():
     _send(ctl, Z_READY, json.dumps(info).encode())
     while True:
         try:
-            typ, payload, fds = _recv(ctl, Z_MAX_FDS)
+            typ, payload, fds = _recv(ctl, Z_NS)
         except Gone:
             os._exit(0)  # the daemon dropped this zygote
         except _Fail:
@@ -404,20 +402,17 @@ def _spawn(payload, fds):
     anything below; anything else is refused."""
     run = None
     try:
-        if len(fds) < Z_NS:
-            raise _Fail("fork", 0, "a fork without its namespaces")
+        if not fds:
+            return
         run = socket.socket(fileno=fds[0])
-        if len(payload) < 12:
-            raise _Fail("fork", 0, "a fork without its uid")
-        uid, nstdio, njoin = struct.unpack_from("<III", payload)
-        if uid < ZYGOTE_INSIDE or nstdio not in (3, 4) or len(fds) != Z_NS + nstdio + njoin:
+        if len(fds) != Z_NS or len(payload) != 4 or struct.unpack("<I", payload)[0] < ZYGOTE_INSIDE:
             raise _Fail("fork", 0, "a fork of another uid, or with other fds")
+        uid = struct.unpack("<I", payload)[0]
     except BaseException as e:
         if run is not None:
             _answer(run, e)
             run.close()
-            fds = fds[1:]
-        for fd in fds:
+        for fd in fds[1:]:
             os.close(fd)
         return
     # No program may end (and be reaped) before it is in _runs.
@@ -430,7 +425,7 @@ def _spawn(payload, fds):
         try:
             pid = os.fork()
             if pid == 0:
-                _program(run, fds, uid, nstdio, memoryview(payload)[12:])
+                _program(run, fds, uid)
         finally:
             _sys(SYS_SETNS, _own_pid_ns, CLONE_NEWPID)
         _runs[pid] = run
@@ -485,11 +480,12 @@ def _quiesce():
 
 # ---- one warm run's program ----
 
-def _program(run, fds, uid, nstdio, plan):
-    """The fork, pid 2 of the run's pid namespace: it becomes the run's own
-    and then runs the request's code. Everything up to the filter is the
-    zygote's code, with the zygote's capabilities (in the run's user
-    namespace once it joined it); the request's code runs with none."""
+def _program(run, fds, uid):
+    """The fork, pid 2 of the run's pid namespace: it becomes the run's own,
+    ahead of the request, then takes the request's part and runs the
+    request's code. Everything up to the filter is the zygote's code, with
+    the zygote's capabilities (in the run's user namespace once it joined
+    it); the request's code runs with none."""
     try:
         # Nothing of the zygote's stays: its control socket and the other
         # runs' sockets are detached (close_range closes their fds; the
@@ -512,18 +508,24 @@ def _program(run, fds, uid, nstdio, plan):
             _sys(SYS_SETNS, fd, 0)
         for fd in ns:
             os.close(fd)
+        # Ready: the daemon knows this process by this message's
+        # credentials (its pid), and sends the request when it comes.
+        _send(run, MSG_READY)
+        try:
+            typ, plan, stdio = _recv(run)
+        except Gone:
+            os._exit(0)  # the daemon dropped the run before its request
+        if typ != MSG_REQUEST:
+            raise _Fail("read request", 0, "unexpected message instead of the request")
         st = _State()
-        stdio, join = fds[Z_NS:Z_NS + nstdio], fds[Z_NS + nstdio:]
         _carry_out(st, plan, stdio)
-        if not join:
-            # cgroup v2: the daemon moves this process into the run's group
-            # by its pid (from this message's credentials).
-            _send(run, MSG_READY)
-            typ, _, got = _recv(run)
-            for fd in got:
-                os.close(fd)
-            if typ != MSG_GO:
-                os._exit(1)
+        del plan
+        # Go comes once the run's init has the request's files: with the
+        # group's tasks files on cgroup v1; on v2 the daemon moved this
+        # process into the group by its pid.
+        typ, _, join = _recv(run)
+        if typ != MSG_GO:
+            raise _Fail("read go", 0, "unexpected message instead of go")
         _start_program(run, st, join)
     except BaseException as e:
         _fail(run, e)

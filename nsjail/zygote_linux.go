@@ -717,13 +717,12 @@ const nestedNS = 5
 func zygoteUID(uid, base uint32) uint32 { return zygoteInside + uid - base }
 
 // forkProgram has the zygote fork the warm run's program into the jail,
-// once the init stage has its request (its files, and on v1 msgGo with
-// the group's tasks files): the program's socket, the jail's namespaces,
-// stdio (the request's stdin, stdout, stderr and report channel or
-// control socket) and, on v1, the group's tasks files go to the zygote
-// with zFork; on v2 the program is moved into the group by its pid, from
-// its first message. Its messages come on j.prog from then on (peer).
-func (j *jail) forkProgram(cfg *requestConfig, stdio []int) error {
+// once the jail is built (ahead of the request, for a run of the pool):
+// the program's socket and the jail's namespaces go to the zygote with
+// zFork; the fork becomes the run's uid, joins the namespaces, and says
+// so with msgReady, whose credentials give its pid. It then waits for its
+// request (sendProg) and its go (goProgram). Its messages come on j.prog.
+func (j *jail) forkProgram() error {
 	z := j.zygote
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -743,16 +742,8 @@ func (j *jail) forkProgram(cfg *requestConfig, stdio []int) error {
 	}
 	j.prog = os.NewFile(uintptr(fds[0]), "program")
 	j.closers = append(j.closers, j.prog)
-	join, err := j.cg.JoinFiles()
-	if err != nil {
-		return stageErr("join cgroup", err)
-	}
-	defer closeFds(join)
 	payload := binary.LittleEndian.AppendUint32(nil, zygoteUID(j.uid, j.runner.UIDs.Base))
-	payload = binary.LittleEndian.AppendUint32(payload, uint32(len(stdio)))
-	payload = binary.LittleEndian.AppendUint32(payload, uint32(len(join)))
-	payload = append(payload, programPlan(cfg, z.w.base.seccomp(j.runner))...)
-	sent := append(append(append([]int{child.fd, int(j.mntns.Fd())}, j.ns...), stdio...), join...)
+	sent := append([]int{child.fd, int(j.mntns.Fd())}, j.ns...)
 	z.ctlMu.Lock()
 	err = sendMsgFds(z.ctl, zFork, payload, sent)
 	z.ctlMu.Unlock()
@@ -760,20 +751,54 @@ func (j *jail) forkProgram(cfg *requestConfig, stdio []int) error {
 		// The zygote is gone (the jail with it): nothing of the program ran.
 		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("send fork to the zygote", err))
 	}
+	child.Close()
+	// The namespaces are the program's now; this process keeps the mount
+	// namespace only (jail.mntns), to release the file system on another
+	// thread after the answer, as for a cold jail.
+	closeFds(j.ns)
+	j.ns = nil
 	_ = j.prog.SetDeadline(time.Now().Add(setupTimeout))
-	if join != nil {
-		return nil
+	typ, payload, got, pid, err := readMsgCreds(j.prog)
+	closeFds(got)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("wait for the program's fork", err))
+	case typ == msgError:
+		return decodeRecord(payload)
+	case typ != msgReady || pid <= 0:
+		return &StageError{Stage: "fork", Msg: fmt.Sprintf("the program sent %v instead of its readiness", typ)}
 	}
-	// cgroup v2: the program waits in msgReady for its move.
-	if err := j.expect(msgReady); err != nil {
-		return err
+	j.progPid = int(pid)
+	return nil
+}
+
+// sendProg sends the warm run's program one message (its request, its go).
+func (j *jail) sendProg(typ msgType, payload []byte, fds []int) error {
+	j.trace("-> program", typ, len(payload), len(fds))
+	_ = j.prog.SetDeadline(time.Now().Add(setupTimeout))
+	if len(fds) > 0 {
+		return sendMsgFds(j.prog, typ, payload, fds)
 	}
-	if err := j.cg.Attach(int(j.sender)); err != nil {
-		return stageErr("attach to cgroup", err)
+	return writeMsg(j.prog, typ, payload)
+}
+
+// goProgram lets the warm run's program start, once its init has the
+// request's files: it joins the run's group with the init's tasks files
+// (v1), or is moved there by its pid (v2). Its messages are the run's from
+// then on (peer).
+func (j *jail) goProgram() error {
+	join := j.join
+	j.join = nil
+	defer closeFds(join)
+	if join == nil {
+		if err := j.cg.Attach(j.progPid); err != nil {
+			return stageErr("attach the program to its cgroup", err)
+		}
 	}
-	if err := writeMsg(j.prog, msgGo, nil); err != nil {
-		return stageErr("send go", err)
+	if err := j.sendProg(msgGo, nil, join); err != nil {
+		return stageErr("send the program go", err)
 	}
+	j.progLive = true
 	return nil
 }
 

@@ -155,11 +155,12 @@ func zygoteOf(t *testing.T, r *Runner, name string) zygoteProcs {
 	w.mu.Unlock()
 	require.NotNil(t, z, "no zygote up")
 	init := z.j.proc.Pid
-	// Its other children are the inits of the runs built ahead: orphans
-	// of its pid namespace (bootstrap_linux.c), agentjail's init.
+	// Its other children are the inits of the runs built ahead (orphans
+	// of its pid namespace, bootstrap_linux.c), agentjail's init, not
+	// python3; or ones that are ending.
 	kids := slices.DeleteFunc(systest.Children(init), func(pid int) bool {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		return strings.HasPrefix(string(b), initArg0+"\x00")
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		return strings.TrimSpace(string(b)) != "python3"
 	})
 	require.Len(t, kids, 1, "the zygote's jail init has one child but the runs' inits, the waiter")
 	below := systest.Children(kids[0])

@@ -35,6 +35,7 @@ import json
 import os
 import random
 import resource
+import select
 import signal
 import socket
 import struct
@@ -318,7 +319,13 @@ def main():
     # Where each fork returns to, once its child is born in a run's pid
     # namespace.
     _own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-    signal.signal(signal.SIGCHLD, _reap)
+    # The programs' ends are reaped by the loop below, woken by SIGCHLD
+    # through a pipe (and once a second, should a wake-up be missed), not
+    # in a handler: a handler runs only where python checks for signals.
+    global _wake
+    _wake = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.set_wakeup_fd(_wake[1])
+    signal.signal(signal.SIGCHLD, lambda *_: None)
     cfg = json.loads(sys.argv[1])
     ctl = _ctl = socket.socket(fileno=REPORT_FD)
     os.set_inheritable(REPORT_FD, False)
@@ -357,6 +364,15 @@ def main():
     gc.freeze()
     _send(ctl, Z_READY, json.dumps(info).encode())
     while True:
+        ready = select.select([ctl, _wake[0]], [], [], 1.0)[0]
+        if _wake[0] in ready:
+            try:
+                os.read(_wake[0], 4096)
+            except BlockingIOError:
+                pass
+        _reap()
+        if ctl not in ready:
+            continue
         try:
             typ, payload, fds = _recv(ctl, Z_NS)
         except Gone:
@@ -370,12 +386,13 @@ def main():
         _spawn(payload, fds)
 
 
+_wake = None        # the pipe SIGCHLD wakes the zygote's loop through
 _ctl = None         # the zygote's control socket
 _own_pid_ns = -1    # the zygote's own pid namespace
 _runs = {}          # pid of each program -> its socket, on which its end is sent
 
 
-def _reap(*_):
+def _reap():
     """The zygote is its programs' parent: each one's wait status goes to
     the daemon on the program's socket (msgExit), as a cold jail's init
     sends its program's."""
@@ -415,8 +432,6 @@ def _spawn(payload, fds):
         for fd in fds[1:]:
             os.close(fd)
         return
-    # No program may end (and be reaped) before it is in _runs.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     try:
         # Only this process's next child is born in the run's pid
         # namespace (as pid 2: its init is pid 1); this process stays in
@@ -435,7 +450,7 @@ def _spawn(payload, fds):
             _answer(run, _Fail("fork the program", e.errno or 0, str(e.strerror or e)))
             run.close()
     finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
+        # (The loop reaps: no program is reaped before it is in _runs.)
         for fd in fds[1:]:
             os.close(fd)
 
@@ -494,6 +509,7 @@ def _program(run, fds, uid):
         for s in _runs.values():
             s.detach()
         _runs.clear()
+        signal.set_wakeup_fd(-1)  # the pipe is the zygote's: its fds go below
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         # A session of its own: no process group or session is shared with

@@ -60,6 +60,7 @@ var (
 	_ = [1]int{}[C.AJ_OP_EXEC-opExec]
 	_ = [1]int{}[C.AJ_OP_KEEP_CAPS-opKeepCaps]
 	_ = [1]int{}[C.AJ_OP_ADOPT-opAdopt]
+	_ = [1]int{}[C.AJ_OP_ATTACH-opAttach]
 	_ = [1]int{}[C.AJ_OP_LAST-opLast]
 )
 

@@ -105,6 +105,8 @@ enum {
 	AJ_OP_KEEP_CAPS,    // mask u64: capabilities the program keeps (a zygote's), 0 by default
 	AJ_OP_ADOPT,        // (no arguments) instead of AJ_OP_EXEC: the program is forked into
 	                    // the jail by its zygote, and this init only watches it (warm runs)
+	AJ_OP_ATTACH,       // path: attach the mount the message brought (a detached tree, the
+	                    // message's only fd) there
 	AJ_OP_LAST
 };
 

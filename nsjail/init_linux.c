@@ -402,6 +402,7 @@ static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, i
 	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len, NULL};
 	int skip = dry, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
 	int filters = s->filter != NULL, execs = s->argv != NULL || s->adopt; // at most one each, ever
+	int attached = 0; // AJ_OP_ATTACH: at most one a plan, with the message's one fd
 	int wdir = -1;             // AJ_OP_WRITE's directory, wdir_path
 	const char *wdir_path = NULL;
 	const char *why = NULL;
@@ -662,6 +663,18 @@ static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, i
 			ok = 1;
 			break;
 		}
+		case AJ_OP_ATTACH:
+			a = aj_str(&r, 0);
+			if (r.bad)
+				AJ_BAD(r.bad);
+			if (attached++ > 0 || nfds != 1)
+				AJ_BAD("an attach without its one fd");
+			if (skip)
+				break;
+			ok = syscall(SYS_move_mount, fds[0], "", AT_FDCWD, a, MOVE_MOUNT_F_EMPTY_PATH) == 0;
+			if (ok)
+				close(fds[0]);
+			break;
 		case AJ_OP_ADOPT:
 			if (execs++ > 0)
 				AJ_BAD("a second program");
@@ -1033,7 +1046,7 @@ __attribute__((noreturn)) void aj_init(int nested)
 	struct aj_msg m;
 	if (!aj_recv(&m, "read build plan"))
 		_exit(1);
-	if (m.type != AJ_MSG_BUILD || m.nfds != 0)
+	if (m.type != AJ_MSG_BUILD || m.nfds > 1)
 		aj_fail("read build plan", 0, "unexpected message instead of the build plan");
 	aj_plan(&s, &m);
 	if (s.filter == NULL)

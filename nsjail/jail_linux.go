@@ -203,7 +203,16 @@ func (j *jail) start(b built) error {
 		return err
 	}
 	j.tmpBytes = b.tmpBytes
-	if err := j.send(msgBuild, b.plan, nil); err != nil {
+	var etc []int
+	if b.etc != nil {
+		fd, err := etcClone(b.etc)
+		if err != nil {
+			return j.initFailure("clone /etc", err)
+		}
+		defer unix.Close(fd)
+		etc = []int{fd}
+	}
+	if err := j.send(msgBuild, b.plan, etc); err != nil {
 		return j.initFailure("send build plan", err)
 	}
 	j.building = true

@@ -53,6 +53,11 @@ func testRunner(t *testing.T) *Runner {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
 	runnerOnce.Do(func() {
 		runner, runnerErr = NewRunner()
+		if runnerErr == nil && os.Getenv("AGENTJAIL_TEST_COLD") == "" {
+			// As the daemon's: each /etc written once and attached (local
+			// mode, AGENTJAIL_TEST_COLD, writes it in each jail).
+			runner.ShareEtc = true
+		}
 		switch {
 		case runnerErr != nil:
 		case testWarm:

@@ -44,6 +44,7 @@ const (
 	opExec                  // report u32, collect u32, argc u32, argv…, envc u32, env…
 	opKeepCaps              // mask u64: capabilities the program keeps (a zygote's)
 	opAdopt                 // - : instead of opExec, a warm run's init adopts the program its zygote forks
+	opAttach                // path: the message's one fd, a detached mount, is attached there
 	opLast
 )
 
@@ -119,9 +120,12 @@ type buildConfig struct {
 	Binds    []string   // host directories bound read-only at the same path (always /usr)
 	Links    []initLink // symlinks in the new root, e.g. /bin -> usr/bin
 	Etc      *Etc       // /etc beyond agentjail's own files; nil: none
-	TmpBytes int64      // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
-	Code     []File     // read-only files under /code that every run has (the daemon's harness)
-	Seccomp  []byte     // the filter (seccomp.Program.MarshalBinary); always present
+	// EtcTree: the whole /etc comes as a detached mount with msgBuild
+	// (Runner.etcTree), attached instead of written.
+	EtcTree  bool
+	TmpBytes int64  // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
+	Code     []File // read-only files under /code that every run has (the daemon's harness)
+	Seccomp  []byte // the filter (seccomp.Program.MarshalBinary); always present
 }
 
 // requestConfig is one request's part: requestPlan turns it into
@@ -176,8 +180,13 @@ func buildPlan(cfg *buildConfig) []byte {
 	for _, l := range cfg.Links {
 		p.op(opSymlink, "symlink "+l.Path).str(l.Target).str(root + l.Path)
 	}
-	p.writeTree(root+"/etc", etcFiles, 0o444)
-	p.etc(root, cfg.Etc)
+	if cfg.EtcTree {
+		p.mkdir("mkdir /etc", root+"/etc", 0o755, false)
+		p.op(opAttach, "attach /etc").str(root + "/etc")
+	} else {
+		p.writeTree(root+"/etc", etcFiles, 0o444)
+		p.etc(root, cfg.Etc)
+	}
 	p.writeTree(root+"/code", cfg.Code, 0o444)
 	p.dev(root)
 	p.mkdir("mkdir /proc", root+"/proc", 0o555, false)

@@ -134,6 +134,7 @@ func (r *Runner) Close() {
 		w.close()
 	}
 	r.teardowns.Wait()
+	r.closeEtcTrees()
 }
 
 // PreparedStats tells how many jails are prepared and waiting, in every

@@ -50,6 +50,16 @@ type Runner struct {
 	// Log, when set, hears about each jail's handshake at debug level:
 	// every message, both ways (what a failing set-up did last).
 	Log *slog.Logger
+	// ShareEtc: each environment's whole /etc (agentjail's own files and
+	// the Etc's entries) is written once, into a tmpfs of its own that is
+	// mounted nowhere (etcTree), and each jail attaches a read-only copy
+	// of that mount: one mount where it would write some hundred files and
+	// links, and one dentry to release at its end instead of as many.
+	// Off (local mode, one jail a process): each jail writes its own.
+	ShareEtc bool
+
+	etcMu    sync.Mutex
+	etcTrees map[*Etc]*os.File
 
 	poolMu sync.Mutex
 	pools  map[string]*preparedPool // KeepPrepared, by template name; none: every run starts its own jail
@@ -293,6 +303,7 @@ func codeFiles(s *Spec) []File {
 type built struct {
 	plan     []byte
 	tmpBytes int64
+	etc      *os.File // the /etc tree a clone of which goes with the plan (opAttach); nil: none
 }
 
 // jailBase is what every jail of one runtime shares, known before any
@@ -314,7 +325,151 @@ func (b jailBase) seccomp(r *Runner) []byte {
 }
 
 func (r *Runner) build(b jailBase, tmpBytes int64) built {
-	return built{plan: buildPlan(r.buildConfig(b, tmpBytes)), tmpBytes: tmpBytes}
+	cfg := r.buildConfig(b, tmpBytes)
+	var etc *os.File
+	if r.ShareEtc {
+		if etc = r.etcTree(b.etc); etc != nil {
+			cfg.EtcTree = true
+		}
+	}
+	return built{plan: buildPlan(cfg), tmpBytes: tmpBytes, etc: etc}
+}
+
+// etcTree is the detached mount (fsmount: in no mount table) that holds
+// a jail's whole /etc with e's entries, made on its first use; nil when it
+// cannot be made (the jails then write their own; logged).
+func (r *Runner) etcTree(e *Etc) *os.File {
+	r.etcMu.Lock()
+	defer r.etcMu.Unlock()
+	if t, ok := r.etcTrees[e]; ok {
+		return t
+	}
+	t, err := newEtcTree(e)
+	if err != nil && r.Log != nil {
+		r.Log.Warn("jails write their own /etc: it could not be made once for them", "err", err)
+	}
+	if r.etcTrees == nil {
+		r.etcTrees = map[*Etc]*os.File{}
+	}
+	r.etcTrees[e] = t
+	return t
+}
+
+// newEtcTree makes a tmpfs, mounted nowhere, and writes a jail's /etc
+// into it: agentjail's own files and e's entries, root's, read-only to
+// everyone else. Jails attach clones of it (etcClone): the kernel keeps
+// it as long as a jail or this process holds one.
+func newEtcTree(e *Etc) (*os.File, error) {
+	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("fsopen tmpfs", err)
+	}
+	defer unix.Close(fs)
+	if err := unix.FsconfigSetString(fs, "mode", "0755"); err != nil {
+		return nil, os.NewSyscallError("fsconfig mode", err)
+	}
+	if err := unix.FsconfigCreate(fs); err != nil {
+		return nil, os.NewSyscallError("fsconfig create", err)
+	}
+	mfd, err := unix.Fsmount(fs, unix.FSMOUNT_CLOEXEC, unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("fsmount", err)
+	}
+	t := os.NewFile(uintptr(mfd), "etc-tree")
+	if err := writeEtcTree(mfd, e); err != nil {
+		t.Close()
+		return nil, err
+	}
+	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		t.Close()
+		return nil, os.NewSyscallError("mount_setattr", err)
+	}
+	return t, nil
+}
+
+// writeEtcTree writes agentjail's own /etc files and e's entries below the
+// directory fd root, each directory before what it holds, each beneath
+// root (no "..", no link followed on the way).
+func writeEtcTree(root int, e *Etc) error {
+	entries := make([]EtcEntry, 0, len(etcFiles))
+	for _, f := range etcFiles {
+		entries = append(entries, EtcEntry{Path: f.Path, Content: f.Content})
+	}
+	if e != nil {
+		entries = append(entries, e.Entries...)
+	}
+	for _, en := range entries {
+		if err := writeEtcEntry(root, en); err != nil {
+			return os.NewSyscallError("write /etc/"+en.Path, err)
+		}
+	}
+	return nil
+}
+
+func writeEtcEntry(root int, en EtcEntry) error {
+	dir, name := filepath.Split(en.Path)
+	parent := root
+	if dir != "" {
+		fd, err := unix.Openat2(root, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		parent = fd
+	}
+	switch {
+	case en.Dir:
+		return unix.Mkdirat(parent, name, 0o755)
+	case en.Link != "":
+		return unix.Symlinkat(en.Link, parent, name)
+	default:
+		return writeNew(parent, name, en.Content)
+	}
+}
+
+func writeNew(dir int, name string, b []byte) error {
+	fd, err := unix.Openat(dir, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// etcClone is a read-only copy of the /etc tree t for one jail, which its
+// init attaches at its /etc (opAttach); the jail owns it once sent.
+func etcClone(t *os.File) (int, error) {
+	fd, err := unix.OpenTree(int(t.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return -1, os.NewSyscallError("open_tree /etc", err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
+		unix.Close(fd)
+		return -1, os.NewSyscallError("mount_setattr /etc", err)
+	}
+	return fd, nil
+}
+
+// closeEtcTrees lets the kernel free the /etc trees once no jail holds
+// a copy.
+func (r *Runner) closeEtcTrees() {
+	r.etcMu.Lock()
+	defer r.etcMu.Unlock()
+	for e, t := range r.etcTrees {
+		if t != nil {
+			t.Close()
+		}
+		delete(r.etcTrees, e)
+	}
 }
 
 // buildConfig is the part of a jail that does not depend on a request:

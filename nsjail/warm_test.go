@@ -251,7 +251,7 @@ func TestZygotePyConstants(t *testing.T) {
 		"OP_SYMLINK": opSymlink, "OP_WRITE": opWrite, "OP_CHMOD": opChmod, "OP_IF_EXISTS": opIfExists, "OP_UMOUNT": opUmount,
 		"OP_RMDIR": opRmdir, "OP_PIVOT_ROOT": opPivotRoot, "OP_HOSTNAME": opHostname, "OP_DOMAINNAME": opDomainname,
 		"OP_LOOPBACK_UP": opLoopbackUp, "OP_CHDIR": opChdir, "OP_SECCOMP": opSeccomp, "OP_STDIO": opStdio,
-		"OP_RLIMIT": opRlimit, "OP_EXEC": opExec, "OP_KEEP_CAPS": opKeepCaps, "OP_ADOPT": opAdopt, "OP_LAST": opLast}
+		"OP_RLIMIT": opRlimit, "OP_EXEC": opExec, "OP_KEEP_CAPS": opKeepCaps, "OP_ADOPT": opAdopt, "OP_ATTACH": opAttach, "OP_LAST": opLast}
 	for i, name := range ops {
 		assert.Equal(t, goOps[name], i+1, "%s", name)
 	}

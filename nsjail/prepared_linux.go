@@ -170,6 +170,26 @@ func (p *preparedPool) close() {
 	p.wg.Wait()
 }
 
+// drop ends the ready jails that match and starts their replacements.
+func (p *preparedPool) drop(r *Runner, match func(*jail) bool) {
+	p.mu.Lock()
+	var dropped []*preparedJail
+	p.ready = slices.DeleteFunc(p.ready, func(pj *preparedJail) bool {
+		if match(pj.j) {
+			dropped = append(dropped, pj)
+			return true
+		}
+		return false
+	})
+	p.mu.Unlock()
+	for _, pj := range dropped {
+		close(pj.ended)
+	}
+	if len(dropped) > 0 {
+		p.fill(r)
+	}
+}
+
 // fill starts jails until want are ready or starting.
 func (p *preparedPool) fill(r *Runner) {
 	p.mu.Lock()
@@ -209,6 +229,7 @@ func (p *preparedPool) keep(r *Runner) {
 		// in the jail's namespaces, waiting for its part.
 		err = j.forkProgram()
 	}
+
 	if err != nil {
 		err = errors.Join(err, j.cleanup())
 		r.UIDs.Release(uid)
@@ -217,10 +238,15 @@ func (p *preparedPool) keep(r *Runner) {
 	}
 	pj := &preparedJail{j: j, ended: make(chan bool, 1)}
 	if !p.started(r, pj, nil) || !<-pj.ended {
-		// The pool closed before a request took it: the init stage is
-		// killed and waited for.
+		// The pool closed before a request took it, or dropped it (its
+		// zygote retired): the init stage is killed and waited for, and
+		// a dropped jail replaced.
+		z := j.zygote
 		_ = j.cleanup()
 		r.UIDs.Release(uid)
+		if z != nil && z.isRetiring() {
+			p.fill(r)
+		}
 		return
 	}
 	// The replacement starts only now: a start (exec, namespaces, mounts)
@@ -237,7 +263,9 @@ func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 	p.starting--
 	first := err != nil && p.lastErr == nil && !p.closed
 	p.lastErr = err
-	ok := pj != nil && !p.closed
+	// A warm run of a zygote retired meanwhile is not taken: drop, which
+	// ends the retired zygote's, may have run before it was ready.
+	ok := pj != nil && !p.closed && (pj.j == nil || pj.j.zygote == nil || !pj.j.zygote.isRetiring())
 	if ok {
 		p.ready = append(p.ready, pj)
 		p.backoff = 0

@@ -380,6 +380,13 @@ func (z *zygote) take() bool {
 	return true
 }
 
+// isRetiring tells whether z forks no more runs.
+func (z *zygote) isRetiring() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.retiring
+}
+
 // runEnded gives a run back to its zygote; a retired zygote ends with its
 // last run.
 func (z *zygote) runEnded() {
@@ -466,6 +473,10 @@ func (w *warmRuntime) startZygote() {
 		w.mu.Unlock()
 		if retired != nil {
 			retired.endRetired()
+			// Its runs made ahead go too: they would keep it (and its
+			// address-space layout and hash seed) alive until requests
+			// took them.
+			w.pool.drop(w.r, func(j *jail) bool { return j.zygote == retired })
 		}
 		if replaced != nil {
 			w.r.teardowns.Go(replaced.close)

@@ -1366,6 +1366,9 @@ print("P06 clone-newuser", r)
 r = sc(435, ctypes.create_string_buffer(struct.pack("8Q", 0x10000000, 0, 0, 0, 17, 0, 0, 0)), 64)
 if r == "OK:0": os._exit(0)
 print("P06 clone3", r)
+r = sc(56, 0x8000 | 17, 0, 0, 0, 0)                            # clone(CLONE_PARENT|SIGCHLD): a sibling
+if r == "OK:0": os._exit(0)
+print("P06 clone-parent", r)
 pid = os.fork()
 if pid == 0: os._exit(7)
 print("P06 plain-fork", os.waitpid(pid, 0)[1] >> 8)
@@ -1373,6 +1376,10 @@ print("P06 plain-fork", os.waitpid(pid, 0)[1] >> 8)
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P06 clone-newuser", "", "EPERM")
+				// A sibling would be the child of the jail's init (cold) or
+				// of the zygote (warm: outside the jail, which would reap
+				// it on its own CPU).
+				out.expect(t, "P06 clone-parent", "", "EPERM")
 				out.expect(t, "P06 clone3", "", "ENOSYS")
 				assert.Equal(t, "7", out.line(t, "P06 plain-fork"))
 				reported(t, res, "clone")
@@ -1767,6 +1774,24 @@ for l in open("/proc/self/mountinfo"): print("I06 mnt", l.split()[3:6], l.split(
 			},
 		},
 		{id: "I09_identity_mapping", run: runI09},
+		{
+			// Files other jails (and the host) read: /usr, and /etc, which
+			// an environment's jails share (Runner.ShareEtc).
+			id: "I10_dnotify_shared_files",
+			code: `import fcntl
+for d in ("/etc", "/usr/lib"):
+    fd = os.open(d, os.O_RDONLY)
+    print("I10 dnotify", d, t(fcntl.fcntl, fd, 1026, 0x80000000 | 1))   # F_NOTIFY, DN_MULTISHOT|DN_ACCESS
+print("I10 getfl", t(fcntl.fcntl, 0, 3))
+`,
+			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
+				okRun(t, res)
+				out.expect(t, "I10 dnotify /etc", "", "EPERM")
+				out.expect(t, "I10 dnotify /usr/lib", "", "EPERM")
+				assert.True(t, strings.HasPrefix(out.line(t, "I10 getfl"), "OK:"), "fcntl itself works")
+				reported(t, res, "fcntl")
+			},
+		},
 
 		// ---------------------------------------------------------------
 		// Group S: signals, timing and lifecycle

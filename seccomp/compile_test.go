@@ -82,6 +82,11 @@ var argCases = []argCase{
 	{"clone CLONE_NEWNS", "clone", []uint64{0x20000}, retForbid},
 	{"clone CLONE_NEWPID|CLONE_NEWIPC|CLONE_NEWUTS|CLONE_NEWCGROUP", "clone", []uint64{0x20000000 | 0x08000000 | 0x04000000 | 0x02000000}, retForbid},
 	{"clone CLONE_NEWTIME bit", "clone", []uint64{0x80}, retForbid},
+	{"clone CLONE_PARENT|SIGCHLD (a sibling: the zygote's child in a warm run)", "clone", []uint64{0x8000 | sigchld}, retForbid},
+	{"clone CLONE_VM|CLONE_PARENT (the review's flood)", "clone", []uint64{0x100 | 0x8000 | sigchld}, retForbid},
+	{"fcntl F_GETFL", "fcntl", []uint64{3, 3}, retAllow},
+	{"fcntl F_SETLK", "fcntl", []uint64{3, 6}, retAllow},
+	{"fcntl F_NOTIFY (dnotify: other jails' reads of shared files)", "fcntl", []uint64{3, 1026}, retForbid},
 	{"clone thread flags with high garbage", "clone", []uint64{1<<40 | cloneThread}, retAllow},
 	{"clone3 (glibc falls back to clone)", "clone3", []uint64{0, 88}, enosys},
 
@@ -417,8 +422,10 @@ func TestCompiledMatchesPolicy(t *testing.T) {
 
 // TestPolicyAllowsInitTail: after the filter is loaded the init stage
 // (nsjail/init_linux.c) sends the listener, closes it and execs, or on a
-// failure sends its error (send) and exits; a Go thread after Install
-// (install_linux.go) also runs the runtime's calls. Each must be allowed.
+// failure sends its error (send) and exits; a warm run's init (aj_adopt)
+// reads msgAdopt, watches the program with a pidfd, reaps and forwards
+// signals; a Go thread after Install (install_linux.go) also runs the
+// runtime's calls. Each must be allowed.
 func TestPolicyAllowsInitTail(t *testing.T) {
 	prog := defaultProgram(t)
 	for _, name := range []string{
@@ -426,6 +433,7 @@ func TestPolicyAllowsInitTail(t *testing.T) {
 		"futex", "mmap", "munmap", "madvise", "mprotect", "nanosleep", "sched_yield", "sched_getaffinity",
 		"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "gettid", "getpid", "tgkill",
 		"exit", "exit_group", "epoll_pwait", "epoll_ctl", "getrandom", "clock_gettime",
+		"recvmsg", "pidfd_open", "ppoll", "wait4", "kill",
 	} {
 		require.Equal(t, "ALLOW", retString(native(t, prog, name, 0, 0, 0)), name)
 	}

@@ -372,10 +372,21 @@ const (
 	ipprotoUDP    = 17 // IPPROTO_UDP
 	ipprotoICMPV6 = 58 // IPPROTO_ICMPV6
 
-	// cloneNewMask is every CLONE_NEW* flag: NEWNS|NEWCGROUP|NEWUTS|NEWIPC|
-	// NEWUSER|NEWPID|NEWNET|NEWTIME. CLONE_NEWTIME (0x80) lies in clone()'s
-	// exit-signal byte, where no valid signal has that bit.
-	cloneNewMask = 0x7e020080
+	// cloneForbidden is every CLONE_NEW* flag: NEWNS|NEWCGROUP|NEWUTS|
+	// NEWIPC|NEWUSER|NEWPID|NEWNET|NEWTIME, and CLONE_PARENT (0x8000).
+	// CLONE_NEWTIME (0x80) lies in clone()'s exit-signal byte, where no
+	// valid signal has that bit. CLONE_PARENT would make the child a
+	// sibling: of the jail's init in a cold run (which reaps it anyway),
+	// but of the zygote in a warm one, whose program's parent is outside
+	// the jail, and which would have to reap every such child, on its own
+	// CPU. Neither glibc nor CPython uses it.
+	cloneForbidden = 0x7e028080
+
+	// fNotify is fcntl's F_NOTIFY (dnotify): a signal at every access to
+	// a directory's files. On the files jails share (/usr, and an
+	// environment's /etc) it would tell one jail when another, or the
+	// host, reads them. CPython's library never uses it.
+	fNotify = 1026
 
 	tiocsti   = 0x5412 // TIOCSTI: push bytes into a terminal's input
 	tioclinux = 0x541c // TIOCLINUX: console selection, also pushes input
@@ -453,7 +464,7 @@ func DefaultPolicy() *Policy {
 		allow("read", "write", "open", "close", "stat", "fstat", "lstat", "lseek",
 			"pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
 			"access", "faccessat", "faccessat2", "pipe", "pipe2", "dup", "dup2", "dup3",
-			"fcntl", "flock",
+			"flock",
 			"truncate", "ftruncate", "fallocate", "readahead",
 			"getdents", "getdents64", "getcwd", "chdir", "fchdir",
 			"rename", "renameat", "renameat2", "mkdir", "mkdirat", "rmdir", "creat",
@@ -513,11 +524,14 @@ func DefaultPolicy() *Policy {
 		// interrupt every CPU that runs a registered process of anyone.
 		allowWhen("membarrier", 0, mask32, membarrierPrivate...),
 
+		// fcntl, but for F_NOTIFY (fNotify).
+		[]Rule{{Syscall: "fcntl", Action: Allow, Except: &Except{Arg: 1, Values: []uint32{fNotify}}}},
+
 		// Processes and threads. clone only without CLONE_NEW* flags (no
-		// nested namespaces); clone3 hides its flags in memory where the
+		// nested namespaces) and CLONE_PARENT; clone3 hides its flags in memory where the
 		// filter cannot read them, so it gets ENOSYS and glibc falls back to
 		// clone (with EPERM, Python's threads break).
-		[]Rule{{Syscall: "clone", Action: Allow, When: []Cond{{Arg: 0, Mask: cloneNewMask, Value: 0}}}},
+		[]Rule{{Syscall: "clone", Action: Allow, When: []Cond{{Arg: 0, Mask: cloneForbidden, Value: 0}}}},
 		[]Rule{{Syscall: "clone3", Action: Errno, Errno: syscall.ENOSYS}},
 		allow("fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid",
 			"set_tid_address", "set_robust_list", "get_robust_list", "rseq", "restart_syscall",

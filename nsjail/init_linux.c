@@ -970,14 +970,15 @@ static void aj_nothing(int sig)
 // aj_adopt ends a warm run's set-up (AJ_OP_ADOPT). This process stays the
 // jail's pid 1, but the program is not its child: the zygote forks it
 // into the jail's namespaces (zygote.py), where it is pid 2, and is its
-// parent. In the jail's group and with no capability left, this process
-// waits for msgAdopt (the program exists), then forwards signals to it,
-// reaps whatever the program's processes leave to it, and exits as soon
-// as the program has ended, upon which the kernel kills every process
-// left in the jail's pid namespace. The program's wait status is its
-// parent's to tell (the zygote's msgExit). It installs no filter: it runs
-// no code but this, takes messages from the parent alone, and has
-// no_new_privs and no capability.
+// parent. In the jail's group, with no capability left, no_new_privs and
+// the program's filter (without a listener: a forbidden call fails with
+// ENOSYS; the program installs the same filter with its own), this
+// process waits for msgAdopt (the program exists), then forwards signals
+// to it, reaps whatever the program's processes leave to it, and exits as
+// soon as the program has ended, upon which the kernel kills every
+// process left in the jail's pid namespace. The program's wait status is
+// its parent's to tell (the zygote's msgExit). It calls only what the
+// filter allows (seccomp's TestPolicyAllowsInitTail).
 __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, int njoin)
 {
 	aj_enter(s, join, njoin);
@@ -1002,6 +1003,9 @@ __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, in
 	sa.sa_flags = 0;
 	if (sigaction(SIGCHLD, &sa, NULL) < 0)
 		aj_fail("handle SIGCHLD", errno, NULL);
+	struct sock_fprog prog = {.len = s->filter_len, .filter = (struct sock_filter *)s->filter};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		aj_fail("seccomp: seccomp(SECCOMP_SET_MODE_FILTER)", errno, NULL);
 
 	struct aj_msg m;
 	if (!aj_recv(&m, "read adopt") || m.type != AJ_MSG_ADOPT)

@@ -93,9 +93,10 @@ type jail struct {
 	zygote   *zygote // the warm run's zygote, until cleanup
 	ns       []int
 	prog     *os.File
-	progPid  int   // the program's pid, in this process's pid namespace
-	progLive bool  // the program has its go: the run's messages are its
-	sender   int32 // pid of the last message's sender, when its credentials came with it
+	progPid  int      // the program's pid, in this process's pid namespace
+	progFD   *os.File // a pidfd of the program
+	progLive bool     // the program has its go: the run's messages are its
+	sender   int32    // pid of the last message's sender, when its credentials came with it
 	// A warm run's pid 1 is not this process's child (bootstrapNested):
 	// it is held by a pidfd, its end seen on it (ended), and never
 	// waited for (its zygote's jail's init reaps it).
@@ -405,7 +406,11 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 	}
 	if j.prog != nil {
 		// A warm run's program, forked ahead, takes its part (stdio,
-		// rlimits, the filter) while the init writes the files.
+		// rlimits, the filter) while the init writes the files. One that
+		// ended while it waited ran nothing of the request.
+		if j.progEnded() {
+			return nil, fmt.Errorf("%w: %w", errNotDelivered, &StageError{Stage: "send the program its request", Msg: "the program forked ahead has ended"})
+		}
 		if err := j.sendProg(msgRequest, programPlan(cfg, j.zygote.w.base.seccomp(j.runner)), stdio); err != nil {
 			return nil, fmt.Errorf("%w: %w", errNotDelivered, stageErr("send the program its request", err))
 		}

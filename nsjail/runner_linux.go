@@ -380,11 +380,38 @@ func newEtcTree(e *Etc) (*os.File, error) {
 		t.Close()
 		return nil, err
 	}
+	// Read-only the file system itself, not only this mount: a jail's
+	// copy attached in its own namespace does not have its mount flags
+	// locked (only a copied namespace's are), so whoever held
+	// CAP_SYS_ADMIN there could remount it read-write; the superblock's
+	// flag only CAP_SYS_ADMIN of the host's user namespace can change.
+	// With it, no read updates a shared atime either.
+	if err := readOnlySuperblock(mfd); err != nil {
+		t.Close()
+		return nil, err
+	}
 	if err := unix.MountSetattr(mfd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		t.Close()
 		return nil, os.NewSyscallError("mount_setattr", err)
 	}
 	return t, nil
+}
+
+// readOnlySuperblock makes the file system of the mount fd mfd
+// read-only (fspick and a reconfiguration with "ro").
+func readOnlySuperblock(mfd int) error {
+	fd, err := unix.Fspick(mfd, "", unix.FSPICK_EMPTY_PATH|unix.FSPICK_CLOEXEC)
+	if err != nil {
+		return os.NewSyscallError("fspick /etc", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.FsconfigSetFlag(fd, "ro"); err != nil {
+		return os.NewSyscallError("fsconfig ro", err)
+	}
+	if err := unix.FsconfigReconfigure(fd); err != nil {
+		return os.NewSyscallError("fsconfig reconfigure", err)
+	}
+	return nil
 }
 
 // writeEtcTree writes agentjail's own /etc files and e's entries below the

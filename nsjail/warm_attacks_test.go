@@ -272,7 +272,7 @@ func preloaded(t *testing.T, r *Runner, env, module string) bool {
 
 // A warm run looks for its zygote and its control socket every way it can:
 // /proc, every pid guess with kill, pidfd_open, ptrace, process_vm_readv,
-// /proc/1 (its own init, a fork of the zygote), every fd number, abstract
+// /proc/1 (its own init, agentjail's, not the zygote), every fd number, abstract
 // and path sockets, and shared writable mappings. Nothing is there, and the
 // zygote is the same process, untraced, after it.
 func TestWarmAttackZygoteUnreachable(t *testing.T) {
@@ -395,7 +395,7 @@ done()
 	assert.Equal(t, "EPERM", m["ptrace_init"])
 	assert.Equal(t, []any{"EPERM", "EPERM", "EPERM", "EPERM"}, m["vm_readv"])
 	for f, v := range m["init_proc"].(map[string]any) {
-		assert.Contains(t, []string{"EACCES", "EPERM"}, v, "/proc/1/%s of the run's init (a fork of the zygote, not dumpable)", f)
+		assert.Contains(t, []string{"EACCES", "EPERM"}, v, "/proc/1/%s of the run's init (not dumpable)", f)
 	}
 	assert.Equal(t, "EACCES", m["init_fd"])
 	assert.Equal(t, []any{"ENOENT", "ENOENT", "ENOENT"}, m["zygote_proc"])

@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,10 +22,11 @@ import (
 
 // warmRunner is a Runner of its own with a zygote of the default runtime
 // (no entry: a run's program file runs as __main__), up and with its runs
-// forked ahead.
+// forked ahead. Its jails attach their /etc, as the daemon's do.
 func warmRunner(t *testing.T, s ZygoteSpec) *Runner {
 	t.Helper()
 	r := freshRunner(t)
+	r.ShareEtc = true
 	r.Log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r.KeepWarm(s)
 	t.Cleanup(r.Close)
@@ -311,5 +313,58 @@ func TestKeepWarmWithOtherMountsDoesNotServeFromTheOld(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, StatusOK, res.Status, "run %d (%s): %s", i, res.Start, res.Stderr)
 		assert.Equal(t, "here\n", string(res.Stdout), "run %d (%s)", i, res.Start)
+	}
+}
+
+// The run's init is under the program's filter (without its listener),
+// and the shared /etc is read-only as a file system, not only as a
+// mount: nothing that could remount a jail's copy could write it, or
+// update a shared access time (the review of the warm-run redesign).
+func TestWarmInitFilteredAndEtcReadOnly(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	res, err := r.Run(context.Background(), &Spec{Program: []byte(`
+for l in open("/proc/1/status"):
+    if l.startswith(("Seccomp:", "NoNewPrivs:", "CapEff:", "CapBnd:")): print("init", l.split()[0], l.split()[1])
+for l in open("/proc/self/mountinfo"):
+    f = l.split()
+    if f[4] == "/etc": print("etc", f[5], l.split(" - ")[1].split()[2])
+`), Limits: DefaultLimits(), Start: StartWarm})
+	require.NoError(t, err)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	out := string(res.Stdout)
+	assert.Contains(t, out, "init Seccomp: 2\n", "the run's init is filtered")
+	assert.Contains(t, out, "init NoNewPrivs: 1\n")
+	assert.Contains(t, out, "init CapEff: 0000000000000000\n")
+	assert.Contains(t, out, "init CapBnd: 0000000000000000\n")
+	assert.Regexp(t, `(?m)^etc ro,\S* ro(,|$)`, out, "the mount and its file system are read-only")
+}
+
+// A program forked ahead holds, while it waits for its request, nothing of
+// the zygote's: no control socket, no other run's socket, no wake-up
+// pipe, no namespace; fd 3 is /dev/null until its stdio comes.
+func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 3})
+	w := r.warm["default"]
+	w.pool.mu.Lock()
+	ready := slices.Clone(w.pool.ready)
+	w.pool.mu.Unlock()
+	require.NotEmpty(t, ready)
+	for _, pj := range ready {
+		pid := pj.j.progPid
+		require.NotZero(t, pid)
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		require.NoError(t, err)
+		fds := map[string]string{}
+		sockets := 0
+		for _, e := range ents {
+			l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, e.Name()))
+			fds[e.Name()] = l
+			if strings.HasPrefix(l, "socket:") {
+				sockets++
+			}
+		}
+		require.Len(t, fds, 5, "stdio, /dev/null, its own socket: %v", fds)
+		assert.Equal(t, "/dev/null", fds["3"], "%v", fds)
+		assert.Equal(t, 1, sockets, "its own socket, nothing of the zygote's or another run's: %v", fds)
 	}
 }

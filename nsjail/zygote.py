@@ -319,6 +319,8 @@ def main():
     # Where each fork returns to, once its child is born in a run's pid
     # namespace.
     _own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    global _null
+    _null = os.open("/dev/null", os.O_RDWR | os.O_CLOEXEC)
     # The programs' ends are reaped by the loop below, woken by SIGCHLD
     # through a pipe (and once a second, should a wake-up be missed), not
     # in a handler: a handler runs only where python checks for signals.
@@ -389,14 +391,18 @@ def main():
 _wake = None        # the pipe SIGCHLD wakes the zygote's loop through
 _ctl = None         # the zygote's control socket
 _own_pid_ns = -1    # the zygote's own pid namespace
+_null = -1          # /dev/null: what a fork holds on fd 3 until its stdio comes
+REAPS = 64          # programs reaped a turn of the loop, at most: forks are served between turns
 _runs = {}          # pid of each program -> its socket, on which its end is sent
 
 
 def _reap():
     """The zygote is its programs' parent: each one's wait status goes to
     the daemon on the program's socket (msgExit), as a cold jail's init
-    sends its program's."""
-    while True:
+    sends its program's. At most REAPS a call: a program cannot make
+    other children of the zygote (the run's filter forbids CLONE_PARENT),
+    but forks are served between turns whatever happens."""
+    for _ in range(REAPS):
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -502,14 +508,18 @@ def _program(run, fds, uid):
     the zygote's capabilities (in the run's user namespace once it joined
     it); the request's code runs with none."""
     try:
-        # Nothing of the zygote's stays: its control socket and the other
-        # runs' sockets are detached (close_range closes their fds; the
-        # objects must not close a number the program reuses).
+        # Nothing of the zygote's stays, from the fork on: its control
+        # socket (fd 3, which /dev/null holds until stdio comes, so that
+        # no fd received later takes that number), the other runs'
+        # sockets, its wake-up pipe, its pid namespace.
+        signal.set_wakeup_fd(-1)
+        os.dup2(_null, REPORT_FD, inheritable=False)
         _ctl.detach()
         for s in _runs.values():
-            s.detach()
+            s.close()
         _runs.clear()
-        signal.set_wakeup_fd(-1)  # the pipe is the zygote's: its fds go below
+        for fd in (_wake[0], _wake[1], _own_pid_ns, _null):
+            os.close(fd)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         # A session of its own: no process group or session is shared with
@@ -652,10 +662,11 @@ def _run_program(run, st):
     try:
         run.detach()  # the fd goes with close_range below; the object must not close another one later
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        # A program is dumpable, as one that python3's exec started is:
-        # its own /proc files are its user's.
-        _prctl(PR_SET_DUMPABLE, 1)
         _sys(SYS_CLOSE_RANGE, REPORT_FD + 1 if st.report else REPORT_FD, 0xFFFFFFFF, 0)
+        # A program is dumpable, as one that python3's exec started is:
+        # its own /proc files are its user's. Only now: no fd of the
+        # set-up is left to read through them.
+        _prctl(PR_SET_DUMPABLE, 1)
         # Only what differs from the zygote's environment changes: each
         # change is a libc call and dict work.
         env = dict(kv.partition("=")[::2] for kv in st.env)

@@ -36,45 +36,51 @@ import (
 // /proc, /code and scratch tmpfs, no capability, no_new_privs and the
 // run's seccomp filter with its own listener.
 //
-//	daemon                     the run's init (C)          zygote (python3)
+//	daemon                       the run's init (C)       zygote (python3)
 //	  start (nestEnv, fd nestFd: a pidfd of the zygote's jail's pid 1):
 //	  the bootstrap joins the zygote's user and pid namespaces and makes
 //	  the jail's inside them; pid 1 reports itself with its credentials
-//	  -- msgBuild ------------->  the jail's file system, as
-//	                              a cold jail's
+//	  -- msgBuild (+ /etc) ------>  the jail's file system,
+//	                                as a cold jail's
 //	  <-- msgReady + mount, pid,
-//	      user, net, ipc, uts
-//	      namespaces -----------
-//	  (the run waits here for its request)
-//	  -- msgRequest (adoptPlan: files) -->
-//	  -- msgGo (v1: tasks files) -->  joins the group, drops
-//	  <-- msgReady --------------     every capability
-//	  -- zFork (payload: uid, counts, programPlan; fds: the program's
-//	     socket, the six namespaces, stdio, v1 tasks files) ---------->
-//	                                             setns into the jail's pid
-//	                                             namespace (for its child),
-//	                                             fork, setns back; the fork:
-//	                                             the run's uid, setns into
-//	                                             the jail's user, mount, net,
-//	                                             ipc, uts; stdio, rlimits,
-//	                                             the group, cgroup namespace,
-//	                                             capabilities dropped,
-//	                                             no_new_privs, the filter
-//	  <-- msgSeccomp, msgExec (on the program's socket, from the fork) --
-//	  -- msgAdopt -------------->  watches pid 2 (the fork)
-//	                                             ... the program runs ...
-//	                              ends when it ends: the kernel kills the
-//	                              rest of the jail
-//	  <-- msgExit (the program's wait status, on its socket) ------ its
-//	      parent, the zygote, reaped it
+//	      user, net, ipc, uts ----
+//	  -- zFork (payload: the run's uid; fds: the program's socket,
+//	     the six namespaces) ----------------------------------------->
+//	                                          setns into the jail's pid
+//	                                          namespace (for its next
+//	                                          child), fork, setns back;
+//	                                          the fork: its own session,
+//	                                          the run's uid, setns into the
+//	                                          jail's user, mount, net, ipc,
+//	                                          uts
+//	  <-- msgReady (its credentials: the fork's pid), on the program's
+//	      socket -----------------------------------------------------
+//	  (the run waits here for its request: runs built ahead)
+//	  -- msgRequest (adoptPlan: files) ->
+//	  -- msgGo (v1: tasks files) ------>  joins the group, drops every
+//	  <-- msgReady --------------------   capability, no_new_privs
+//	  -- msgRequest (programPlan + stdio), then msgGo (v1: the same tasks
+//	     files; v2: moved by its pid first), on the program's socket ->
+//	                                          the fork: stdio, rlimits, the
+//	                                          group, cgroup namespace,
+//	                                          capabilities dropped,
+//	                                          no_new_privs, the filter
+//	  <-- msgSeccomp, msgExec (from the fork) --------------------------
+//	  -- msgAdopt -------------------->  watches pid 2 (the fork)
+//	                                          ... the program runs ...
+//	                                     exits when it ends: the kernel
+//	                                     kills the rest of the jail
+//	  <-- msgExit (the program's wait status, on its socket): its parent,
+//	      the zygote, reaped it ----------------------------------------
 //
-// The run's init is this process's child, as a cold jail's: the jail dies
-// with the thread that started it, and is waited for as a cold one. The
-// program is pid 2 of the jail's pid namespace, whose parent (the zygote)
-// is outside it: getppid() is 0 in the program, as in a process entered
-// with setns. A zygote dies with this process (its own pid 1's
-// parent-death signal), and its runs with it: their pid namespaces are
-// inside its own.
+// The run's init is not this process's child but an orphan of the
+// zygote's pid namespace, which the zygote's jail's init reaps: it is
+// held by a pidfd, and has no parent-death signal. It dies with the
+// zygote's jail (whose pid 1 dies with this process's thread that started
+// it): the kernel kills the processes of a pid namespace and of every one
+// inside it when its init ends. The program is pid 2 of the jail's pid
+// namespace; its parent (the zygote) is outside it: getppid() is 0 in the
+// program, as in a process entered with setns.
 
 //go:embed zygote.py
 var zygotePy []byte
@@ -558,8 +564,8 @@ func (w *warmRuntime) launch() (*zygote, error) {
 	var nofile unix.Rlimit
 	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
 	// Its namespace was made with no per-user bound (bootstrap_linux.c):
-	// the zygote itself takes a jail's (userRlimits), and each of its
-	// forks makes its run's namespace with them.
+	// the zygote itself takes a jail's (userRlimits), and each run's
+	// bootstrap makes the run's namespace with them.
 	rc.Rlimits = append([]initRlimit{
 		{unix.RLIMIT_NOFILE, nofile.Max, nofile.Max},
 		{unix.RLIMIT_FSIZE, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
@@ -779,8 +785,26 @@ func (j *jail) forkProgram() error {
 	case typ != msgReady || pid <= 0:
 		return &StageError{Stage: "fork", Msg: fmt.Sprintf("the program sent %v instead of its readiness", typ)}
 	}
+	// A handle on it, taken while it waits (it is alive): its end before
+	// its request is seen (progEnded), and its pid never names another
+	// process.
+	fd, err := unix.PidfdOpen(int(pid), unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("pidfd of the program", err))
+	}
+	j.progFD = os.NewFile(uintptr(fd), "program-pidfd")
+	j.closers = append(j.closers, j.progFD)
 	j.progPid = int(pid)
 	return nil
+}
+
+// progEnded tells whether the warm run's program, forked ahead, has
+// ended: then nothing of the request may go to it, and its pid may name
+// another process.
+func (j *jail) progEnded() bool {
+	p := []unix.PollFd{{Fd: int32(j.progFD.Fd()), Events: unix.POLLIN}}
+	n, err := unix.Poll(p, 0)
+	return err != nil || n > 0
 }
 
 // sendProg sends the warm run's program one message (its request, its go).
@@ -802,6 +826,9 @@ func (j *jail) goProgram() error {
 	j.join = nil
 	defer closeFds(join)
 	if join == nil {
+		if j.progEnded() {
+			return &StageError{Stage: "attach the program to its cgroup", Msg: "the program ended before its start"}
+		}
 		if err := j.cg.Attach(j.progPid); err != nil {
 			return stageErr("attach the program to its cgroup", err)
 		}

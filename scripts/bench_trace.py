@@ -23,10 +23,11 @@ CATEGORIES = [
                                   "cgroup.(*Group).OOM", "jail).decide", "watchOOM", "watchCPU"]),
     ("the jail's mount namespace released (the kernel unmounts its tmpfs)", ["jail).cleanup.func1"]),
     ("seccomp notifications' supervisor", ["seccomp.Supervise", "superviseSeccomp"]),
-    ("fork from the zygote, the ahead build (protocol, pidfd)", ["warmRuntime).startRun", "zygote).fork",
-                                                                "jail).awaitBuild", "jail).adoptInit",
-                                                                "preparedPool).keep", "jail).start"]),
-    ("the request's delivery (pipes, plan, go)", ["jail).deliver", "jail).sendGo", "requestPlan"]),
+    ("the jail built ahead, its program forked ahead (bootstrap, protocol)", ["warmRuntime).startRun", "jail).forkProgram",
+                                                                              "jail).awaitBuild", "bootstrapNested",
+                                                                              "preparedPool).keep", "jail).start"]),
+    ("the request's delivery (pipes, plan, go)", ["jail).deliver", "jail).sendGo", "jail).goProgram", "jail).sendProg",
+                                                  "requestPlan", "programPlan", "adoptPlan"]),
     ("the run's supervision (output, exit, wait)", ["jail).supervise", "jail).receive", "capture", "jail).wait"]),
     ("HTTP, JSON, the request and the result", ["net/http.", "encoding/json", "agentjail/daemon."]),
     ("Go garbage collector", ["gcBgMarkWorker", "runtime.gcDrain", "runtime.bgsweep", "runtime.bgscavenge"]),
@@ -55,7 +56,9 @@ def main():
     data, counts = os.path.join(d, "perf.data"), os.path.join(d, "strace.txt")
     try:
         runs(conn, 50, a.start)
-        rec = subprocess.Popen(["perf", "record", "-F", "2000", "-g", "-o", data, "-p", str(srv.pid)],
+        # --no-inherit: the daemon's own threads, not the jails it starts
+        # (each jail's bootstrap is its child until it execs).
+        rec = subprocess.Popen(["perf", "record", "--no-inherit", "-F", "2000", "-g", "-o", data, "-p", str(srv.pid)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(1)
         c0, t0 = cpu_s(srv.pid), time.time()

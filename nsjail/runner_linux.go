@@ -344,7 +344,7 @@ func (r *Runner) etcTree(e *Etc) *os.File {
 	if t, ok := r.etcTrees[e]; ok {
 		return t
 	}
-	t, err := newEtcTree(e)
+	t, err := makeEtcTree(e)
 	if err != nil && r.Log != nil {
 		r.Log.Warn("jails write their own /etc: it could not be made once for them", "err", err)
 	}
@@ -354,6 +354,10 @@ func (r *Runner) etcTree(e *Etc) *os.File {
 	r.etcTrees[e] = t
 	return t
 }
+
+// makeEtcTree is newEtcTree; a test makes it fail to see the jails
+// write their own /etc.
+var makeEtcTree = newEtcTree
 
 // newEtcTree makes a tmpfs, mounted nowhere, and writes a jail's /etc
 // into it: agentjail's own files and e's entries, root's, read-only to
@@ -394,6 +398,15 @@ func newEtcTree(e *Etc) (*os.File, error) {
 		t.Close()
 		return nil, os.NewSyscallError("mount_setattr", err)
 	}
+	// A copy of a mount that is in no mount table is refused (EINVAL) by
+	// kernels older than about 6.15 (Debian 12's 6.1 among them): each
+	// jail then writes its own /etc, as it did before the tree.
+	fd, err := etcClone(t)
+	if err != nil {
+		t.Close()
+		return nil, fmt.Errorf("this kernel cannot copy a mount that is in no mount table: %w", err)
+	}
+	unix.Close(fd)
 	return t, nil
 }
 

@@ -74,6 +74,10 @@ func TestVersion(t *testing.T) {
 	assert.Regexp(t, `^agentjail \S+\n$`, stdout)
 }
 
+// dur matches a duration of the summary line (harness.Duration): "850 ms",
+// or "1.5 s" from a second on, as a slow (emulated) machine takes.
+const dur = `(\d+ ms|\d+\.\d s)`
+
 func TestRunExitStatuses(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
 	code, stdout, stderr := run(t, "", "run", "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)")
@@ -82,7 +86,7 @@ func TestRunExitStatuses(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	require.Len(t, lines, 2)
 	assert.Equal(t, "err", lines[0])
-	assert.Regexp(t, `^agentjail: exit 3 · wall \d+ ms · cpu \d+ ms · peak \d+\.\d MiB$`, lines[1])
+	assert.Regexp(t, `^agentjail: exit 3 · wall `+dur+` · cpu `+dur+` · peak \d+\.\d MiB$`, lines[1])
 
 	code, _, stderr = run(t, "", "run", "--timeout", "300ms", "-c", "import time; time.sleep(10)")
 	assert.Equal(t, 137, code)

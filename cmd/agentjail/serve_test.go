@@ -297,7 +297,7 @@ func TestRunThroughSocket(t *testing.T) {
 	assert.Equal(t, outL, outR)
 	firstLine := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }
 	assert.Equal(t, firstLine(errL), firstLine(errR))
-	assert.Regexp(t, `agentjail: exit 3 · wall \d+ ms`, errR)
+	assert.Regexp(t, `agentjail: exit 3 · wall `+dur, errR)
 
 	t.Setenv("AGENTJAIL_SOCKET", d.sock)
 	code, stdout, _ := run(t, "", "run", "--json", "-c", "print(1)")

@@ -31,7 +31,7 @@ func TestSessionCommands(t *testing.T) {
 	code, stdout, stderr = run(t, "", "session", "run", id, "-c", "import os\nx = 41\nprint(os.environ['WHO'])\nx + 1")
 	assert.Equal(t, 0, code, stderr)
 	assert.Equal(t, "cli\n42\n", stdout, "the output, then the value")
-	assert.Regexp(t, `agentjail: exit 0 · wall \d+ ms .* · session call 1, alive`, stderr)
+	assert.Regexp(t, `agentjail: exit 0 · wall `+dur+` .* · session call 1, alive`, stderr)
 
 	code, stdout, _ = run(t, "", "session", "run", id, "--json", "-c", "x")
 	assert.Equal(t, 0, code)

@@ -458,9 +458,15 @@ func writeEtcEntry(root int, en EtcEntry) error {
 		defer unix.Close(fd)
 		parent = fd
 	}
+	// The modes are set, not left to this process's umask (the daemon
+	// narrows its own while it binds its socket): a jail reads /etc as
+	// "others".
 	switch {
 	case en.Dir:
-		return unix.Mkdirat(parent, name, 0o755)
+		if err := unix.Mkdirat(parent, name, 0o755); err != nil {
+			return err
+		}
+		return unix.Fchmodat(parent, name, 0o755, 0)
 	case en.Link != "":
 		return unix.Symlinkat(en.Link, parent, name)
 	default:
@@ -474,6 +480,9 @@ func writeNew(dir int, name string, b []byte) error {
 		return err
 	}
 	defer unix.Close(fd)
+	if err := unix.Fchmod(fd, 0o444); err != nil {
+		return err
+	}
 	for len(b) > 0 {
 		n, err := unix.Write(fd, b)
 		if err != nil {

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"golang.org/x/sys/unix"
+
 	"agentjail/internal/systest"
 )
 
@@ -408,4 +410,44 @@ func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
 		assert.Equal(t, "/dev/null", fds["3"], "%v", fds)
 		assert.Equal(t, 1, sockets, "its own socket, nothing of the zygote's or another run's: %v", fds)
 	}
+}
+
+// The shared /etc tree holds what a jail that writes its own /etc holds:
+// the same entries, modes, link targets and contents, whatever the
+// daemon's umask was when it made the tree (it narrows its own while it
+// binds its socket; a jail reads /etc as "others").
+func TestEtcTreeIsTheWrittenEtc(t *testing.T) {
+	listing := func(r *Runner) string {
+		t.Helper()
+		res := runIn(t, r, &Spec{Program: []byte(`import hashlib, os, stat
+for d, dirs, files in os.walk("/etc"):
+    dirs.sort()
+    for n in sorted(dirs + files):
+        p = os.path.join(d, n)
+        st = os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
+            what = os.readlink(p)
+        elif stat.S_ISREG(st.st_mode):
+            what = hashlib.sha256(open(p, "rb").read()).hexdigest()[:16]
+        else:
+            what = ""
+        print(p, oct(st.st_mode), what)
+`), Limits: DefaultLimits(), Etc: testEtc(), Start: StartCold})
+		require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+		return string(res.Stdout)
+	}
+	shared := freshRunner(t)
+	shared.ShareEtc = true
+	t.Cleanup(shared.Close)
+	old := unix.Umask(0o077)
+	tree := shared.etcTree(testEtc())
+	unix.Umask(old)
+	if tree == nil {
+		t.Log("no shared tree on this kernel: both jails write their own /etc")
+	}
+	written := freshRunner(t)
+	t.Cleanup(written.Close)
+	want := listing(written)
+	assert.Contains(t, want, "/etc/passwd 0o100444 ")
+	assert.Equal(t, want, listing(shared))
 }

@@ -30,7 +30,7 @@ func (j *jail) send(typ msgType, payload []byte, fds []int) error {
 // receive reads the init stage's next message; in a warm run, once its
 // program is forked, the program's (and then its zygote's msgExit).
 func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
-	typ, payload, fds, j.sender, err = readMsgCreds(j.peer())
+	typ, payload, fds, err = readMsgFds(j.peer())
 	if err == nil {
 		j.trace("<-", typ, len(payload), len(fds))
 	} else if j.runner.Log != nil {

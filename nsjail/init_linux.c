@@ -759,6 +759,20 @@ static void aj_forward(int sig)
 	errno = e;
 }
 
+// aj_forward_signals has this process pass the signals a supervisor sends
+// pid 1 (aj_forwarded) on to the program (aj_program).
+static void aj_forward_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = aj_forward;
+	sa.sa_flags = SA_RESTART;
+	sigfillset(&sa.sa_mask);
+	for (int i = 0; i < AJ_NFORWARDED; i++)
+		if (sigaction(aj_forwarded[i], &sa, NULL) < 0)
+			aj_fail("forward signals", errno, NULL);
+}
+
 // aj_reap is the jail's init once the program runs: it reaps every child
 // (the program, and whatever the program's processes left to it), and
 // when the program itself has ended it sends the parent its wait status
@@ -872,14 +886,7 @@ __attribute__((noreturn)) static void aj_start_program(struct aj_state *s, int *
 
 	// The forwarding handlers, before the filter (rt_sigaction stays
 	// allowed, but nothing here should depend on it).
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = aj_forward;
-	sa.sa_flags = SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	for (int i = 0; i < AJ_NFORWARDED; i++)
-		if (sigaction(aj_forwarded[i], &sa, NULL) < 0)
-			aj_fail("forward signals", errno, NULL);
+	aj_forward_signals();
 
 	// no_new_privs first: the kernel refuses a filter from a task without
 	// CAP_SYS_ADMIN unless it is set, and it must hold for execve anyway.
@@ -984,14 +991,7 @@ __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, in
 	aj_enter(s, join, njoin);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		aj_fail("prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = aj_forward;
-	sa.sa_flags = SA_RESTART;
-	sigfillset(&sa.sa_mask);
-	for (int i = 0; i < AJ_NFORWARDED; i++)
-		if (sigaction(aj_forwarded[i], &sa, NULL) < 0)
-			aj_fail("forward signals", errno, NULL);
+	aj_forward_signals();
 	// SIGCHLD is only let in while ppoll waits: none is lost between a
 	// reap and the wait.
 	sigset_t chld, none;
@@ -999,8 +999,10 @@ __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, in
 	sigaddset(&chld, SIGCHLD);
 	sigemptyset(&none);
 	sigprocmask(SIG_BLOCK, &chld, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = aj_nothing;
-	sa.sa_flags = 0;
+	sigfillset(&sa.sa_mask);
 	if (sigaction(SIGCHLD, &sa, NULL) < 0)
 		aj_fail("handle SIGCHLD", errno, NULL);
 	struct sock_fprog prog = {.len = s->filter_len, .filter = (struct sock_filter *)s->filter};

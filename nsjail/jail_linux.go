@@ -96,7 +96,6 @@ type jail struct {
 	progPid  int      // the program's pid, in this process's pid namespace
 	progFD   *os.File // a pidfd of the program
 	progLive bool     // the program has its go: the run's messages are its
-	sender   int32    // pid of the last message's sender, when its credentials came with it
 	// A warm run's pid 1 is not this process's child (bootstrapNested):
 	// it is held by a pidfd, its end seen on it (ended), and never
 	// waited for (its zygote's jail's init reaps it).

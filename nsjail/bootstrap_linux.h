@@ -78,7 +78,7 @@ _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 #define AJ_MSG_EXEC 6
 #define AJ_MSG_EXIT 7
 #define AJ_MSG_ERROR 8
-#define AJ_MSG_ADOPT 9 /* a nested jail's program is forked (it is pid 2): watch it */
+#define AJ_MSG_ADOPT 9 /* a nested jail's program is forked (it is pid 2): watch it (fd: its pidfd) */
 
 /* The steps of a plan (init_linux.c carries them out); plan.go's op
    constants must be the same (bootstrap_linux.go checks them). */

@@ -21,10 +21,15 @@ import (
 // send writes one message to the init stage, with fds (SCM_RIGHTS) if any.
 func (j *jail) send(typ msgType, payload []byte, fds []int) error {
 	j.trace("->", typ, len(payload), len(fds))
+	return sendOn(j.sync, typ, payload, fds)
+}
+
+// sendOn writes one message to f, with fds (SCM_RIGHTS) if any.
+func sendOn(f *os.File, typ msgType, payload []byte, fds []int) error {
 	if len(fds) > 0 {
-		return sendMsgFds(j.sync, typ, payload, fds)
+		return sendMsgFds(f, typ, payload, fds)
 	}
-	return writeMsg(j.sync, typ, payload)
+	return writeMsg(f, typ, payload)
 }
 
 // receive reads the init stage's next message; in a warm run, once its
@@ -136,8 +141,9 @@ func (j *jail) awaitExec() (listener int, start time.Time, err error) {
 			if j.progLive {
 				// A warm run's program exists (it sent this): its init
 				// watches it from now on, and ends the jail when it
-				// ends. An init gone already was killed: the wait sees it.
-				_ = writeMsg(j.sync, msgAdopt, nil)
+				// ends, on this pidfd of it. An init gone already was
+				// killed: the wait sees it.
+				_ = j.send(msgAdopt, nil, []int{int(j.progFD.Fd())})
 			}
 			if beforeExecHook != nil {
 				beforeExecHook()
@@ -182,7 +188,12 @@ func monotonicTime(ns int64) time.Time {
 func (j *jail) programStatus() (ws syscall.WaitStatus, ok bool) {
 	// pid 1 is gone, and nothing else holds its end: EOF comes at once
 	// after what it wrote. A warm run's program's end comes from its
-	// parent, the zygote, which reaps it before pid 1 can end.
+	// parent, the zygote, which reaps it before pid 1 can end: the kernel
+	// holds the end of a pid namespace's init (and its pidfd's, which
+	// wait watches) until every other pid of the namespace is freed, the
+	// program's included, which only its parent's reap frees. So a warm
+	// run ends, killed or not, once its zygote has reaped its program,
+	// which the zygote's loop does as soon as SIGCHLD wakes it.
 	_ = j.peer().SetDeadline(time.Now().Add(time.Second))
 	typ, payload, fds, err := j.receive()
 	closeFds(fds)

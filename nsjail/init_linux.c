@@ -980,10 +980,11 @@ static void aj_nothing(int sig)
 // parent. In the jail's group, with no capability left, no_new_privs and
 // the program's filter (without a listener: a forbidden call fails with
 // ENOSYS; the program installs the same filter with its own), this
-// process waits for msgAdopt (the program exists), then forwards signals
-// to it, reaps whatever the program's processes leave to it, and exits as
-// soon as the program has ended, upon which the kernel kills every
-// process left in the jail's pid namespace. The program's wait status is
+// process (which forwards signals to the program since aj_init had the
+// request) waits for msgAdopt, which brings a pidfd of the program, then
+// reaps whatever the program's processes leave to it, and exits as soon
+// as the program has ended, upon which the kernel kills every process
+// left in the jail's pid namespace. The program's wait status is
 // its parent's to tell (the zygote's msgExit). It calls only what the
 // filter allows (seccomp's TestPolicyAllowsInitTail).
 __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, int njoin)
@@ -991,7 +992,6 @@ __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, in
 	aj_enter(s, join, njoin);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		aj_fail("prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
-	aj_forward_signals();
 	// SIGCHLD is only let in while ppoll waits: none is lost between a
 	// reap and the wait.
 	sigset_t chld, none;
@@ -1010,15 +1010,12 @@ __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, in
 		aj_fail("seccomp: seccomp(SECCOMP_SET_MODE_FILTER)", errno, NULL);
 
 	struct aj_msg m;
-	if (!aj_recv(&m, "read adopt") || m.type != AJ_MSG_ADOPT)
+	if (!aj_recv(&m, "read adopt") || m.type != AJ_MSG_ADOPT || m.nfds != 1)
 		_exit(1); // the parent went away or gave up: nothing to report to
-	// The program is the first process born in the jail's pid namespace
-	// after this one: pid 2. Gone already (its parent reaped it), it has
-	// ended.
-	int pidfd = (int)syscall(SYS_pidfd_open, 2, 0);
-	if (pidfd < 0)
-		_exit(errno == ESRCH ? 0 : 1);
-	aj_program = 2;
+	// The program's pidfd, the parent's (taken while the program waited
+	// for its request): it names the program and no other process, ended
+	// or not.
+	int pidfd = m.fds[0];
 	struct pollfd p = {.fd = pidfd, .events = POLLIN};
 	for (;;) {
 		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
@@ -1092,6 +1089,16 @@ __attribute__((noreturn)) void aj_init(int nested)
 		aj_fail("decode request", 0, "no program to exec");
 	if (s.adopt && !nested)
 		aj_fail("decode request", 0, "only a warm run's init adopts its program");
+	if (s.adopt) {
+		// The program exists already: it is the first process born in the
+		// jail's pid namespace after this one, pid 2. Signals are passed
+		// on to it from before msgReady, upon which the parent lets it
+		// run: a pid 1 without a handler ignores the signals its
+		// namespace sends it, and one the program sent at once would be
+		// lost.
+		aj_program = 2;
+		aj_forward_signals();
+	}
 	aj_write_msg(AJ_MSG_READY, NULL, 0);
 
 	struct aj_msg go;

@@ -72,6 +72,27 @@ print(open("/proc/1/cmdline","rb").read().split(b"\0")[0].decode())`, nil)
 	assert.Equal(t, initArg0, lines[1], "PID 1 is the jail's own init")
 }
 
+// The jail's init passes the signals a supervisor sends it on to the
+// program (cold: its child; warm: pid 2, which its zygote forked), from
+// the program's first instruction on.
+func TestInitForwardsSignalsToTheProgram(t *testing.T) {
+	res := jailRun(t, `import os, signal, time
+got = []
+for s in (signal.SIGUSR1, signal.SIGTERM):
+    signal.signal(s, lambda n, f: got.append(n))
+for s in (signal.SIGUSR1, signal.SIGTERM):
+    os.kill(1, s)
+deadline = time.monotonic() + 5
+while len(got) < 2 and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(sorted(got), os.getsid(0) == os.getpid())`, nil)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	// A warm program leads its own session (its zygote's is not shared);
+	// a cold one is in its init's.
+	leads := map[bool]string{true: "True", false: "False"}[testWarm]
+	assert.Equal(t, fmt.Sprintf("[%d, %d] %s\n", syscall.SIGUSR1, syscall.SIGTERM, leads), string(res.Stdout))
+}
+
 // The program is an ordinary process: it can end itself with SIGKILL,
 // which a namespace's init cannot (the kernel drops such a signal from
 // inside), and its result says so, as no limit sent it.

@@ -106,7 +106,7 @@ const (
 	msgExec                       // the program was exec'd: int64 CLOCK_MONOTONIC ns, just before
 	msgExit                       // the program ended: int32 wait status
 	msgError                      // a step failed: a failure record (decodeRecord)
-	msgAdopt                      // a warm run's program is forked: its init watches it (no payload)
+	msgAdopt                      // a warm run's program is forked: its init watches it (fd: a pidfd of the program)
 )
 
 var msgNames = [...]string{msgBuild: "msgBuild", msgReady: "msgReady", msgRequest: "msgRequest", msgGo: "msgGo",

@@ -803,8 +803,8 @@ done()
 // ---------------------------------------------------------------------------
 // No privilege reaches the program.
 
-// The zygote's filter opens unshare, mount, umount2, pivot_root and seccomp,
-// and it holds CAP_SETUID and CAP_SETGID; none of that reaches a warm run:
+// The zygote's filter opens setns, unshare and seccomp, and it holds
+// CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN; none of that reaches a warm run:
 // every namespace and mount call, setns into each of its own namespaces, an
 // fd of its parent (the zygote's) user namespace, a nested filter,
 // setuid(0) and raising a capability fail, its capability

@@ -334,6 +334,7 @@ for l in open("/proc/self/mountinfo"):
 `), Limits: DefaultLimits(), Start: StartWarm})
 	require.NoError(t, err)
 	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	require.Equal(t, StartWarm, res.Start)
 	out := string(res.Stdout)
 	assert.Contains(t, out, "init Seccomp: 2\n", "the run's init is filtered")
 	assert.Contains(t, out, "init NoNewPrivs: 1\n")
@@ -341,7 +342,9 @@ for l in open("/proc/self/mountinfo"):
 	assert.Contains(t, out, "init CapBnd: 0000000000000000\n")
 	if etcTreesInUse(r) {
 		assert.Regexp(t, `(?m)^etc ro,\S* ro(,|$)`, out, "the mount and its file system are read-only")
-	} // else a kernel that cannot copy the tree: the jail's own /etc (TestJailsWriteTheirOwnEtcWithoutTheTree)
+	} else {
+		t.Log("no shared /etc tree on this kernel: the jail wrote its own (TestJailsWriteTheirOwnEtcWithoutTheTree)")
+	}
 }
 
 // Where the shared /etc tree cannot be made (a kernel older than about
@@ -383,11 +386,14 @@ func etcTreesInUse(r *Runner) bool {
 }
 
 // A program forked ahead holds, while it waits for its request, nothing of
-// the zygote's: no control socket, no other run's socket, no wake-up
-// pipe, no namespace; fd 3 is /dev/null until its stdio comes.
+// the zygote's: no output pipe, no control socket, no other run's socket,
+// no wake-up pipe, no namespace; fds 0 to 3 are /dev/null until its stdio
+// comes.
 func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 3})
+	r.poolMu.Lock()
 	w := r.warm["default"]
+	r.poolMu.Unlock()
 	w.pool.mu.Lock()
 	ready := slices.Clone(w.pool.ready)
 	w.pool.mu.Unlock()
@@ -407,7 +413,9 @@ func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
 			}
 		}
 		require.Len(t, fds, 5, "stdio, /dev/null, its own socket: %v", fds)
-		assert.Equal(t, "/dev/null", fds["3"], "%v", fds)
+		for _, fd := range []string{"0", "1", "2", "3"} {
+			assert.Equal(t, "/dev/null", fds[fd], "fd %s: %v", fd, fds)
+		}
 		assert.Equal(t, 1, sockets, "its own socket, nothing of the zygote's or another run's: %v", fds)
 	}
 }

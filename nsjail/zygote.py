@@ -5,9 +5,10 @@
 # daemon's side and docs/design.md for the design and its threat model.
 #
 # A warm run's jail is built by the daemon as a cold one is (its pid 1 is
-# agentjail's C init), but inside the zygote's user and pid namespaces. For
-# its request, the daemon sends the zygote the run's namespaces, stdio and
-# plan (Z_FORK), and:
+# agentjail's C init), but inside the zygote's user and pid namespaces.
+# Ahead of its request, the daemon sends the zygote the run's uid, the
+# program's socket and the run's namespaces (Z_FORK); the program's stdio
+# and plan come later, on its own socket. Then:
 #   the zygote   (_spawn)    enters the run's pid namespace for its next
 #                            child only, forks, leaves it again; it is the
 #                            program's parent: it reaps it and sends the
@@ -65,6 +66,7 @@ Z_NS = 7  # the program's socket and the six namespaces
 # x86_64 system calls and constants.
 SYS_UNSHARE, SYS_SECCOMP, SYS_CAPSET, SYS_PRCTL, SYS_SETNS, SYS_CLOSE_RANGE = 272, 317, 126, 157, 308, 436
 CLONE_NEWCGROUP, CLONE_NEWPID = 0x02000000, 0x20000000
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWNET = 0x00020000, 0x04000000, 0x08000000, 0x10000000, 0x40000000
 PR_SET_DUMPABLE, PR_CAPBSET_DROP = 4, 24
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
 SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV = 1, 1 << 3, 1 << 5
@@ -380,7 +382,10 @@ def main():
         except Gone:
             os._exit(0)  # the daemon dropped this zygote
         except _Fail:
-            continue
+            # Refused after its header (too large, too many fds): its
+            # payload is still in the socket, and would be read as the
+            # next header. The daemon replaces a zygote that ended.
+            os._exit(1)
         if typ != Z_FORK:
             for fd in fds:
                 os.close(fd)
@@ -391,7 +396,7 @@ def main():
 _wake = None        # the pipe SIGCHLD wakes the zygote's loop through
 _ctl = None         # the zygote's control socket
 _own_pid_ns = -1    # the zygote's own pid namespace
-_null = -1          # /dev/null: what a fork holds on fd 3 until its stdio comes
+_null = -1          # /dev/null: what a fork holds on fds 0 to 3 until its stdio comes
 REAPS = 64          # programs reaped a turn of the loop, at most: forks are served between turns
 _runs = {}          # pid of each program -> its socket, on which its end is sent
 
@@ -497,8 +502,6 @@ def _quiesce():
                          "which every run would share: %s" % ", ".join(shared))
 
 
-# ---- one warm run ----
-
 # ---- one warm run's program ----
 
 def _program(run, fds, uid):
@@ -508,11 +511,14 @@ def _program(run, fds, uid):
     the zygote's capabilities (in the run's user namespace once it joined
     it); the request's code runs with none."""
     try:
-        # Nothing of the zygote's stays, from the fork on: its control
-        # socket (fd 3, which /dev/null holds until stdio comes, so that
-        # no fd received later takes that number), the other runs'
-        # sockets, its wake-up pipe, its pid namespace.
+        # Nothing of the zygote's stays, from the fork on: its output
+        # (fds 0 to 2) and its control socket (fd 3; /dev/null holds the
+        # four until stdio comes, so that no fd received later takes one
+        # of their numbers), the other runs' sockets, its wake-up pipe,
+        # its pid namespace.
         signal.set_wakeup_fd(-1)
+        for fd in (0, 1, 2):
+            os.dup2(_null, fd)
         os.dup2(_null, REPORT_FD, inheritable=False)
         _ctl.detach()
         for s in _runs.values():
@@ -526,12 +532,22 @@ def _program(run, fds, uid):
         # the zygote (kill(0, ...) reaches only the program's own).
         os.setsid()
         # The run's uid and gid, as the zygote's namespace maps them: the
-        # run's user namespace maps them as 1000.
+        # run's user namespace maps them as 1000. That namespace is owned
+        # by this uid (the run's bootstrap made it as this uid, in the
+        # zygote's namespace), which is why this process, with no
+        # capability left after setresuid, may enter it: the kernel gives
+        # a namespace's owner every capability in it. So may any process
+        # of this uid in the zygote's namespace: no other one exists (each
+        # run has its own uid, and a run's processes are in the run's
+        # namespace, not the zygote's).
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         ns = fds[1:Z_NS]  # mount, pid, user, net, ipc, uts
-        for fd in (ns[2], ns[0], ns[3], ns[4], ns[5]):  # the user namespace first: the others are its
-            _sys(SYS_SETNS, fd, 0)
+        # The user namespace first: the others are its. Each with its
+        # type: the kernel refuses a namespace of another type there.
+        for fd, t in ((ns[2], CLONE_NEWUSER), (ns[0], CLONE_NEWNS), (ns[3], CLONE_NEWNET),
+                      (ns[4], CLONE_NEWIPC), (ns[5], CLONE_NEWUTS)):
+            _sys(SYS_SETNS, fd, t)
         for fd in ns:
             os.close(fd)
         # Ready: the daemon knows this process by this message's

@@ -91,7 +91,7 @@ const zygoteName = "agentjail_zygote.py"
 // The zygote's messages on its control socket (zygote.py's Z_*).
 const (
 	zReady msgType = 101 // the zygote's imports are done: ZygoteInfo as JSON
-	zFork  msgType = 102 // fork a run: the run's socket (SCM_RIGHTS)
+	zFork  msgType = 102 // fork a run's program: its uid (payload); its socket, then the run's mount, pid, user, net, ipc and uts namespaces (SCM_RIGHTS)
 )
 
 // StartMode says how a run's interpreter starts.
@@ -482,7 +482,7 @@ func (w *warmRuntime) startZygote() {
 			// Its runs made ahead go too: they would keep it (and its
 			// address-space layout and hash seed) alive until requests
 			// took them.
-			w.pool.drop(w.r, func(j *jail) bool { return j.zygote == retired })
+			w.pool.drop(func(j *jail) bool { return j.zygote == retired })
 		}
 		if replaced != nil {
 			w.r.teardowns.Go(replaced.close)
@@ -689,7 +689,7 @@ func zygoteIDMap(own, base, size uint32) string {
 		m += fmt.Sprintf("%d %d %d\n", zygoteInside, base, own-base)
 	}
 	if end := base + size; own+1 < end {
-		m += fmt.Sprintf("%d %d %d\n", zygoteInside+own+1-base, own+1, end-own-1)
+		m += fmt.Sprintf("%d %d %d\n", zygoteUID(own+1, base), own+1, end-own-1)
 	}
 	return m
 }
@@ -803,18 +803,19 @@ func (j *jail) forkProgram() error {
 // another process.
 func (j *jail) progEnded() bool {
 	p := []unix.PollFd{{Fd: int32(j.progFD.Fd()), Events: unix.POLLIN}}
-	n, err := unix.Poll(p, 0)
-	return err != nil || n > 0
+	for {
+		n, err := unix.Poll(p, 0)
+		if err != unix.EINTR {
+			return err != nil || n > 0
+		}
+	}
 }
 
 // sendProg sends the warm run's program one message (its request, its go).
 func (j *jail) sendProg(typ msgType, payload []byte, fds []int) error {
 	j.trace("-> program", typ, len(payload), len(fds))
 	_ = j.prog.SetDeadline(time.Now().Add(setupTimeout))
-	if len(fds) > 0 {
-		return sendMsgFds(j.prog, typ, payload, fds)
-	}
-	return writeMsg(j.prog, typ, payload)
+	return sendOn(j.prog, typ, payload, fds)
 }
 
 // goProgram lets the warm run's program start, once its init has the
@@ -826,6 +827,10 @@ func (j *jail) goProgram() error {
 	j.join = nil
 	defer closeFds(join)
 	if join == nil {
+		// By its pid (v2 moves a process by pid only): the program, alive
+		// here, waits for this go and cannot end by itself; only a kill
+		// from outside (root's, or its zygote's) could end it between the
+		// check and the move and let its pid name another process.
 		if j.progEnded() {
 			return &StageError{Stage: "attach the program to its cgroup", Msg: "the program ended before its start"}
 		}

@@ -170,8 +170,9 @@ func (p *preparedPool) close() {
 	p.wg.Wait()
 }
 
-// drop ends the ready jails that match and starts their replacements.
-func (p *preparedPool) drop(r *Runner, match func(*jail) bool) {
+// drop ends the ready jails that match; each one's keep starts its
+// replacement once its uid is free.
+func (p *preparedPool) drop(match func(*jail) bool) {
 	p.mu.Lock()
 	var dropped []*preparedJail
 	p.ready = slices.DeleteFunc(p.ready, func(pj *preparedJail) bool {
@@ -184,9 +185,6 @@ func (p *preparedPool) drop(r *Runner, match func(*jail) bool) {
 	p.mu.Unlock()
 	for _, pj := range dropped {
 		close(pj.ended)
-	}
-	if len(dropped) > 0 {
-		p.fill(r)
 	}
 }
 
@@ -251,7 +249,9 @@ func (p *preparedPool) keep(r *Runner) {
 	}
 	// The replacement starts only now: a start (exec, namespaces, mounts)
 	// beside a running jail slows that jail's set-up and its python
-	// (BENCHMARKS.md).
+	// (BENCHMARKS.md). (A warm pool's run has it started at its take
+	// already, runWarm: a warm run is short and starts no python3; this
+	// fill then finds the pool full.)
 	p.fill(r)
 }
 
@@ -264,7 +264,8 @@ func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 	first := err != nil && p.lastErr == nil && !p.closed
 	p.lastErr = err
 	// A warm run of a zygote retired meanwhile is not taken: drop, which
-	// ends the retired zygote's, may have run before it was ready.
+	// ends the retired zygote's, may have run before it was ready. (The
+	// order of locks: p.mu, then the zygote's; never the other way.)
 	ok := pj != nil && !p.closed && (pj.j == nil || pj.j.zygote == nil || !pj.j.zygote.isRetiring())
 	if ok {
 		p.ready = append(p.ready, pj)

@@ -459,3 +459,25 @@ for d, dirs, files in os.walk("/etc"):
 	assert.Contains(t, want, "/etc/passwd 0o100444 ")
 	assert.Equal(t, want, listing(shared))
 }
+
+// The zygote holds, in its own user namespace (and so in its runs'), only
+// the capabilities forking a run needs: CAP_SETUID and CAP_SETGID (the
+// run's uid), CAP_SYS_ADMIN (setns into the run's namespaces); its filter
+// keeps it from mounting (seccomp's TestZygotePolicyOpensOnlyWhatForkingARunNeeds).
+func TestZygoteHoldsOnlyWhatForkingNeeds(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", zygoteOf(t, r, "default").py))
+	require.NoError(t, err)
+	want := fmt.Sprintf("%016x", uint64(1<<unix.CAP_SETUID|1<<unix.CAP_SETGID|1<<unix.CAP_SYS_ADMIN))
+	got := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			got[k] = strings.TrimSpace(v)
+		}
+	}
+	// Inheritable and ambient too: they carry the three across its exec.
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		assert.Equal(t, want, got[k], k)
+	}
+	assert.Equal(t, "2", got["Seccomp"], "the zygote is filtered")
+}

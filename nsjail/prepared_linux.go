@@ -65,6 +65,10 @@ type preparedPool struct {
 	backoff  time.Duration // before the next attempt after a failed start; 0 after a success
 	retry    *time.Timer
 	wg       sync.WaitGroup
+	// running counts the warm runs taken from the pool (takeWarm) and
+	// not yet ended; lastEnd is when the last one ended.
+	running int
+	lastEnd time.Time
 }
 
 // Retries after a failed start wait from minRetry, doubling up to maxRetry.
@@ -81,8 +85,9 @@ const (
 // per run, three alternating runs of 300: 1.97, 1.73, 1.80 ms before,
 // 1.67, 1.77, 1.60 after).
 type preparedJail struct {
-	j     *jail
-	ended chan bool // true: a run has waited for the jail; closed: end it unused
+	j       *jail
+	ended   chan bool // true: a run has waited for the jail; closed: end it unused
+	warmRun bool      // taken by takeWarm: counted in the pool's running
 }
 
 // KeepPrepared keeps n jails prepared for requests that fit t, replacing
@@ -235,7 +240,7 @@ func (p *preparedPool) keep(r *Runner) {
 		return
 	}
 	pj := &preparedJail{j: j, ended: make(chan bool, 1)}
-	if !p.started(r, pj, nil) || !<-pj.ended {
+	if !p.started(r, pj, nil) || !p.await(pj) {
 		// The pool closed before a request took it, or dropped it (its
 		// zygote retired): the init stage is killed and waited for, and
 		// a dropped jail replaced.
@@ -249,10 +254,25 @@ func (p *preparedPool) keep(r *Runner) {
 	}
 	// The replacement starts only now: a start (exec, namespaces, mounts)
 	// beside a running jail slows that jail's set-up and its python
-	// (BENCHMARKS.md). (A warm pool's run has it started at its take
-	// already, runWarm: a warm run is short and starts no python3; this
-	// fill then finds the pool full.)
+	// (BENCHMARKS.md). (A warm run under a stream of requests has it
+	// started at its take already, takeWarm; this fill then finds the
+	// pool full.)
 	p.fill(r)
+}
+
+// await waits until a run (or a session) has waited for pj (true) or the
+// pool ends it unused (false), and counts a takeWarm run's end.
+func (p *preparedPool) await(pj *preparedJail) bool {
+	if !<-pj.ended {
+		return false
+	}
+	if pj.warmRun {
+		p.mu.Lock()
+		p.running--
+		p.lastEnd = time.Now()
+		p.mu.Unlock()
+	}
+	return true
 }
 
 // started records the end of a start: pj joins the ready jails unless the
@@ -331,6 +351,35 @@ func (p *preparedPool) take() *preparedJail {
 	pj := p.ready[0]
 	p.ready = slices.Delete(p.ready, 0, 1)
 	return pj
+}
+
+// streamGap: a warm run taken less than this after the pool's last run
+// ended, or while another runs, belongs to a stream of requests
+// (takeWarm). A jail's build takes about 3 ms.
+const streamGap = 5 * time.Millisecond
+
+// takeWarm is take for a warm run; fillNow says whether its replacement
+// should be built now, beside the run, or after it (keep). A build beside
+// a warm run slows it by a fifth (a kept-alive `pass`: 7.5 ms against 6.1
+// ms, BENCHMARKS.md): when requests come one at a time, apart, as an
+// agent's tool calls do, the replacement is built after the run, in the
+// gap before the next. Under a stream (another run in progress, or the
+// last one ended just now), or when no other jail is ready or starting,
+// it is built now: the next request then finds it ready, and a build
+// after each run would delay the next one instead (the corpus at 1
+// client: 9% fewer programs per second).
+func (p *preparedPool) takeWarm() (pj *preparedJail, fillNow bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.ready) == 0 || p.closed {
+		return nil, false
+	}
+	stream := p.running > 0 || time.Since(p.lastEnd) < streamGap
+	pj = p.ready[0]
+	p.ready = slices.Delete(p.ready, 0, 1)
+	p.running++
+	pj.warmRun = true
+	return pj, stream || len(p.ready)+p.starting == 0
 }
 
 // withoutShared is code without the shared files, which must all be in

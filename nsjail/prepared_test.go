@@ -493,6 +493,59 @@ func TestPreparedBackoff(t *testing.T) {
 	assert.Equal(t, 2, heard)
 }
 
+// A warm run's replacement is built after the run when requests come
+// apart, and at once under a stream of requests (another run in progress,
+// or the last one ended within streamGap) or when no other jail is ready
+// or starting: takeWarm's fillNow.
+func TestTakeWarmFillsNowOnlyUnderAStream(t *testing.T) {
+	p := &preparedPool{}
+	add := func(n int) {
+		for range n {
+			p.ready = append(p.ready, &preparedJail{ended: make(chan bool, 1)})
+		}
+	}
+	take := func() (*preparedJail, bool) {
+		pj, now := p.takeWarm()
+		require.NotNil(t, pj)
+		return pj, now
+	}
+	end := func(pj *preparedJail) {
+		pj.ended <- true
+		require.True(t, p.await(pj))
+	}
+	add(3)
+	a, now := take()
+	assert.False(t, now, "the pool's first run, others ready: after the run")
+	b, now := take()
+	assert.True(t, now, "another run in progress: a stream")
+	end(a)
+	end(b)
+	c, now := take()
+	assert.True(t, now, "the last run ended just now: a stream")
+	end(c)
+	add(2)
+	p.lastEnd = time.Now().Add(-10 * streamGap)
+	d, now := take()
+	assert.False(t, now, "apart, another ready: after the run")
+	end(d)
+	p.lastEnd = time.Now().Add(-10 * streamGap)
+	_, now = take()
+	assert.True(t, now, "apart, but none ready or starting: at once")
+	pj, now := p.takeWarm()
+	assert.Nil(t, pj, "empty")
+	assert.False(t, now)
+
+	// A session's lease (take) is not a run: it never makes a stream.
+	q := &preparedPool{}
+	for range 3 {
+		q.ready = append(q.ready, &preparedJail{ended: make(chan bool, 1)})
+	}
+	require.NotNil(t, q.take())
+	q.lastEnd = time.Now().Add(-10 * streamGap)
+	_, now = q.takeWarm()
+	assert.False(t, now, "a session holds a jail: the next run still comes apart")
+}
+
 // A prepared jail whose msgReady is not read in time is not retried cold:
 // on cgroup v1 msgGo is queued before msgReady is read, so its program
 // may have run already (a request must never run twice).

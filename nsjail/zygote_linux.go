@@ -858,10 +858,10 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 		return nil, nil, false
 	}
 	cfg := requestConfigFor(s, rest)
-	if pj := w.pool.take(); pj != nil {
-		// Its replacement is built meanwhile, beside this run: a warm
-		// run's own work is short, and the next request finds it ready.
-		w.pool.fill(r)
+	if pj, fillNow := w.pool.takeWarm(); pj != nil {
+		if fillNow {
+			w.pool.fill(r)
+		}
 		res, err := pj.runWith(ctx, s, cfg)
 		if !errors.Is(err, errNotDelivered) {
 			return markWarm(res), err, true

@@ -550,6 +550,20 @@ def _program(run, fds, uid):
             _sys(SYS_SETNS, fd, t)
         for fd in ns:
             os.close(fd)
+        # The bounding set goes now, ahead of the request: it needs
+        # CAP_SETPCAP, which the run's user namespace gives this process
+        # until _start_program drops the rest, and nothing before that
+        # needs it (it limits what an exec may gain, not what this
+        # process holds). Some 40 calls off the request's path.
+        c = 0
+        while True:
+            try:
+                _prctl(PR_CAPBSET_DROP, c)
+            except OSError as e:
+                if e.errno == errno.EINVAL:
+                    break
+                raise _Fail("drop capability %d from the bounding set" % c, e.errno)
+            c += 1
         # Ready: the daemon knows this process by this message's
         # credentials (its pid), and sends the request when it comes.
         _send(run, MSG_READY)
@@ -587,15 +601,7 @@ def _start_program(run, st, join):
         _sys(SYS_UNSHARE, CLONE_NEWCGROUP)
     except OSError as e:
         raise _Fail("unshare cgroup namespace", e.errno)
-    c = 0
-    while True:
-        try:
-            _prctl(PR_CAPBSET_DROP, c)
-        except OSError as e:
-            if e.errno == errno.EINVAL:
-                break
-            raise _Fail("drop capability %d from the bounding set" % c, e.errno)
-        c += 1
+    # The bounding set went ahead (_program); now the rest.
     _sys(SYS_PRCTL, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     _capset(())
     workspace = os.open("/workspace", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) if st.collect else -1

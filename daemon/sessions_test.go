@@ -177,7 +177,9 @@ func TestSessionLifecycle(t *testing.T) {
 	assert.True(t, info.Alive)
 	require.NotNil(t, info.MemoryBytes)
 	require.NotNil(t, info.PeakMemoryBytes)
-	assert.Greater(t, *info.MemoryBytes, int64(1<<20))
+	// A live python's own pages: some hundred KiB for a fork of a zygote
+	// (the pages it only reads are the zygote's), megabytes cold.
+	assert.Greater(t, *info.MemoryBytes, int64(256<<10))
 	assert.GreaterOrEqual(t, *info.PeakMemoryBytes, *info.MemoryBytes)
 	assert.Greater(t, info.CPUTimeMs, 0.0)
 	// GET does not count as use: the idle timer runs on.

@@ -137,7 +137,10 @@ func TestSessionKeepsStateAcrossCalls(t *testing.T) {
 	assert.Equal(t, int64(-1), r.PidsPeak, "pids.peak cannot be reset for a call")
 	assert.Less(t, r.WallTime, 5*time.Second)
 	st := s.Stats()
-	assert.Greater(t, st.MemoryBytes, int64(1<<20))
+	// A live python's own pages: a fresh python3 has megabytes; a fork of
+	// a zygote only what it wrote since its go (the pages it reads are
+	// the zygote's), some hundred KiB.
+	assert.Greater(t, st.MemoryBytes, int64(256<<10))
 	assert.GreaterOrEqual(t, st.PeakMemoryBytes, st.MemoryBytes)
 	assert.Greater(t, st.CPUTime, time.Duration(0))
 }

@@ -391,14 +391,7 @@ func etcTreesInUse(r *Runner) bool {
 // comes.
 func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 3})
-	r.poolMu.Lock()
-	w := r.warm["default"]
-	r.poolMu.Unlock()
-	w.pool.mu.Lock()
-	ready := slices.Clone(w.pool.ready)
-	w.pool.mu.Unlock()
-	require.NotEmpty(t, ready)
-	for _, pj := range ready {
+	for _, pj := range warmReady(t, r) {
 		pid := pj.j.progPid
 		require.NotZero(t, pid)
 		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
@@ -417,6 +410,33 @@ func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
 			assert.Equal(t, "/dev/null", fds[fd], "fd %s: %v", fd, fds)
 		}
 		assert.Equal(t, 1, sockets, "its own socket, nothing of the zygote's or another run's: %v", fds)
+	}
+}
+
+// warmReady are the runs of r's environment "default" that wait for a
+// request, their programs forked.
+func warmReady(t *testing.T, r *Runner) []*preparedJail {
+	t.Helper()
+	r.poolMu.Lock()
+	w := r.warm["default"]
+	r.poolMu.Unlock()
+	w.pool.mu.Lock()
+	ready := slices.Clone(w.pool.ready)
+	w.pool.mu.Unlock()
+	require.NotEmpty(t, ready)
+	return ready
+}
+
+// A program forked ahead has emptied its capability bounding set before
+// it says it is ready: joining a user namespace fills the set again, so a
+// setns or unshare of one added later on that path would undo the drop
+// silently (the program's other capabilities go at its go).
+func TestWarmProgramAheadHasNoBoundingSet(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
+	for _, pj := range warmReady(t, r) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pj.j.progPid))
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "\nCapBnd:\t0000000000000000\n")
 	}
 }
 

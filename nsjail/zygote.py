@@ -308,12 +308,15 @@ _DUMMY_PLAN = _dummy_plan()
 
 def _warm_up():
     """Runs the first steps of the request's path once in the fork, with
-    nothing of a request, before it says it is ready (ahead of the
-    request, for a run of the pool). A fork's first run of a function
-    writes to the pages of the objects it uses (reference counts), and each
-    first write copies a page: some hundred copies, about 5 us each on a
-    virtual machine, leave the request's path (BENCHMARKS.md). None of it
-    is seen by the program: the plan is walked dry, no call is made."""
+    nothing of a request, before it says it is ready: ahead of the request
+    for a run of the pool (a run forked on a request's path, or a
+    session's, does the same work, just not ahead). A fork's first run of
+    a function writes to the pages of the objects it uses (reference
+    counts), and each first write copies a page: some hundred copies,
+    about 5 us each on a virtual machine, leave the request's path
+    (BENCHMARKS.md). Of the steps, the program sees only the reseeding:
+    its random generators are seeded here, from the kernel, and by nothing
+    after; the plan is walked dry, and no other call is made."""
     _walk(_State(), _DUMMY_PLAN, [], True)
     _capset_args(())
     _filter_prog(b"\x06\x00\x00\x00\x00\x00\xff\x7f")
@@ -596,7 +599,9 @@ def _program(run, fds, uid):
         # CAP_SETPCAP, which the run's user namespace gives this process
         # until _start_program drops the rest, and nothing before that
         # needs it (it limits what an exec may gain, not what this
-        # process holds). Some 40 calls off the request's path.
+        # process holds). Some 40 calls off the request's path. Joining
+        # or making a user namespace fills the set again: nothing of the
+        # kind may come after this (TestWarmProgramAheadHasNoBoundingSet).
         c = 0
         while True:
             try:

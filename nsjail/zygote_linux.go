@@ -52,7 +52,10 @@ import (
 //	                                          the fork: its own session,
 //	                                          the run's uid, setns into the
 //	                                          jail's user, mount, net, ipc,
-//	                                          uts
+//	                                          uts; its bounding set
+//	                                          emptied; the request path's
+//	                                          first steps run once, dry,
+//	                                          and its random reseeded
 //	  <-- msgReady (its credentials: the fork's pid), on the program's
 //	      socket -----------------------------------------------------
 //	  (the run waits here for its request: runs built ahead)

@@ -345,6 +345,12 @@ func (p *preparedPool) take() *preparedJail {
 	defer p.mu.Unlock()
 	// The oldest first: no jail waits for ever under a steady load (with
 	// binds made, and a start time set, long before its request).
+	return p.popOldest()
+}
+
+// popOldest takes the oldest ready jail (nil: none, or the pool is
+// closed); p.mu is held.
+func (p *preparedPool) popOldest() *preparedJail {
 	if len(p.ready) == 0 || p.closed {
 		return nil
 	}
@@ -371,12 +377,10 @@ const streamGap = 5 * time.Millisecond
 func (p *preparedPool) takeWarm() (pj *preparedJail, fillNow bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.ready) == 0 || p.closed {
+	stream := p.running > 0 || time.Since(p.lastEnd) < streamGap
+	if pj = p.popOldest(); pj == nil {
 		return nil, false
 	}
-	stream := p.running > 0 || time.Since(p.lastEnd) < streamGap
-	pj = p.ready[0]
-	p.ready = slices.Delete(p.ready, 0, 1)
 	p.running++
 	pj.warmRun = true
 	return pj, stream || len(p.ready)+p.starting == 0

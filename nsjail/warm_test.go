@@ -434,9 +434,7 @@ func warmReady(t *testing.T, r *Runner) []*preparedJail {
 func TestWarmProgramAheadHasNoBoundingSet(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
 	for _, pj := range warmReady(t, r) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pj.j.progPid))
-		require.NoError(t, err)
-		assert.Contains(t, string(b), "\nCapBnd:\t0000000000000000\n")
+		assert.Equal(t, "0000000000000000", procStatus(t, pj.j.progPid)["CapBnd"])
 	}
 }
 
@@ -486,18 +484,25 @@ for d, dirs, files in os.walk("/etc"):
 // keeps it from mounting (seccomp's TestZygotePolicyOpensOnlyWhatForkingARunNeeds).
 func TestZygoteHoldsOnlyWhatForkingNeeds(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", zygoteOf(t, r, "default").py))
-	require.NoError(t, err)
+	got := procStatus(t, zygoteOf(t, r, "default").py)
 	want := fmt.Sprintf("%016x", uint64(1<<unix.CAP_SETUID|1<<unix.CAP_SETGID|1<<unix.CAP_SYS_ADMIN))
-	got := map[string]string{}
-	for _, l := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			got[k] = strings.TrimSpace(v)
-		}
-	}
 	// Inheritable and ambient too: they carry the three across its exec.
 	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
 		assert.Equal(t, want, got[k], k)
 	}
 	assert.Equal(t, "2", got["Seccomp"], "the zygote is filtered")
+}
+
+// procStatus is /proc/PID/status, each field's value by its name.
+func procStatus(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	st := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			st[k] = strings.TrimSpace(v)
+		}
+	}
+	return st
 }

@@ -290,6 +290,10 @@ def _walk(st, plan, fds, dry):
         raise _Fail("decode plan", 0, "malformed plan: no filter or no program")
 
 
+# A filter of one instruction, RET ALLOW: _warm_up's, never installed.
+_DRY_FILTER = b"\x06\x00\x00\x00\x00\x00\xff\x7f"
+
+
 def _dummy_plan():
     """A program's plan with each step it may have, for _warm_up."""
     def s(x):
@@ -298,7 +302,7 @@ def _dummy_plan():
         bytes([OP_STDIO]) + s(b"stdio") + struct.pack("<I", 0),
         bytes([OP_RLIMIT]) + s(b"rlimit") + struct.pack("<IQQ", 7, 1024, 1024),
         bytes([OP_CHDIR]) + s(b"chdir") + s(b"/"),
-        bytes([OP_SECCOMP]) + s(b"seccomp") + s(b"\x06\x00\x00\x00\x00\x00\xff\x7f"),
+        bytes([OP_SECCOMP]) + s(b"seccomp") + s(_DRY_FILTER),
         bytes([OP_EXEC]) + s(b"exec") + struct.pack("<III", 1, 1, 1) + s(b"/code/x.py") + struct.pack("<I", 1) + s(b"A=1"),
     ))
 
@@ -319,7 +323,7 @@ def _warm_up():
     after; the plan is walked dry, and no other call is made."""
     _walk(_State(), _DUMMY_PLAN, [], True)
     _capset_args(())
-    _filter_prog(b"\x06\x00\x00\x00\x00\x00\xff\x7f")
+    _filter_prog(_DRY_FILTER)
     _MMMap(*range(11), None, 0, 0xFFFFFFFF)
     compile("pass", "/code/main.py", "exec", dont_inherit=True)
     # The fork's random state is its own from here on: nothing else runs in

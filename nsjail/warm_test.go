@@ -506,3 +506,34 @@ func procStatus(t *testing.T, pid int) map[string]string {
 	}
 	return st
 }
+
+// A run that comes apart from the others, with another run waiting,
+// leaves its replacement to its end (takeWarm): while it runs, the pool
+// has one run fewer and builds none; after it, the pool is full again.
+// (The decision itself, under a stream too: TestTakeWarmFillsNowOnlyUnderAStream.)
+func TestWarmRunApartIsReplacedAfterIt(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
+	r.poolMu.Lock()
+	p := r.warm["default"].pool
+	r.poolMu.Unlock()
+	count := func() (ready, starting int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.ready), p.starting
+	}
+	done := make(chan *Result, 1)
+	go func() {
+		res, err := r.Run(context.Background(), &Spec{Program: []byte("import time; time.sleep(0.5)"),
+			Limits: DefaultLimits(), Start: StartWarm})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	require.Eventually(t, func() bool { ready, _ := count(); return ready == 1 }, 5*time.Second, time.Millisecond)
+	ready, starting := count()
+	assert.Equal(t, [2]int{1, 0}, [2]int{ready, starting}, "during the run: nothing built beside it")
+	res := <-done
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.True(t, res.Prepared, "the run was one made ahead")
+	require.Eventually(t, func() bool { ready, _ := count(); return ready == 2 }, 30*time.Second, 10*time.Millisecond,
+		"replaced after the run")
+}

@@ -978,15 +978,16 @@ static void aj_nothing(int sig)
 // jail's pid 1, but the program is not its child: the zygote forks it
 // into the jail's namespaces (zygote.py), where it is pid 2, and is its
 // parent. In the jail's group, with no capability left, no_new_privs and
-// the program's filter (without a listener: a forbidden call fails with
-// ENOSYS; the program installs the same filter with its own), this
-// process (which forwards signals to the program since aj_init had the
-// request) waits for msgAdopt, which brings a pidfd of the program, then
-// reaps whatever the program's processes leave to it, and exits as soon
-// as the program has ended, upon which the kernel kills every process
-// left in the jail's pid namespace. The program's wait status is
-// its parent's to tell (the zygote's msgExit). It calls only what the
-// filter allows (seccomp's TestPolicyAllowsInitTail).
+// the build plan's filter (a warm run's is seccomp.AdoptCalls alone, and
+// has no listener: any other call fails with ENOSYS; the program installs
+// its own filter), this process (which forwards signals to the program
+// since aj_init had the request) waits for msgAdopt, which brings a pidfd
+// of the program, then reaps whatever the program's processes leave to
+// it, and exits as soon as the program has ended, upon which the kernel
+// kills every process left in the jail's pid namespace. The program's
+// wait status is its parent's to tell (the zygote's msgExit). It calls
+// only what that filter allows (seccomp.AdoptCalls, which the program's
+// filter allows too: TestPolicyAllowsInitTail).
 __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, int njoin)
 {
 	aj_enter(s, join, njoin);

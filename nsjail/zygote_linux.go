@@ -225,12 +225,17 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 	shared := slices.DeleteFunc(slices.Clone(s.Code), func(f File) bool { return f.Path == s.Entry })
 	w.base = jailBase{binds: binds(&Spec{ReadOnlyMounts: s.ReadOnlyMounts}), etc: s.Etc, shared: shared}
 	tmp := s.RunLimits.withDefaults().TmpBytes
+	// A run's init holds only the filter of its adopting tail
+	// (seccomp.AdoptCalls); its program installs w.base's, the Runner's
+	// (jail.deliver's programPlan).
+	initBase := w.base
+	initBase.filter = seccomp.AdoptProgramBytes()
 	w.pool = &preparedPool{
 		want:    s.Ahead,
 		base:    w.base,
 		limits:  s.RunLimits.withDefaults(),
 		onError: func(err error) { w.event("fork failed", err) },
-		build:   r.build(w.base, tmp),
+		build:   r.build(initBase, tmp),
 		start:   w.startRun,
 	}
 	var retired []*warmRuntime // replaced, and not serving w's requests

@@ -353,3 +353,11 @@ func parentOf(pid int) int {
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
 }
+
+func TestDaemonProcsIsHalfAtLeastOne(t *testing.T) {
+	for n, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 64: 32} {
+		if got := daemonProcs(n); got != want {
+			t.Errorf("daemonProcs(%d) = %d, want %d", n, got, want)
+		}
+	}
+}

@@ -986,8 +986,9 @@ static void aj_nothing(int sig)
 // it, and exits as soon as the program has ended, upon which the kernel
 // kills every process left in the jail's pid namespace. The program's
 // wait status is its parent's to tell (the zygote's msgExit). It calls
-// only what that filter allows (seccomp.AdoptCalls, which the program's
-// filter allows too: TestPolicyAllowsInitTail).
+// only what that filter allows (seccomp.AdoptCalls: TestKernelAdoptTail
+// runs these calls under it; the program's filter allows each of them
+// too: TestAdoptCallsAreTheProgramsToo).
 __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, int njoin)
 {
 	aj_enter(s, join, njoin);
@@ -1090,6 +1091,8 @@ __attribute__((noreturn)) void aj_init(int nested)
 		aj_fail("decode request", 0, "no program to exec");
 	if (s.adopt && !nested)
 		aj_fail("decode request", 0, "only a warm run's init adopts its program");
+	if (nested && !s.adopt) // its filter (seccomp.AdoptCalls) would not let it start one
+		aj_fail("decode request", 0, "a warm run's init adopts its program, it does not exec one");
 	if (s.adopt) {
 		// The program exists already: it is the first process born in the
 		// jail's pid namespace after this one, pid 2. Signals are passed

@@ -74,12 +74,17 @@ print(open("/proc/1/cmdline","rb").read().split(b"\0")[0].decode())`, nil)
 
 // The jail's init passes the signals a supervisor sends it on to the
 // program (cold: its child; warm: pid 2, which its zygote forked), from
-// the program's first instruction on.
+// the program's first instruction on. The program waits until the init
+// is under its filter (a warm run's init loads its own after the go,
+// beside the program), so that the forwarding runs under it.
 func TestInitForwardsSignalsToTheProgram(t *testing.T) {
 	res := jailRun(t, `import os, signal, time
 got = []
 for s in (signal.SIGUSR1, signal.SIGTERM):
     signal.signal(s, lambda n, f: got.append(n))
+deadline = time.monotonic() + 5
+while "Seccomp:\t2" not in open("/proc/1/status").read() and time.monotonic() < deadline:
+    time.sleep(0.001)
 for s in (signal.SIGUSR1, signal.SIGTERM):
     os.kill(1, s)
 deadline = time.monotonic() + 5

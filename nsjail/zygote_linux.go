@@ -226,10 +226,14 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 	w.base = jailBase{binds: binds(&Spec{ReadOnlyMounts: s.ReadOnlyMounts}), etc: s.Etc, shared: shared}
 	tmp := s.RunLimits.withDefaults().TmpBytes
 	// A run's init holds only the filter of its adopting tail
-	// (seccomp.AdoptCalls); its program installs w.base's, the Runner's
-	// (jail.deliver's programPlan).
+	// (seccomp.AdoptCalls, a subset of the default policy); its program
+	// installs w.base's, the Runner's (jail.deliver's programPlan). A
+	// Runner with a filter of its own gives the init that one: the
+	// adopting tail is checked against the default policy only.
 	initBase := w.base
-	initBase.filter = seccomp.AdoptProgramBytes()
+	if r.Seccomp == nil {
+		initBase.filter = seccomp.AdoptProgramBytes()
+	}
 	w.pool = &preparedPool{
 		want:    s.Ahead,
 		base:    w.base,

@@ -14,6 +14,25 @@ const adoptTestedNr = 1024
 
 var allSet = [6]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
 
+// adoptArgs are the arguments each number is evaluated with: none, all
+// bits, a malloc's mmap, and each single bit of each argument (so that a
+// check of the wrong argument, or of its high word, shows: MAP_HUGETLB
+// alone in args[3], or in its high word, or in another argument).
+func adoptArgs() [][6]uint64 {
+	out := [][6]uint64{{}, allSet, {0, 4096, 3, 0x22, ^uint64(0), 0}}
+	for i := range 6 {
+		for b := range 64 {
+			var a [6]uint64
+			a[i] = 1 << b
+			out = append(out, a)
+		}
+		a := allSet
+		a[i] &^= mapHugetlb
+		out = append(out, a)
+	}
+	return out
+}
+
 // TestAdoptProgramAllowsOnlyItsCalls evaluates the warm run init's filter
 // for every number, x32's and other architectures' included: exactly
 // AdoptCalls are allowed, whatever their arguments; everything else fails
@@ -36,7 +55,7 @@ func TestAdoptProgramAllowsOnlyItsCalls(t *testing.T) {
 	}
 	mmap, _ := syscallNumber("mmap")
 	for nr := range adoptTestedNr {
-		for _, args := range [][6]uint64{{}, allSet, {0, 4096, 3, 0x22, ^uint64(0), 0}} {
+		for _, args := range adoptArgs() {
 			want := "ERRNO(ENOSYS)"
 			if allowed[nr] && (nr != mmap || args[3]&mapHugetlb == 0) {
 				want = "ALLOW"
@@ -58,7 +77,7 @@ func TestAdoptCallsAreTheProgramsToo(t *testing.T) {
 	require.NoError(t, err)
 	adopt := adoptProgram().Instructions
 	for nr := range adoptTestedNr {
-		for _, args := range [][6]uint64{{}, allSet, {0, 4096, 3, 0x22, ^uint64(0), 0}} {
+		for _, args := range adoptArgs() {
 			in := input{nr: int32(nr), arch: auditArchX86_64, args: args}
 			a, err := run(adopt, in)
 			require.NoError(t, err)

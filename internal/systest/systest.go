@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -36,6 +37,7 @@ const (
 	// python3-matplotlib (scripts/deps --scientific installs them).
 	Scientific Need = "python3-numpy, python3-pandas and python3-matplotlib"
 	MultiCPU   Need = "at least 2 CPUs"
+	CC         Need = "a C compiler (gcc)"
 )
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
@@ -77,6 +79,10 @@ func missing(n Need) string {
 		}
 	case Python:
 		if _, err := os.Stat("/usr/bin/python3"); err != nil {
+			return err.Error()
+		}
+	case CC:
+		if _, err := exec.LookPath("gcc"); err != nil {
 			return err.Error()
 		}
 	case MultiCPU:

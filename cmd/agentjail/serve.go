@@ -83,13 +83,19 @@ func cmdServe(args []string, stderr io.Writer) int {
 // hand-offs between threads. On 2 CPUs, one P took 0.15 to 0.45 ms off
 // the daemon's CPU per run, cold and warm, with the same throughput at 1
 // and 2 clients (BENCHMARKS.md).
-func daemonProcs(goDefault int) int {
-	return max(1, goDefault/2)
+// A GOMAXPROCS in the environment (env) wins: set is false. Setting it
+// here ends Go's own updates of it when the cgroup's CPU limit changes:
+// the daemon keeps its number until it restarts.
+func daemonProcs(env string, goDefault int) (n int, set bool) {
+	if env != "" {
+		return goDefault, false
+	}
+	return max(1, goDefault/2), true
 }
 
 func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(daemonProcs(runtime.GOMAXPROCS(0)))
+	if n, set := daemonProcs(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)); set {
+		runtime.GOMAXPROCS(n)
 	}
 	// What the environments need from this host: their mounts (each
 	// rule), their pythons.
@@ -184,7 +190,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	log.Info("serving", "socket", addr, "version", version, "cgroup", runner.Cgroups.Version(),
 		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength,
 		"environments", len(policy.Environments), "start", cfg.Jail.Start, "warm_ahead", cfg.WarmAhead(), "prepared_jails", cfg.Prepared(),
-		"max_sessions", cfg.Admission.MaxSessions)
+		"max_sessions", cfg.Admission.MaxSessions, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	select {
 	case err := <-served:

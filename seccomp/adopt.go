@@ -14,8 +14,9 @@ import (
 // read, and malloc's brk, mmap, munmap, madvise), reaps and waits for the
 // program (wait4, ppoll), passes signals on to it (kill, and the handler's
 // return), closes, sends an error record (sendto) and exits. The program's
-// filter allows each of them too (TestPolicyAllowsInitTail): the init may
-// do less than its program, never more.
+// filter allows each of them too (TestAdoptCallsAreTheProgramsToo): the
+// init may do less than its program, never more; TestKernelAdoptTail
+// makes these calls under the filter, in the kernel.
 var AdoptCalls = []string{
 	"recvmsg", "read", "wait4", "ppoll", "kill", "rt_sigreturn", "restart_syscall",
 	"close", "sendto", "brk", "mmap", "munmap", "madvise", "exit", "exit_group",
@@ -29,8 +30,8 @@ var AdoptCalls = []string{
 //
 // A warm run's init loaded the program's own filter before: some 500
 // instructions, which the kernel checks, translates to eBPF, compiles and
-// runs once per system call number (its action cache) at every load,
-// about 0.2 ms of the run's CPU (BENCHMARKS.md). This one is 23.
+// runs once per system call number (its action cache) at every load:
+// 0.1 to 0.2 ms of the run's CPU (BENCHMARKS.md). This one is 23.
 var adoptProgram = sync.OnceValue(func() *Program {
 	const (
 		ldW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS

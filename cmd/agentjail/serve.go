@@ -83,6 +83,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 // hand-offs between threads. On 2 CPUs, one P took 0.15 to 0.45 ms off
 // the daemon's CPU per run, cold and warm, with the same throughput at 1
 // and 2 clients (BENCHMARKS.md).
+//
 // A GOMAXPROCS in the environment (env) wins: set is false. Setting it
 // here ends Go's own updates of it when the cgroup's CPU limit changes:
 // the daemon keeps its number until it restarts.

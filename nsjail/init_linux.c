@@ -989,6 +989,17 @@ static void aj_nothing(int sig)
 // only what that filter allows (seccomp.AdoptCalls: TestKernelAdoptTail
 // runs these calls under it; the program's filter allows each of them
 // too: TestAdoptCallsAreTheProgramsToo).
+//
+// What that filter rests on:
+//  - nothing of the program can reach this process but signals: it is not
+//    dumpable (no ptrace, no /proc/1/mem), its fds are not the program's,
+//    and it forwards only aj_forwarded. The filter is a second wall;
+//  - malloc was set up before it (aj_plan's allocations: glibc's first
+//    malloc may call getrandom): from here on a malloc needs only brk or
+//    mmap, a free only brk, munmap or madvise;
+//  - a call outside the list fails with ENOSYS. One this tail needs would
+//    end it (a failed brk crashes malloc: TestKernelAdoptTail), and with
+//    it the jail: it fails closed, never open.
 __attribute__((noreturn)) static void aj_adopt(struct aj_state *s, int *join, int njoin)
 {
 	aj_enter(s, join, njoin);

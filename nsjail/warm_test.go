@@ -1,6 +1,7 @@
 package nsjail
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/internal/systest"
+	"agentjail/seccomp"
 )
 
 // warmRunner is a Runner of its own with a zygote of the default runtime
@@ -536,4 +538,18 @@ func TestWarmRunApartIsReplacedAfterIt(t *testing.T) {
 	assert.True(t, res.Prepared, "the run was one made ahead")
 	require.Eventually(t, func() bool { ready, _ := count(); return ready == 2 }, 30*time.Second, 10*time.Millisecond,
 		"replaced after the run")
+}
+
+// A warm run's init is built with the filter of its adopting tail, not
+// the program's (whose plan still carries the full one), unless the
+// Runner has a filter of its own.
+func TestWarmInitGetsTheAdoptFilter(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	r.poolMu.Lock()
+	plan := r.warm["default"].pool.build.plan
+	r.poolMu.Unlock()
+	assert.True(t, bytes.Contains(plan, seccomp.AdoptProgramBytes()), "the init's build plan carries the adopt filter")
+	assert.False(t, bytes.Contains(plan, seccomp.DefaultProgramBytes()), "and not the program's")
+	own := []byte("a Runner's own filter")
+	assert.Equal(t, own, (&Runner{Seccomp: own}).warmInitFilter())
 }

@@ -225,15 +225,10 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 	shared := slices.DeleteFunc(slices.Clone(s.Code), func(f File) bool { return f.Path == s.Entry })
 	w.base = jailBase{binds: binds(&Spec{ReadOnlyMounts: s.ReadOnlyMounts}), etc: s.Etc, shared: shared}
 	tmp := s.RunLimits.withDefaults().TmpBytes
-	// A run's init holds only the filter of its adopting tail
-	// (seccomp.AdoptCalls, a subset of the default policy); its program
-	// installs w.base's, the Runner's (jail.deliver's programPlan). A
-	// Runner with a filter of its own gives the init that one: the
-	// adopting tail is checked against the default policy only.
+	// A run's init holds warmInitFilter; its program installs w.base's,
+	// the Runner's (jail.deliver's programPlan).
 	initBase := w.base
-	if r.Seccomp == nil {
-		initBase.filter = seccomp.AdoptProgramBytes()
-	}
+	initBase.filter = r.warmInitFilter()
 	w.pool = &preparedPool{
 		want:    s.Ahead,
 		base:    w.base,
@@ -459,6 +454,17 @@ func (w *warmRuntime) close() {
 		z.endRetired()
 	}
 	w.wg.Wait()
+}
+
+// warmInitFilter is the filter of a warm run's init: only the calls of
+// its adopting tail (seccomp.AdoptCalls, a subset of the default policy),
+// or, for a Runner with a filter of its own, that one: the tail is
+// checked against the default policy only.
+func (r *Runner) warmInitFilter() []byte {
+	if r.Seccomp != nil {
+		return r.Seccomp
+	}
+	return seccomp.AdoptProgramBytes()
 }
 
 // startZygote starts a zygote on a goroutine of its own, which holds its

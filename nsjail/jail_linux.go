@@ -219,6 +219,15 @@ func (j *jail) start(b built) error {
 	return nil
 }
 
+// threadBound tells whether the started jail dies with the OS thread that
+// started it, which must then stay locked until the jail has been waited
+// for. A cold jail's pid 1 is that thread's child, with a parent-death
+// signal. A warm run's is not: its bootstrap, the only process of the run
+// with a parent-death signal, has been waited for by start
+// (bootstrapNested), and its pid 1 is an orphan in its zygote's pid
+// namespace, which dies with the zygote's jail (bootstrap_linux.c).
+func (j *jail) threadBound() bool { return j.zygote == nil }
+
 func (j *jail) bootstrapEnv() []string {
 	env := []string{uidEnv + "=" + strconv.FormatUint(uint64(j.uid), 10)}
 	if j.idMap != "" {

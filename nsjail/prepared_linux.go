@@ -221,6 +221,9 @@ func (p *preparedPool) keep(r *Runner) {
 	} else {
 		err = j.start(p.build)
 	}
+	if err == nil && !j.threadBound() {
+		runtime.UnlockOSThread()
+	}
 	if err == nil {
 		err = j.awaitBuild()
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -552,4 +553,81 @@ func TestWarmInitGetsTheAdoptFilter(t *testing.T) {
 	assert.False(t, bytes.Contains(plan, seccomp.DefaultProgramBytes()), "and not the program's")
 	own := []byte("a Runner's own filter")
 	assert.Equal(t, own, (&Runner{Seccomp: own}).warmInitFilter())
+}
+
+// startOnThreadThatEnds starts j with start on a goroutine that locks its
+// OS thread and returns without unlocking it, so that the runtime ends
+// the thread, and waits until the thread is gone: every parent-death
+// signal tied to it has been sent by then.
+func startOnThreadThatEnds(t *testing.T, start func() error) error {
+	t.Helper()
+	type started struct {
+		tid int
+		err error
+	}
+	done := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		err := start()
+		done <- started{unix.Gettid(), err}
+	}()
+	s := <-done
+	task := fmt.Sprintf("/proc/self/task/%d", s.tid)
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(task)
+		return errors.Is(err, os.ErrNotExist)
+	}, 10*time.Second, time.Millisecond, "the starting thread ends")
+	return s.err
+}
+
+// A warm run's jail does not die with the OS thread that started it
+// (jail.threadBound is false): the daemon lets that thread go once the
+// bootstrap has been waited for. A cold jail, started the same way,
+// dies with it: that is what the method sees.
+func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	r.poolMu.Lock()
+	w := r.warm["default"]
+	r.poolMu.Unlock()
+
+	uid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	defer r.UIDs.Release(uid)
+	j := &jail{runner: r, uid: uid}
+	err = startOnThreadThatEnds(t, func() error {
+		if err := w.startRun(j, w.pool.build); err != nil {
+			return err
+		}
+		if err := j.awaitBuild(); err != nil {
+			return err
+		}
+		return j.forkProgram()
+	})
+	if err != nil {
+		_ = j.cleanup()
+		require.NoError(t, err)
+	}
+	assert.False(t, j.threadBound())
+	assert.True(t, systest.Running(j.proc.Pid), "the warm jail's pid 1 lives on")
+	assert.True(t, systest.Running(j.progPid), "its program, forked ahead, lives on")
+	spec := &Spec{ID: NewID(), Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm}
+	res, err := j.finish(context.Background(), spec, requestConfigFor(spec, codeFiles(spec)))
+	require.NoError(t, err)
+	assert.Equal(t, StatusOK, res.Status, "%+v", res)
+	assert.Equal(t, "ok\n", string(res.Stdout))
+
+	cuid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	defer r.UIDs.Release(cuid)
+	c := &jail{runner: r, uid: cuid}
+	require.NoError(t, startOnThreadThatEnds(t, func() error {
+		return c.start(r.build(jailBase{}, DefaultLimits().TmpBytes))
+	}))
+	assert.True(t, c.threadBound())
+	require.NoError(t, c.wait())
+	if assert.NotNil(t, c.state, "the cold jail's pid 1 was waited for") {
+		ws := c.state.Sys().(syscall.WaitStatus)
+		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", c.state)
+	}
+	_ = c.cleanup()
 }

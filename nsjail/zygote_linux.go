@@ -890,12 +890,13 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 		return nil, err, true
 	}
 	defer r.UIDs.Release(uid)
-	// The jail dies with this thread (Pdeathsig): it stays locked until
-	// the jail has been waited for.
+	// The bootstrap dies with this thread (Pdeathsig): it stays locked
+	// until startRun has waited for it (threadBound).
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	j := &jail{runner: r, uid: uid}
-	if err := w.startRun(j, w.pool.build); err != nil {
+	err = w.startRun(j, w.pool.build)
+	runtime.UnlockOSThread()
+	if err != nil {
 		_ = j.cleanup()
 		if errors.Is(err, errNoZygote) {
 			w.fallback.Add(1)

@@ -78,8 +78,8 @@ const (
 )
 
 // preparedJail is a started, prepared jail. The goroutine that started it
-// keeps its OS thread locked until the jail has been waited for (the
-// jail's parent-death signal is tied to that thread), parked on ended;
+// waits for its end, parked on ended, and keeps its OS thread locked till
+// then if the jail is tied to that thread (jail.threadBound: a cold one);
 // the request runs on its own goroutine, so that none of the run's many
 // waits hands the work over to that one thread and back (the daemon's CPU
 // per run, three alternating runs of 300: 1.97, 1.73, 1.80 ms before,
@@ -204,8 +204,10 @@ func (p *preparedPool) fill(r *Runner) {
 	}
 }
 
-// keep prepares one jail and holds its OS thread locked until a request's
-// run (preparedJail.run) has waited for it, or the pool ends it unused.
+// keep prepares one jail and waits until a request's run
+// (preparedJail.run) has waited for it, or the pool ends it unused. Its
+// OS thread stays locked that long for a cold jail; for a warm run's, only
+// until the start (jail.threadBound).
 func (p *preparedPool) keep(r *Runner) {
 	defer p.wg.Done()
 	runtime.LockOSThread()

@@ -174,7 +174,7 @@ func (r *Runner) leaseJail(spec *Spec, b []string, code []File, fresh bool) (*le
 }
 
 // lease hands a prepared jail to a session: its keeper (preparedPool.keep)
-// waits, its thread locked, until the session gives it back.
+// waits until the session gives it back.
 func (pj *preparedJail) lease(start StartMode) *lease {
 	return &lease{j: pj.j, start: start, release: func() {
 		pj.j.runner.UIDs.Release(pj.j.uid)
@@ -183,10 +183,10 @@ func (pj *preparedJail) lease(start StartMode) *lease {
 }
 
 // startOwned starts j (start: jail.start, or a warm run's startRun) on a
-// goroutine of its own that keeps its OS thread locked, as the jail's
-// parent-death signal requires, until end is closed: for a jail that
-// outlives the call that starts it. A start that fails is cleaned up
-// there.
+// goroutine of its own that waits until end is closed, and keeps its OS
+// thread locked till then if the jail's parent-death signal requires it
+// (jail.threadBound): for a jail that outlives the call that starts it. A
+// start that fails is cleaned up there.
 func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
 	started := make(chan error, 1)
 	end = make(chan struct{})
@@ -196,6 +196,9 @@ func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
 		err := start()
 		if err != nil {
 			err = errors.Join(err, j.cleanup())
+		}
+		if err == nil && !j.threadBound() {
+			runtime.UnlockOSThread()
 		}
 		started <- err
 		if err == nil {

@@ -75,29 +75,7 @@ func cmdServe(args []string, stderr io.Writer) int {
 	return 0
 }
 
-// daemonProcs is how many threads may run the daemon's Go code at once
-// (GOMAXPROCS) when the environment does not say: half of what Go would
-// take (the CPUs, or the CPU limit of the daemon's cgroup), at least one.
-// The daemon's own work is a fifth of a run's CPU or less, so half the
-// CPUs leaves it room; each P beyond what it needs costs wake-ups and
-// hand-offs between threads. On 2 CPUs, one P took 0.15 to 0.45 ms off
-// the daemon's CPU per run, cold and warm, with the same throughput at 1
-// and 2 clients (BENCHMARKS.md).
-//
-// A GOMAXPROCS in the environment (env) wins: set is false. Setting it
-// here ends Go's own updates of it when the cgroup's CPU limit changes:
-// the daemon keeps its number until it restarts.
-func daemonProcs(env string, goDefault int) (n int, set bool) {
-	if env != "" {
-		return goDefault, false
-	}
-	return max(1, goDefault/2), true
-}
-
 func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
-	if n, set := daemonProcs(os.Getenv("GOMAXPROCS"), runtime.GOMAXPROCS(0)); set {
-		runtime.GOMAXPROCS(n)
-	}
 	// What the environments need from this host: their mounts (each
 	// rule), their pythons.
 	if err := cfg.CheckHost(configPath, cfg.Socket.Path); err != nil {

@@ -353,18 +353,3 @@ func parentOf(pid int) int {
 	ppid, _ := strconv.Atoi(f[1])
 	return ppid
 }
-
-func TestDaemonProcsIsHalfAtLeastOne(t *testing.T) {
-	for n, want := range map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 64: 32} {
-		if got, set := daemonProcs("", n); got != want || !set {
-			t.Errorf("daemonProcs(\"\", %d) = %d, %v; want %d, true", n, got, set, want)
-		}
-	}
-	// The operator's GOMAXPROCS wins, even one Go ignores (it then takes
-	// its own default).
-	for _, env := range []string{"2", "8", "abc"} {
-		if got, set := daemonProcs(env, 8); got != 8 || set {
-			t.Errorf("daemonProcs(%q, 8) = %d, %v; want 8, false", env, got, set)
-		}
-	}
-}

@@ -179,6 +179,9 @@ func bootstrapNested(sync *os.File, proc *os.Process) (*os.Process, *os.File, er
 		_ = proc.Kill()
 	}
 	st, werr := proc.Wait()
+	if werr != nil {
+		_ = proc.Kill() // never left running, whatever the wait's trouble
+	}
 	if err == nil && (werr != nil || !st.Success()) {
 		err = stageErr("bootstrap", errors.Join(werr, fmt.Errorf("%v", st)))
 	}

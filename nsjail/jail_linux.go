@@ -128,8 +128,10 @@ func (j *jail) killReason() KillReason {
 
 // start starts the init stage and has it build the jail; awaitBuild
 // waits for the end of it, so that the caller may do its own part of the
-// set-up meanwhile. The caller's OS thread must stay locked until the
-// jail has been waited for: the init stage's Pdeathsig is tied to it.
+// set-up meanwhile. The caller's OS thread must be locked: the
+// bootstrap's Pdeathsig is tied to it. It must stay locked until the jail
+// has been waited for if threadBound (a cold jail), else until start has
+// returned.
 func (j *jail) start(b built) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -181,10 +183,11 @@ func (j *jail) start(b built) error {
 		// (init_linux.c), and the program gets an environment of its own.
 		Env:   j.bootstrapEnv(),
 		Files: append([]*os.File{null, null, null}, extra...),
-		// If this thread dies (the daemon crashed), the bootstrap dies;
-		// the jail's pid 1 ties its own parent-death signal to this same
-		// thread, which the caller holds locked until the jail has been
-		// waited for.
+		// If this thread dies (the daemon crashed), the bootstrap dies.
+		// A cold jail's pid 1 ties its own parent-death signal to this
+		// same thread, which the caller then holds locked until the jail
+		// has been waited for (threadBound); a warm run's pid 1 dies with
+		// its zygote's jail instead.
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	// Closed now, not at return: a bootstrap that dies without a record

@@ -224,6 +224,8 @@ func (p *preparedPool) keep(r *Runner) {
 		err = j.start(p.build)
 	}
 	if err == nil && !j.threadBound() {
+		// Its bootstrap has been waited for: nothing of the jail dies
+		// with this thread. (The deferred unlock is then a no-op.)
 		runtime.UnlockOSThread()
 	}
 	if err == nil {

@@ -183,10 +183,11 @@ func (pj *preparedJail) lease(start StartMode) *lease {
 }
 
 // startOwned starts j (start: jail.start, or a warm run's startRun) on a
-// goroutine of its own that waits until end is closed, and keeps its OS
-// thread locked till then if the jail's parent-death signal requires it
-// (jail.threadBound): for a jail that outlives the call that starts it. A
-// start that fails is cleaned up there.
+// goroutine of its own with its OS thread locked, for a jail that
+// outlives the call that starts it. If the jail's parent-death signal is
+// tied to that thread (jail.threadBound), the goroutine keeps it locked
+// until end is closed; else it ends after the start. A start that fails
+// is cleaned up there.
 func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
 	started := make(chan error, 1)
 	end = make(chan struct{})
@@ -197,11 +198,11 @@ func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
 		if err != nil {
 			err = errors.Join(err, j.cleanup())
 		}
-		if err == nil && !j.threadBound() {
-			runtime.UnlockOSThread()
-		}
+		// Read before the jail is the caller's: a warm one needs this
+		// thread no more, and the goroutine ends now.
+		bound := err == nil && j.threadBound()
 		started <- err
-		if err == nil {
+		if bound {
 			<-end
 		}
 	}()

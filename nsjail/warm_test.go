@@ -567,7 +567,16 @@ func startOnThreadThatEnds(t *testing.T, start func() error) error {
 	}
 	done := make(chan started, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		// Never unlocked: the thread ends with the goroutine. Not on the
+		// main thread, which the runtime cannot end (it parks it).
+		for {
+			runtime.LockOSThread()
+			if unix.Gettid() != os.Getpid() {
+				break
+			}
+			runtime.UnlockOSThread()
+			time.Sleep(time.Millisecond)
+		}
 		err := start()
 		done <- started{unix.Gettid(), err}
 	}()
@@ -592,8 +601,9 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 
 	uid, err := r.UIDs.Acquire()
 	require.NoError(t, err)
-	defer r.UIDs.Release(uid)
 	j := &jail{runner: r, uid: uid}
+	// Before the runner's Close, which waits for the zygote's runs.
+	t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
 	err = startOnThreadThatEnds(t, func() error {
 		if err := w.startRun(j, w.pool.build); err != nil {
 			return err
@@ -603,11 +613,10 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 		}
 		return j.forkProgram()
 	})
-	if err != nil {
-		_ = j.cleanup()
-		require.NoError(t, err)
-	}
+	require.NoError(t, err)
 	assert.False(t, j.threadBound())
+	// Running only tells a live process from a zombie; a SIGKILL on its
+	// way is seen by the run below, which needs both.
 	assert.True(t, systest.Running(j.proc.Pid), "the warm jail's pid 1 lives on")
 	assert.True(t, systest.Running(j.progPid), "its program, forked ahead, lives on")
 	spec := &Spec{ID: NewID(), Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm}
@@ -618,16 +627,117 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 
 	cuid, err := r.UIDs.Acquire()
 	require.NoError(t, err)
-	defer r.UIDs.Release(cuid)
 	c := &jail{runner: r, uid: cuid}
+	t.Cleanup(func() { _ = c.cleanup(); r.UIDs.Release(cuid) })
 	require.NoError(t, startOnThreadThatEnds(t, func() error {
 		return c.start(r.build(jailBase{}, DefaultLimits().TmpBytes))
 	}))
 	assert.True(t, c.threadBound())
+	require.Eventually(t, func() bool { return !systest.Running(c.proc.Pid) }, 10*time.Second, time.Millisecond,
+		"the cold jail's pid 1 dies with the thread")
 	require.NoError(t, c.wait())
 	if assert.NotNil(t, c.state, "the cold jail's pid 1 was waited for") {
 		ws := c.state.Sys().(syscall.WaitStatus)
 		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", c.state)
 	}
-	_ = c.cleanup()
+}
+
+// keepers counts the goroutines in preparedPool.keep, and those of them
+// locked to their OS thread.
+func keepers() (all, locked int) { return goroutinesIn("nsjail.(*preparedPool).keep(") }
+
+// goroutinesIn counts the goroutines with a frame of fn, and those of them
+// locked to their OS thread, from the runtime's own goroutine dump.
+func goroutinesIn(fn string) (all, locked int) {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, fn) {
+			continue
+		}
+		all++
+		if head, _, _ := strings.Cut(g, "\n"); strings.Contains(head, "locked to thread") {
+			locked++
+		}
+	}
+	return all, locked
+}
+
+// A warm pool's keepers, parked until their runs end, hold no OS thread;
+// a cold pool's keeper holds its thread (jail.threadBound). Counted
+// beside the shared test runner's pools, once they are full.
+func TestOnlyColdKeepersHoldTheirThread(t *testing.T) {
+	shared := testRunner(t)
+	require.Eventually(t, func() bool {
+		ready, _ := shared.PreparedStats()
+		_, ahead, _, _ := shared.WarmStats()
+		return ready+ahead >= 2 || os.Getenv("AGENTJAIL_TEST_COLD") != ""
+	}, 30*time.Second, 10*time.Millisecond, "the shared runner's pools are full")
+	var all0, locked0 int
+	require.Eventually(t, func() bool {
+		a, l := keepers()
+		time.Sleep(20 * time.Millisecond)
+		all0, locked0 = keepers()
+		return a == all0 && l == locked0
+	}, 10*time.Second, time.Millisecond, "the keepers are settled")
+
+	warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
+	require.Eventually(t, func() bool {
+		a, l := keepers()
+		return a == all0+2 && l == locked0
+	}, 10*time.Second, 10*time.Millisecond, "two warm keepers, neither locked to its thread")
+
+	c := freshRunner(t)
+	t.Cleanup(c.Close)
+	c.KeepPrepared(1, PreparedTemplate{})
+	waitPrepared(t, c, 1)
+	a, l := keepers()
+	assert.Equal(t, all0+3, a, "and one cold keeper")
+	assert.Equal(t, locked0+1, l, "locked to its thread")
+}
+
+// The same for a session's own jail (jail.startOwned): its goroutine ends
+// after a warm start, and holds its locked thread for a cold one.
+func TestOnlyColdSessionJailsHoldTheirThread(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	r.poolMu.Lock()
+	w := r.warm["default"]
+	r.poolMu.Unlock()
+	owned := func() (int, int) { return goroutinesIn("nsjail.(*jail).startOwned.func1(") }
+	all0, locked0 := owned()
+
+	uid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	j := &jail{runner: r, uid: uid}
+	end, err := j.startOwned(func() error { return w.startRun(j, w.pool.build) })
+	if err != nil {
+		r.UIDs.Release(uid)
+	}
+	require.NoError(t, err)
+	// Before the runner's Close, which waits for the zygote's runs.
+	t.Cleanup(func() { close(end); _ = j.cleanup(); r.UIDs.Release(uid) })
+	require.Eventually(t, func() bool {
+		a, l := owned()
+		return a == all0 && l == locked0
+	}, 10*time.Second, time.Millisecond, "a warm start's goroutine ends")
+
+	cuid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	c := &jail{runner: r, uid: cuid}
+	cend, err := c.startOwned(func() error { return c.start(r.build(jailBase{}, DefaultLimits().TmpBytes)) })
+	if err != nil {
+		r.UIDs.Release(cuid)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.cleanup(); close(cend); r.UIDs.Release(cuid) })
+	a, l := owned()
+	assert.Equal(t, all0+1, a, "a cold start's goroutine waits")
+	assert.Equal(t, locked0+1, l, "locked to its thread")
 }

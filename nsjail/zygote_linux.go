@@ -730,8 +730,8 @@ func logOutput(l *slog.Logger, name string, f *os.File) {
 // startRun starts j (whose uid is acquired) as a run of the current
 // zygote: a jail whose user and pid namespaces are made inside the
 // zygote's (jail.start with j.zygote set), built with b; awaitBuild
-// follows. The caller's OS thread must stay locked until the jail has
-// been waited for, as for any jail.start.
+// follows. The caller's OS thread must be locked until it returns (its
+// bootstrap's parent-death signal), not longer (jail.threadBound).
 func (w *warmRuntime) startRun(j *jail, b built) error {
 	z := w.current()
 	if z == nil {

@@ -741,3 +741,54 @@ func TestOnlyColdSessionJailsHoldTheirThread(t *testing.T) {
 	assert.Equal(t, all0+1, a, "a cold start's goroutine waits")
 	assert.Equal(t, locked0+1, l, "locked to its thread")
 }
+
+// Each init takes only its own start's plan: a warm run's init (nested in
+// a zygote's namespaces, under the adopt filter) refuses a plan that
+// would exec a program, and a cold jail's init refuses one that would
+// adopt a program forked into it. Both say why.
+func TestInitRefusesTheOtherStartsPlan(t *testing.T) {
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	r.poolMu.Lock()
+	w := r.warm["default"]
+	r.poolMu.Unlock()
+	spec := &Spec{ID: NewID(), Program: []byte("print('never')"), Limits: DefaultLimits()}
+	cfg := requestConfigFor(spec, codeFiles(spec))
+	null, err := os.Open(os.DevNull)
+	require.NoError(t, err)
+	defer null.Close()
+	stdio := []int{int(null.Fd()), int(null.Fd()), int(null.Fd())}
+
+	refuses := func(t *testing.T, j *jail, plan []byte, fds []int, why string) {
+		require.NoError(t, j.awaitBuild())
+		require.NoError(t, j.send(msgRequest, plan, fds))
+		err := j.expect(msgReady)
+		var se *StageError
+		require.ErrorAs(t, err, &se)
+		assert.Equal(t, "decode request", se.Stage)
+		assert.Contains(t, se.Msg, why)
+	}
+
+	t.Run("warm init, exec plan", func(t *testing.T) {
+		uid, err := r.UIDs.Acquire()
+		require.NoError(t, err)
+		j := &jail{runner: r, uid: uid}
+		t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
+		runtime.LockOSThread()
+		err = w.startRun(j, w.pool.build)
+		runtime.UnlockOSThread()
+		require.NoError(t, err)
+		refuses(t, j, requestPlan(cfg, j.tmpBytes), stdio, "a warm run's init adopts its program, it does not exec one")
+	})
+	t.Run("cold init, adopt plan", func(t *testing.T) {
+		// A cold jail dies with the thread that started it: locked until
+		// it has been waited for (the clean-up, which runs first).
+		runtime.LockOSThread()
+		t.Cleanup(runtime.UnlockOSThread)
+		uid, err := r.UIDs.Acquire()
+		require.NoError(t, err)
+		j := &jail{runner: r, uid: uid}
+		t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
+		require.NoError(t, j.start(r.build(jailBase{}, DefaultLimits().TmpBytes)))
+		refuses(t, j, adoptPlan(cfg, j.tmpBytes), nil, "only a warm run's init adopts its program")
+	})
+}

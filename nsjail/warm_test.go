@@ -545,14 +545,33 @@ func TestWarmRunApartIsReplacedAfterIt(t *testing.T) {
 // the program's (whose plan still carries the full one), unless the
 // Runner has a filter of its own.
 func TestWarmInitGetsTheAdoptFilter(t *testing.T) {
-	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
-	r.poolMu.Lock()
-	plan := r.warm["default"].pool.build.plan
-	r.poolMu.Unlock()
+	_, w := defaultWarm(t, 1)
+	plan := w.pool.build.plan
 	assert.True(t, bytes.Contains(plan, seccomp.AdoptProgramBytes()), "the init's build plan carries the adopt filter")
 	assert.False(t, bytes.Contains(plan, seccomp.DefaultProgramBytes()), "and not the program's")
 	own := []byte("a Runner's own filter")
 	assert.Equal(t, own, (&Runner{Seccomp: own}).warmInitFilter())
+}
+
+// defaultWarm is warmRunner's Runner and its one warm runtime, "default".
+func defaultWarm(t *testing.T, ahead int) (*Runner, *warmRuntime) {
+	t.Helper()
+	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: ahead})
+	r.poolMu.Lock()
+	defer r.poolMu.Unlock()
+	return r, r.warm["default"]
+}
+
+// testJail is a jail of r, not started, with a uid of its own. The test's
+// clean-up removes it and frees the uid, before r's Close (registered
+// earlier), which waits for every run of a zygote.
+func testJail(t *testing.T, r *Runner) *jail {
+	t.Helper()
+	uid, err := r.UIDs.Acquire()
+	require.NoError(t, err)
+	j := &jail{runner: r, uid: uid}
+	t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
+	return j
 }
 
 // startOnThreadThatEnds starts j with start on a goroutine that locks its
@@ -594,17 +613,9 @@ func startOnThreadThatEnds(t *testing.T, start func() error) error {
 // bootstrap has been waited for. A cold jail, started the same way,
 // dies with it: that is what the method sees.
 func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
-	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
-	r.poolMu.Lock()
-	w := r.warm["default"]
-	r.poolMu.Unlock()
-
-	uid, err := r.UIDs.Acquire()
-	require.NoError(t, err)
-	j := &jail{runner: r, uid: uid}
-	// Before the runner's Close, which waits for the zygote's runs.
-	t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
-	err = startOnThreadThatEnds(t, func() error {
+	r, w := defaultWarm(t, 1)
+	j := testJail(t, r)
+	err := startOnThreadThatEnds(t, func() error {
 		if err := w.startRun(j, w.pool.build); err != nil {
 			return err
 		}
@@ -625,10 +636,7 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 	assert.Equal(t, StatusOK, res.Status, "%+v", res)
 	assert.Equal(t, "ok\n", string(res.Stdout))
 
-	cuid, err := r.UIDs.Acquire()
-	require.NoError(t, err)
-	c := &jail{runner: r, uid: cuid}
-	t.Cleanup(func() { _ = c.cleanup(); r.UIDs.Release(cuid) })
+	c := testJail(t, r)
 	require.NoError(t, startOnThreadThatEnds(t, func() error {
 		return c.start(r.build(jailBase{}, DefaultLimits().TmpBytes))
 	}))
@@ -706,37 +714,25 @@ func TestOnlyColdKeepersHoldTheirThread(t *testing.T) {
 // The same for a session's own jail (jail.startOwned): its goroutine ends
 // after a warm start, and holds its locked thread for a cold one.
 func TestOnlyColdSessionJailsHoldTheirThread(t *testing.T) {
-	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
-	r.poolMu.Lock()
-	w := r.warm["default"]
-	r.poolMu.Unlock()
+	r, w := defaultWarm(t, 1)
 	owned := func() (int, int) { return goroutinesIn("nsjail.(*jail).startOwned.func1(") }
 	all0, locked0 := owned()
 
-	uid, err := r.UIDs.Acquire()
-	require.NoError(t, err)
-	j := &jail{runner: r, uid: uid}
+	j := testJail(t, r)
 	end, err := j.startOwned(func() error { return w.startRun(j, w.pool.build) })
-	if err != nil {
-		r.UIDs.Release(uid)
-	}
 	require.NoError(t, err)
-	// Before the runner's Close, which waits for the zygote's runs.
-	t.Cleanup(func() { close(end); _ = j.cleanup(); r.UIDs.Release(uid) })
+	t.Cleanup(func() { close(end) })
 	require.Eventually(t, func() bool {
 		a, l := owned()
 		return a == all0 && l == locked0
 	}, 10*time.Second, time.Millisecond, "a warm start's goroutine ends")
 
-	cuid, err := r.UIDs.Acquire()
-	require.NoError(t, err)
-	c := &jail{runner: r, uid: cuid}
+	c := testJail(t, r)
 	cend, err := c.startOwned(func() error { return c.start(r.build(jailBase{}, DefaultLimits().TmpBytes)) })
-	if err != nil {
-		r.UIDs.Release(cuid)
-	}
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.cleanup(); close(cend); r.UIDs.Release(cuid) })
+	// The jail is waited for before its thread goes (testJail's clean-up
+	// after it finds nothing left to do).
+	t.Cleanup(func() { _ = c.cleanup(); close(cend) })
 	a, l := owned()
 	assert.Equal(t, all0+1, a, "a cold start's goroutine waits")
 	assert.Equal(t, locked0+1, l, "locked to its thread")
@@ -747,10 +743,7 @@ func TestOnlyColdSessionJailsHoldTheirThread(t *testing.T) {
 // would exec a program, and a cold jail's init refuses one that would
 // adopt a program forked into it. Both say why.
 func TestInitRefusesTheOtherStartsPlan(t *testing.T) {
-	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
-	r.poolMu.Lock()
-	w := r.warm["default"]
-	r.poolMu.Unlock()
+	r, w := defaultWarm(t, 1)
 	spec := &Spec{ID: NewID(), Program: []byte("print('never')"), Limits: DefaultLimits()}
 	cfg := requestConfigFor(spec, codeFiles(spec))
 	null, err := os.Open(os.DevNull)
@@ -769,12 +762,9 @@ func TestInitRefusesTheOtherStartsPlan(t *testing.T) {
 	}
 
 	t.Run("warm init, exec plan", func(t *testing.T) {
-		uid, err := r.UIDs.Acquire()
-		require.NoError(t, err)
-		j := &jail{runner: r, uid: uid}
-		t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
+		j := testJail(t, r)
 		runtime.LockOSThread()
-		err = w.startRun(j, w.pool.build)
+		err := w.startRun(j, w.pool.build)
 		runtime.UnlockOSThread()
 		require.NoError(t, err)
 		refuses(t, j, requestPlan(cfg, j.tmpBytes), stdio, "a warm run's init adopts its program, it does not exec one")
@@ -784,10 +774,7 @@ func TestInitRefusesTheOtherStartsPlan(t *testing.T) {
 		// it has been waited for (the clean-up, which runs first).
 		runtime.LockOSThread()
 		t.Cleanup(runtime.UnlockOSThread)
-		uid, err := r.UIDs.Acquire()
-		require.NoError(t, err)
-		j := &jail{runner: r, uid: uid}
-		t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
+		j := testJail(t, r)
 		require.NoError(t, j.start(r.build(jailBase{}, DefaultLimits().TmpBytes)))
 		refuses(t, j, adoptPlan(cfg, j.tmpBytes), nil, "only a warm run's init adopts its program")
 	})

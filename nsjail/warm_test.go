@@ -574,10 +574,10 @@ func testJail(t *testing.T, r *Runner) *jail {
 	return j
 }
 
-// startOnThreadThatEnds starts j with start on a goroutine that locks its
-// OS thread and returns without unlocking it, so that the runtime ends
-// the thread, and waits until the thread is gone: every parent-death
-// signal tied to it has been sent by then.
+// startOnThreadThatEnds runs start (a jail's start) on a goroutine that
+// locks its OS thread and returns without unlocking it, so that the
+// runtime ends the thread, and waits until the thread is gone: every
+// parent-death signal tied to it has been sent by then.
 func startOnThreadThatEnds(t *testing.T, start func() error) error {
 	t.Helper()
 	type started struct {

@@ -145,11 +145,12 @@ class DaemonFailed(Exception):
     pass
 
 
-def try_start_daemon(binary, max_concurrent, extra_config=""):
+def try_start_daemon(binary, max_concurrent, extra_config="", env=None):
     """A daemon of binary on a socket of its own, its 10 first runs done:
     (process, socket path, a kept-alive connection). extra_config is
-    appended to its config file. Raises DaemonFailed with the daemon's
-    last words if it does not come up."""
+    appended to its config file; env (a dict) is added to its
+    environment. Raises DaemonFailed with the daemon's last words if it
+    does not come up."""
     d = tempfile.mkdtemp(prefix="agentjail-bench-")
     sock = os.path.join(d, "s.sock")
     cfg = os.path.join(d, "config.toml")
@@ -157,7 +158,8 @@ def try_start_daemon(binary, max_concurrent, extra_config=""):
         f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % max_concurrent)
         f.write(extra_config)
     log = open(os.path.join(d, "stderr.log"), "w")
-    srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=log)
+    srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=log,
+                           env={**os.environ, **env} if env else None)
     log.close()
     for _ in range(200):
         if os.path.exists(sock) or srv.poll() is not None:
@@ -193,11 +195,20 @@ def settle_daemon(conn, timeout=180):
     sys.exit("bench: the daemon's font cache was still being built after %d s" % timeout)
 
 
-def start_daemon(binary, max_concurrent, extra_config=""):
+def start_daemon(binary, max_concurrent, extra_config="", env=None):
     try:
-        return try_start_daemon(binary, max_concurrent, extra_config)
+        return try_start_daemon(binary, max_concurrent, extra_config, env)
     except DaemonFailed as e:
         sys.exit(f"bench: {e}")
+
+
+def parse_side(side):
+    """One side of the side-by-side scripts, BINARY[@EXTRA_CONFIG[@ENV]]:
+    EXTRA_CONFIG is appended to the daemon's config file (\\n for a
+    newline), ENV is NAME=VALUE[,NAME=VALUE] for its process. Returns
+    (binary, extra_config, env dict)."""
+    binary, extra, envs = (side.split("@", 2) + ["", ""])[:3]
+    return binary, extra.replace("\\n", "\n"), dict(kv.split("=", 1) for kv in envs.split(",") if kv)
 
 
 def stop_daemon(srv, sock):

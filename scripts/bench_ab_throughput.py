@@ -2,9 +2,8 @@
 """Two daemons side by side on the corpus (scripts/corpus/), for a change's
 throughput before/after in BENCHMARKS.md: both up at once, each pass of
 the corpus (scripts/bench_throughput.py's phase) alternating between
-them, at 1 and then 2 clients. Each side is BINARY[@EXTRA_CONFIG[@ENV]]:
-EXTRA_CONFIG is appended to its config file (\\n for a newline), ENV is
-NAME=VALUE[,NAME=VALUE] for its process. MODE=cold in this script's
+them, at 1 and then 2 clients. Each side is BINARY[@EXTRA_CONFIG[@ENV]]
+(bench.parse_side). MODE=cold in this script's
 environment sends "start": "cold" (default warm). Run as root:
 
     python3 scripts/bench_ab_throughput.py OLD_BINARY NEW_BINARY [ROUNDS]
@@ -16,15 +15,14 @@ the medians of the machine's CPU and the daemon's CPU per program.
 import sys, os, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench, bench_throughput as bt
-specs = [(a.split("@") + ["", ""])[:3] for a in sys.argv[1:3]]  # bin@extra_config@ENV=V,ENV=V
+sides = sys.argv[1:3]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 progs = [p for p in bt.load_corpus() if p[2] != "timeout"]
 ds = []
-for i, (b, extra, envs) in enumerate(specs):
-    old = dict(os.environ); os.environ.update(dict(kv.split("=") for kv in envs.split(",") if kv))
-    srv, sock, conn = bench.start_daemon(b, os.cpu_count(), extra.replace("\\n", "\n"))
-    os.environ.clear(); os.environ.update(old)
-    ds.append(bt.Daemon(f"{i}:{os.path.basename(b)}:{extra}:{envs}", b, srv, sock, os.environ.get("MODE", "warm")))
+for i, side in enumerate(sides):
+    b, extra, env = bench.parse_side(side)
+    srv, sock, conn = bench.start_daemon(b, os.cpu_count(), extra, env)
+    ds.append(bt.Daemon(f"{i}:{os.path.basename(b)}{side[len(b):]}", b, srv, sock, os.environ.get("MODE", "warm")))
 try:
     for d in ds: bt.phase(d, progs, 2)
     fig = {(d.key, c): [] for d in ds for c in (1, 2)}

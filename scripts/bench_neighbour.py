@@ -2,29 +2,17 @@
 """How long light runs wait beside an output-heavy neighbour: one client
 runs `pass` (kept-alive, 5 ms apart) while another runs, back to back,
 programs that print SIZE bytes (with output_bytes raised to fit). Two
-daemons, each side BINARY[@ENV=V,ENV=V], take turns round by round, so
-that the host's drift hits both alike. Run as root; prints a Markdown
+daemons, each side BINARY[@EXTRA_CONFIG[@ENV]] (bench.parse_side), take
+turns round by round, so that the host's drift hits both alike. Run as root; prints a Markdown
 table of the light runs' latency percentiles and the heavy runs' median:
 
-    python3 scripts/bench_neighbour.py bin/agentjail@GOMAXPROCS=1 bin/agentjail@GOMAXPROCS=2 \\
+    python3 scripts/bench_neighbour.py bin/agentjail@@GOMAXPROCS=1 bin/agentjail@@GOMAXPROCS=2 \\
         [--rounds 3] [--runs 150] [--size 16000000]
 """
 import argparse, os, statistics, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402
-
-
-def start(side):
-    binary, _, envs = side.partition("@")
-    env = dict(kv.split("=", 1) for kv in envs.split(",") if kv)
-    old = dict(os.environ)
-    os.environ.update(env)
-    try:
-        return bench.start_daemon(binary, 4)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 def main():
@@ -35,7 +23,10 @@ def main():
     ap.add_argument("--size", type=int, default=16_000_000, help="bytes each heavy run prints")
     a = ap.parse_args()
     heavy = f"import sys; sys.stdout.write('x'*{a.size})"
-    ds = {s: start(s) for s in a.sides}
+    ds = {}
+    for s in a.sides:
+        binary, extra, env = bench.parse_side(s)
+        ds[s] = bench.start_daemon(binary, 4, extra, env)
     light = {s: [] for s in ds}
     heavy_ms = {s: [] for s in ds}
     try:

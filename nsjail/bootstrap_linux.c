@@ -335,7 +335,11 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		// and no zombie of it can keep the zygote's jail from ending. It
 		// dies with the zygote's jail (the kernel kills every process of
 		// a pid namespace and of the ones inside it when its init ends),
-		// which dies with the parent.
+		// which dies with the parent. So nothing of this jail but this
+		// process is tied to the parent's thread, which the daemon lets go
+		// once this process has been waited for (jail.threadBound): no
+		// process below may take a parent-death signal, or become a child
+		// of the parent (CLONE_PARENT), without changing that.
 		pid_t child = fork();
 		if (child < 0)
 			aj_fail("fork");

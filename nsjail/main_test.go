@@ -53,7 +53,7 @@ func testRunner(t *testing.T) *Runner {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
 	runnerOnce.Do(func() {
 		runner, runnerErr = NewRunner()
-		if runnerErr == nil && os.Getenv("AGENTJAIL_TEST_COLD") == "" {
+		if runnerErr == nil && !testCold {
 			// As the daemon's: each /etc written once and attached (local
 			// mode, AGENTJAIL_TEST_COLD, writes it in each jail).
 			runner.ShareEtc = true
@@ -61,21 +61,29 @@ func testRunner(t *testing.T) *Runner {
 		switch {
 		case runnerErr != nil:
 		case testWarm:
-			runner.KeepWarm(ZygoteSpec{Name: "default", Ahead: 2, Etc: testEtc()})
+			runner.KeepWarm(ZygoteSpec{Name: "default", Ahead: sharedPool, Etc: testEtc()})
 			deadline := time.Now().Add(time.Minute)
 			for up, _, _, _ := runner.WarmStats(); up == 0 && time.Now().Before(deadline); up, _, _, _ = runner.WarmStats() {
 				time.Sleep(10 * time.Millisecond)
 			}
-		case os.Getenv("AGENTJAIL_TEST_COLD") == "":
-			runner.KeepPrepared(2, PreparedTemplate{})
+		case !testCold:
+			runner.KeepPrepared(sharedPool, PreparedTemplate{})
 		}
 	})
 	require.NoError(t, runnerErr)
 	return runner
 }
 
-// testWarm: AGENTJAIL_TEST_WARM=1, every test run is warm (testRunner).
-var testWarm = os.Getenv("AGENTJAIL_TEST_WARM") == "1"
+// testWarm: AGENTJAIL_TEST_WARM=1, every test run is warm (testRunner);
+// testCold: AGENTJAIL_TEST_COLD set, every one starts its own jail.
+var (
+	testWarm = os.Getenv("AGENTJAIL_TEST_WARM") == "1"
+	testCold = os.Getenv("AGENTJAIL_TEST_COLD") != ""
+)
+
+// sharedPool is how many jails (or warm runs) the shared test runner
+// keeps ready, unless testCold.
+const sharedPool = 2
 
 // testEtc is the host's /etc for the default runtime (HostEtc), one for
 // every test: the warm test runner's zygote has it, and a run fits a

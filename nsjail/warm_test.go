@@ -655,7 +655,9 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 func keepers() (all, locked int) { return goroutinesIn("nsjail.(*preparedPool).keep(") }
 
 // goroutinesIn counts the goroutines with a frame of fn, and those of them
-// locked to their OS thread, from the runtime's own goroutine dump.
+// locked to their OS thread, from the runtime's own goroutine dump (its
+// header says "locked to thread"; should a Go release word it otherwise,
+// the tests' cold halves, which expect one locked, fail).
 func goroutinesIn(fn string) (all, locked int) {
 	buf := make([]byte, 1<<20)
 	for {

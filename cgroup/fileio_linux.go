@@ -27,9 +27,15 @@ func retryEINTR(f func() error) error {
 }
 
 func openFile(path string, flags int) (int, error) {
+	return openAt(unix.AT_FDCWD, path, flags)
+}
+
+// openAt opens path relative to the directory dirfd (AT_FDCWD: the
+// working directory, or path is absolute).
+func openAt(dirfd int, path string, flags int) (int, error) {
 	var fd int
 	err := retryEINTR(func() (err error) {
-		fd, err = unix.Open(path, flags|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(dirfd, path, flags|unix.O_CLOEXEC, 0)
 		return err
 	})
 	return fd, err
@@ -72,7 +78,12 @@ func readFile(path string, buf []byte) ([]byte, error) {
 // writeFile writes data to an existing kernfs file (no O_CREAT, no
 // O_TRUNC: neither means anything there).
 func writeFile(path string, data []byte) error {
-	fd, err := openFile(path, unix.O_WRONLY)
+	return writeFileAt(unix.AT_FDCWD, path, data)
+}
+
+// writeFileAt is writeFile of path relative to the directory dirfd.
+func writeFileAt(dirfd int, path string, data []byte) error {
+	fd, err := openAt(dirfd, path, unix.O_WRONLY)
 	if err != nil {
 		return err
 	}

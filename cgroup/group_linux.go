@@ -147,7 +147,7 @@ func (g *Group) setV1(l limits) error {
 			setting{cpu, "cpu.cfs_quota_us", strconv.FormatInt(l.quotaUS, 10)})
 	}
 	for _, st := range set {
-		if err := writeFile(filepath.Join(st.dir, st.file), []byte(st.value)); err != nil {
+		if err := g.write(st.dir, st.file, []byte(st.value)); err != nil {
 			return fmt.Errorf("writing %s %s: %w", st.file, st.value, err)
 		}
 	}
@@ -239,6 +239,34 @@ func (g *Group) Rename(name string) error {
 	return nil
 }
 
+// open opens file of dir, one of the group's directories, through the fd
+// that holds the directory's lock: the kernel walks one name, not the
+// dozen components of the path (each a kernfs lookup), and the file is
+// this directory's whatever happened to the path. g.mu is held, or g is
+// not yet shared (Create).
+func (g *Group) open(dir, file string, flags int) (int, error) {
+	fd, name := g.at(dir, file)
+	return openAt(fd, name, flags)
+}
+
+// write writes data to file of dir as open opens it.
+func (g *Group) write(dir, file string, data []byte) error {
+	fd, name := g.at(dir, file)
+	return writeFileAt(fd, name, data)
+}
+
+// at is dir's lock fd and file, or, for a directory g holds no lock on
+// (none after Delete), AT_FDCWD and the whole path. g.mu is held, or g is
+// not yet shared: Delete closes the lock fds.
+func (g *Group) at(dir, file string) (int, string) {
+	for i, d := range g.dirs {
+		if d == dir && i < len(g.lockFDs) {
+			return g.lockFDs[i], file
+		}
+	}
+	return unix.AT_FDCWD, filepath.Join(dir, file)
+}
+
 // setName points g at name, whose directories are dirs (groupDirs).
 func (g *Group) setName(name string, dirs []string) {
 	m := g.m
@@ -316,7 +344,7 @@ func (g *Group) JoinFiles() ([]int, error) {
 		return nil, fmt.Errorf("joining group %s: %w", g.name, err)
 	}
 	for _, d := range g.dirs {
-		fd, err := openFile(filepath.Join(d, "tasks"), unix.O_WRONLY)
+		fd, err := g.open(d, "tasks", unix.O_WRONLY)
 		if err != nil {
 			return fail(err)
 		}
@@ -374,9 +402,8 @@ func (g *Group) resetPeak() error {
 		return nil
 	}
 	if g.m.version == V1 {
-		p := filepath.Join(g.memDir, "memory.max_usage_in_bytes")
-		if err := writeFile(p, []byte("0")); err != nil {
-			return fmt.Errorf("resetting %s: %w", p, err)
+		if err := g.write(g.memDir, "memory.max_usage_in_bytes", []byte("0")); err != nil {
+			return fmt.Errorf("resetting %s: %w", filepath.Join(g.memDir, "memory.max_usage_in_bytes"), err)
 		}
 		g.peakSrc = peakSourceV1
 		return nil
@@ -391,7 +418,7 @@ func (g *Group) resetPeak() error {
 	}
 	// 6.12+: a write resets the peak seen through this open file only.
 	if g.peakFD < 0 {
-		fd, err := openFile(filepath.Join(g.memDir, "memory.peak"), unix.O_RDWR)
+		fd, err := g.open(g.memDir, "memory.peak", unix.O_RDWR)
 		if err != nil {
 			return nil // fall back to the peak since creation
 		}
@@ -480,7 +507,7 @@ func (g *Group) keptFD(dir, file string) (int, error) {
 	if fd, ok := g.kept[file]; ok {
 		return fd, nil
 	}
-	fd, err := openFile(filepath.Join(dir, file), unix.O_RDONLY)
+	fd, err := g.open(dir, file, unix.O_RDONLY)
 	if err != nil {
 		return -1, err
 	}
@@ -608,8 +635,9 @@ func (g *Group) readPeak(st *Stats, buf []byte) error {
 // the window is a few microseconds and the pids limit bounds forks.
 func (g *Group) Kill() error {
 	if g.m.version == V2 && g.m.feat.kill {
-		p := filepath.Join(g.dirs[0], "cgroup.kill")
-		err := writeFile(p, []byte("1"))
+		// By path: Kill does not take g.mu, and Delete may close the
+		// lock fds (whose numbers may then be another file's) meanwhile.
+		err := writeFile(filepath.Join(g.dirs[0], "cgroup.kill"), []byte("1"))
 		if err == nil || errors.Is(err, unix.ENOENT) {
 			return nil
 		}

@@ -88,7 +88,7 @@ func (g *Group) watchV1() (*oomWatch, error) {
 	}
 	// "<event_fd> <fd of memory.oom_control>" (cgroup-v1/memory.rst §9)
 	ctl := strconv.Itoa(efd) + " " + strconv.Itoa(ocfd)
-	err = writeFile(filepath.Join(g.memDir, "cgroup.event_control"), []byte(ctl))
+	err = g.write(g.memDir, "cgroup.event_control", []byte(ctl))
 	if err != nil {
 		unix.Close(efd)
 		return nil, fmt.Errorf("registering OOM eventfd in %s: %w", g.memDir, err)

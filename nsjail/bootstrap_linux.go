@@ -1,6 +1,7 @@
 package nsjail
 
 // #cgo CFLAGS: -Wall -Wextra -Werror -O2
+// #cgo LDFLAGS: -Wl,--wrap=pthread_create
 // #include <stdlib.h>
 // #include "bootstrap_linux.h"
 import "C"
@@ -17,6 +18,17 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// sysmonSlackNS is the timer slack slack_linux.c gives the Go runtime's
+// sysmon thread, in nanoseconds.
+const sysmonSlackNS = 2_000_000
+
+// slackOfAThreadMadeBy is the timer slack, in nanoseconds, of a thread
+// that a thread with creatorSlack makes through pthread_create (-1: none
+// could be made). For TestThreadsSysmonMakesDoNotInheritItsSlack.
+func slackOfAThreadMadeBy(creatorSlack int) int {
+	return int(C.aj_slack_of_a_thread_made_by(C.ulong(creatorSlack)))
+}
 
 // bootstrap_linux.c and init_linux.c must agree with protocol.go,
 // this file and plan.go: each index below is 0 when both sides
@@ -38,6 +50,7 @@ var (
 	_ = [1]int{}[C.AJ_MSG_ADOPT-int(msgAdopt)]
 	_ = [1]int{}[C.AJ_NEST_FD-nestFd]
 	_ = [1]int{}[C.AJ_RECORD_SIZE-recordSize]
+	_ = [1]int{}[C.AJ_SYSMON_SLACK_NS-sysmonSlackNS]
 	_ = [1]int{}[C.AJ_REC_ERROR-int(recError)]
 	_ = [1]int{}[C.AJ_OP_UNSHARE-opUnshare]
 	_ = [1]int{}[C.AJ_OP_MOUNT-opMount]

@@ -1,0 +1,112 @@
+//go:build cgo
+
+package nsjail
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestOnlySysmonHasTheLargeTimerSlack: slack_linux.c gives the Go
+// runtime's sysmon thread sysmonSlackNS and every other thread the main
+// thread's slack. It finds sysmon as the first thread the runtime makes;
+// this test finds it by what it does: it is the only thread of the
+// runtime that sleeps in nanosleep (runtime.usleep), polling while a
+// goroutine runs. This test binary links slack_linux.c like the daemon.
+func TestOnlySysmonHasTheLargeTimerSlack(t *testing.T) {
+	mainSlack := timerSlack(t, os.Getpid())
+	want := max(mainSlack, sysmonSlackNS)
+	if mainSlack >= sysmonSlackNS {
+		t.Logf("the main thread's slack %d ns is already at least %d: nothing to tell apart", mainSlack, sysmonSlackNS)
+	}
+
+	// A busy goroutine keeps sysmon polling (it sleeps deep only while
+	// every P is idle).
+	var stop atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			unix.Getppid()
+		}
+	}()
+	defer func() { stop.Store(true); <-done }()
+
+	polling := map[int]bool{}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && len(polling) == 0; {
+		for _, tid := range threads(t) {
+			b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/syscall")
+			if err == nil && strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_NANOSLEEP)+" ") {
+				polling[tid] = true
+			}
+		}
+	}
+	if len(polling) == 0 {
+		t.Fatal("no thread was seen in nanosleep in 2 s: does Go's sysmon still poll with usleep?")
+	}
+	for tid := range polling {
+		if got := timerSlack(t, tid); got >= 0 && got != want {
+			t.Errorf("thread %d polls in nanosleep (sysmon) with a timer slack of %d ns, want %d", tid, got, want)
+		}
+	}
+	if mainSlack >= sysmonSlackNS {
+		return
+	}
+	for _, tid := range threads(t) {
+		if got := timerSlack(t, tid); got >= 0 && !polling[tid] && got != mainSlack {
+			t.Errorf("thread %d (not seen polling) has a timer slack of %d ns, want the main thread's %d", tid, got, mainSlack)
+		}
+	}
+}
+
+// threads are this process's thread ids.
+func threads(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tids []int
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids
+}
+
+// timerSlack is thread tid's timer slack in nanoseconds (-1: it has
+// ended).
+func timerSlack(t *testing.T, tid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/timerslack_ns")
+	if os.IsNotExist(err) {
+		return -1
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestThreadsSysmonMakesDoNotInheritItsSlack: a thread starts with its
+// creator's slack, and sysmon starts threads for the runtime; each thread
+// made through pthread_create sets the main thread's slack for itself.
+func TestThreadsSysmonMakesDoNotInheritItsSlack(t *testing.T) {
+	mainSlack := timerSlack(t, os.Getpid())
+	for _, creator := range []int{sysmonSlackNS, 7_000_000} {
+		if got := slackOfAThreadMadeBy(creator); got != mainSlack {
+			t.Errorf("a thread made by one with a slack of %d ns has %d ns, want the main thread's %d", creator, got, mainSlack)
+		}
+	}
+}

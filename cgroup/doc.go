@@ -42,8 +42,9 @@
 //	no swap          memory.memsw.limit_in_bytes = limit  memory.swap.max = 0
 //	                 (if swap accounting), swappiness = 0
 //	OOM kills all    (caller, on OOMEvents)               memory.oom.group = 1
-//	pids / cpu       pids.max; cpu.cfs_period_us/quota_us pids.max; cpu.max
-//	peak             memory.max_usage_in_bytes            memory.peak (fd kept)
+//	pids / cpu       pids.max; cpu.cfs_quota_us (the      pids.max; cpu.max
+//	                 default period, 100 ms)
+//	peak             memory.max_usage_in_bytes (fd kept)  memory.peak (fd kept)
 //	OOM kills        memory.oom_control oom_kill          memory.events oom_kill,
 //	                                                      oom_group_kill
 //	OOM watch        eventfd via cgroup.event_control     inotify on memory.events

@@ -14,7 +14,8 @@ import (
 )
 
 const (
-	peakSourceV1       = "memory.max_usage_in_bytes"
+	peakFileV1         = "memory.max_usage_in_bytes"
+	peakSourceV1       = peakFileV1
 	peakSourceV2       = "memory.peak"
 	peakSourceV2Create = "memory.peak (since creation)"
 )
@@ -142,9 +143,9 @@ func (g *Group) setV1(l limits) error {
 		set = append(set, setting{g.pidsDir, "pids.max", strconv.FormatInt(l.pids, 10)})
 	}
 	if l.quotaUS > 0 {
-		cpu := g.m.ctrlDir("cpu", g.name)
-		set = append(set, setting{cpu, "cpu.cfs_period_us", strconv.Itoa(cpuPeriodUS)},
-			setting{cpu, "cpu.cfs_quota_us", strconv.FormatInt(l.quotaUS, 10)})
+		// cpu.cfs_period_us is not written: a new group's is the
+		// kernel's default, cpuPeriodUS, whatever its parent's is.
+		set = append(set, setting{g.m.ctrlDir("cpu", g.name), "cpu.cfs_quota_us", strconv.FormatInt(l.quotaUS, 10)})
 	}
 	for _, st := range set {
 		if err := g.write(st.dir, st.file, []byte(st.value)); err != nil {
@@ -402,8 +403,14 @@ func (g *Group) resetPeak() error {
 		return nil
 	}
 	if g.m.version == V1 {
-		if err := g.write(g.memDir, "memory.max_usage_in_bytes", []byte("0")); err != nil {
-			return fmt.Errorf("resetting %s: %w", filepath.Join(g.memDir, "memory.max_usage_in_bytes"), err)
+		// Through the fd the peak is read by (keptFD opens it for
+		// writing too): one open for the reset and the reads.
+		fd, err := g.keptFD(g.memDir, peakFileV1)
+		if err == nil {
+			err = retryEINTR(func() error { _, err := unix.Write(fd, []byte("0")); return err })
+		}
+		if err != nil {
+			return fmt.Errorf("resetting %s: %w", filepath.Join(g.memDir, peakFileV1), err)
 		}
 		g.peakSrc = peakSourceV1
 		return nil
@@ -507,7 +514,11 @@ func (g *Group) keptFD(dir, file string) (int, error) {
 	if fd, ok := g.kept[file]; ok {
 		return fd, nil
 	}
-	fd, err := g.open(dir, file, unix.O_RDONLY)
+	flags := unix.O_RDONLY
+	if file == peakFileV1 { // resetPeak writes 0 to it
+		flags = unix.O_RDWR
+	}
+	fd, err := g.open(dir, file, flags)
 	if err != nil {
 		return -1, err
 	}
@@ -600,7 +611,7 @@ func (g *Group) readPeak(st *Stats, buf []byte) error {
 	var file string
 	switch {
 	case g.m.version == V1:
-		file = "memory.max_usage_in_bytes"
+		file = peakFileV1
 	case g.peakFD >= 0: // the fd the reset was written to
 		n, err := parseAt(g.peakFD, g.memDir, "memory.peak", buf, parseInt)
 		if err != nil {

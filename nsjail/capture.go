@@ -43,12 +43,20 @@ func (c *capture) add(i int, p []byte) {
 	c.mu.Unlock()
 }
 
+// readBufs are capture's read buffers. One on a reader's own stack grew
+// the goroutine's stack (copied, in the runtime) and cleared 32 KiB, twice
+// per run; add copies what it keeps.
+const readBufSize = 32 << 10
+
+var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
+
 // start reads f in the background until EOF.
 func (c *capture) start(i int, f *os.File) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		var b [32 << 10]byte
+		b := readBufs.Get().(*[readBufSize]byte)
+		defer readBufs.Put(b)
 		for {
 			n, err := f.Read(b[:])
 			if n > 0 {

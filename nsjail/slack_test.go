@@ -38,29 +38,38 @@ func TestOnlySysmonHasTheLargeTimerSlack(t *testing.T) {
 	}()
 	defer func() { stop.Store(true); <-done }()
 
-	polling := map[int]bool{}
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && len(polling) == 0; {
+	// Other threads pass through nanosleep too, for microseconds (the
+	// scheduler's usleep while it steals work): sysmon is the one seen
+	// there most.
+	seen := map[int]int{}
+	nanosleep := strconv.Itoa(unix.SYS_NANOSLEEP) + " "
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); {
 		for _, tid := range threads(t) {
 			b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/syscall")
-			if err == nil && strings.HasPrefix(string(b), strconv.Itoa(unix.SYS_NANOSLEEP)+" ") {
-				polling[tid] = true
+			if err == nil && strings.HasPrefix(string(b), nanosleep) {
+				seen[tid]++
 			}
 		}
 	}
-	if len(polling) == 0 {
-		t.Fatal("no thread was seen in nanosleep in 2 s: does Go's sysmon still poll with usleep?")
-	}
-	for tid := range polling {
-		if got := timerSlack(t, tid); got >= 0 && got != want {
-			t.Errorf("thread %d polls in nanosleep (sysmon) with a timer slack of %d ns, want %d", tid, got, want)
+	sysmon := -1
+	for tid, n := range seen {
+		if sysmon < 0 || n > seen[sysmon] {
+			sysmon = tid
 		}
+	}
+	if sysmon < 0 {
+		t.Fatal("no thread was seen in nanosleep in 300 ms: does Go's sysmon still poll with usleep?")
+	}
+	if got := timerSlack(t, sysmon); got != want {
+		t.Errorf("thread %d, in nanosleep most often (%d of the samples that saw any: %v), has a timer slack of %d ns, want sysmon's %d",
+			sysmon, seen[sysmon], seen, got, want)
 	}
 	if mainSlack >= sysmonSlackNS {
 		return
 	}
 	for _, tid := range threads(t) {
-		if got := timerSlack(t, tid); got >= 0 && !polling[tid] && got != mainSlack {
-			t.Errorf("thread %d (not seen polling) has a timer slack of %d ns, want the main thread's %d", tid, got, mainSlack)
+		if got := timerSlack(t, tid); tid != sysmon && got >= 0 && got != mainSlack {
+			t.Errorf("thread %d (not sysmon) has a timer slack of %d ns, want the main thread's %d", tid, got, mainSlack)
 		}
 	}
 }

@@ -25,9 +25,12 @@ const sysmonSlackNS = 2_000_000
 
 // slackOfAThreadMadeBy is the timer slack, in nanoseconds, of a thread
 // that a thread with creatorSlack makes through pthread_create (-1: none
-// could be made). For TestThreadsSysmonMakesDoNotInheritItsSlack.
-func slackOfAThreadMadeBy(creatorSlack int) int {
-	return int(C.aj_slack_of_a_thread_made_by(C.ulong(creatorSlack)))
+// could be made), and the main thread's slack as slack_linux.c read it.
+// For TestThreadsSysmonMakesDoNotInheritItsSlack.
+func slackOfAThreadMadeBy(creatorSlack int) (made, main int) {
+	var m C.long
+	made = int(C.aj_slack_of_a_thread_made_by(C.ulong(creatorSlack), &m))
+	return made, int(m)
 }
 
 // bootstrap_linux.c and init_linux.c must agree with protocol.go,

@@ -67,7 +67,7 @@ _Static_assert(sizeof(struct aj_record) == AJ_RECORD_SIZE, "record size");
 
 /* The timer slack of the Go runtime's sysmon thread (slack_linux.c). */
 #define AJ_SYSMON_SLACK_NS 2000000UL
-long aj_slack_of_a_thread_made_by(unsigned long creator_slack); /* for the tests */
+long aj_slack_of_a_thread_made_by(unsigned long creator_slack, long *main_slack); /* for the tests */
 
 /* The init stage (init_linux.c): protocol.go's fd, message types and
    limits. */

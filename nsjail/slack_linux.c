@@ -23,9 +23,12 @@
 // do not inherit its slack. TestOnlySysmonHasTheLargeTimerSlack checks
 // that the thread with the slack is the one that polls. A binary without
 // cgo makes its threads with clone and keeps the default.
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "bootstrap_linux.h"
 
@@ -44,7 +47,7 @@ static void *aj_thread_start(void *p)
 {
 	struct aj_thread t = *(struct aj_thread *)p;
 	free(p);
-	(void)prctl(PR_SET_TIMERSLACK, t.slack, 0, 0, 0); // a seccomp refusal leaves the inherited one
+	(void)prctl(PR_SET_TIMERSLACK, t.slack, 0, 0, 0); // a refusal (seccomp) leaves the inherited one
 	return t.start(t.arg);
 }
 
@@ -54,23 +57,30 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
 	// exists; every later one happens after it.
 	unsigned long n = __atomic_fetch_add(&aj_threads, 1, __ATOMIC_RELAXED);
 	if (n == 0) {
-		int s = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+		// The raw call: glibc's prctl returns an int, too small for a
+		// slack of seconds (TimerSlackNSec=).
+		long s = syscall(SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0);
 		aj_main_slack = s > 0 ? (unsigned long)s : 0;
 	}
 	unsigned long slack = aj_main_slack;
+	if (slack == 0) // unknown: no thread is changed, sysmon neither
+		return __real_pthread_create(thread, attr, start, arg);
 	if (n == 0 && slack < AJ_SYSMON_SLACK_NS)
 		slack = AJ_SYSMON_SLACK_NS;
-	if (slack == 0) // unknown: leave the thread as it is
-		return __real_pthread_create(thread, attr, start, arg);
+	int err = EAGAIN;
 	struct aj_thread *t = malloc(sizeof *t);
-	if (t == NULL)
-		return __real_pthread_create(thread, attr, start, arg);
-	t->start = start;
-	t->arg = arg;
-	t->slack = slack;
-	int err = __real_pthread_create(thread, attr, aj_thread_start, t);
-	if (err != 0)
-		free(t);
+	if (t != NULL) {
+		t->start = start;
+		t->arg = arg;
+		t->slack = slack;
+		err = __real_pthread_create(thread, attr, aj_thread_start, t);
+		if (err != 0)
+			free(t);
+	}
+	// cgo retries a failed create (EAGAIN): sysmon's retry must be the
+	// first again. Only the main thread exists while n is 0.
+	if (err != 0 && n == 0)
+		__atomic_store_n(&aj_threads, 0, __ATOMIC_RELAXED);
 	return err;
 }
 
@@ -97,8 +107,9 @@ static void *aj_probe_creator(void *p)
 	return NULL;
 }
 
-long aj_slack_of_a_thread_made_by(unsigned long creator_slack)
+long aj_slack_of_a_thread_made_by(unsigned long creator_slack, long *main_slack)
 {
+	*main_slack = (long)aj_main_slack;
 	struct aj_probe p = {creator_slack, -1};
 	pthread_t t;
 	// Not through the wrapper: the creator keeps the slack it sets.

@@ -807,24 +807,47 @@ func TestWaitHoldsNoThread(t *testing.T) {
 	// A thread seen in waitid in three samples in a row waits for a run:
 	// other waits (a prepared jail's bootstrap, which ends at once) are
 	// over within a sample.
-	const sysWaitid = "247" // x86-64
-	seen := map[string]int{}
+	seen := map[int]int{}
 	for range 30 {
-		tasks, err := os.ReadDir("/proc/self/task")
-		require.NoError(t, err)
-		now := map[string]int{}
-		for _, task := range tasks {
-			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/syscall")
-			if err != nil || strings.Fields(string(b))[0] != sysWaitid {
-				continue // a thread that ended meanwhile, or not in waitid
-			}
-			now[task.Name()] = seen[task.Name()] + 1
-			assert.Less(t, now[task.Name()], 3, "thread %s blocked in waitid", task.Name())
+		now := map[int]int{}
+		for _, tid := range threadsInSyscall(t, unix.SYS_WAITID) {
+			now[tid] = seen[tid] + 1
+			assert.Less(t, now[tid], 3, "thread %d blocked in waitid", tid)
 		}
 		seen = now
 		time.Sleep(10 * time.Millisecond)
 	}
 	require.NoError(t, <-done)
+}
+
+// threads are this process's thread ids.
+func threads(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	require.NoError(t, err)
+	var tids []int
+	for _, e := range ents {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids
+}
+
+// threadsInSyscall are the threads of this process that are in system
+// call nr now (their /proc/self/task/*/syscall; one that ends meanwhile is
+// left out).
+func threadsInSyscall(t *testing.T, nr int) []int {
+	t.Helper()
+	prefix := strconv.Itoa(nr) + " "
+	var in []int
+	for _, tid := range threads(t) {
+		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/syscall")
+		if err == nil && strings.HasPrefix(string(b), prefix) {
+			in = append(in, tid)
+		}
+	}
+	return in
 }
 
 // awaitExit returns for a child that has ended, whenever it ended: before

@@ -21,8 +21,10 @@
 // AJ_SYSMON_SLACK_NS; every later one the main thread's (50 µs, or what
 // the service set, TimerSlackNSec=), so that threads sysmon itself starts
 // do not inherit its slack. TestOnlySysmonHasTheLargeTimerSlack checks
-// that the thread with the slack is the one that polls. A binary without
-// cgo makes its threads with clone and keeps the default.
+// that the thread with the slack is the one that polls,
+// TestThreadsSysmonMakesDoNotInheritItsSlack that a thread made by one
+// with a large slack gets the main thread's. A binary without cgo makes
+// its threads with clone and keeps the default.
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>

@@ -47,14 +47,10 @@ func TestOnlySysmonHasTheLargeTimerSlack(t *testing.T) {
 	// there most, and often (a busy host only makes it take longer).
 	seen := map[int]int{}
 	sysmon := -1
-	nanosleep := strconv.Itoa(unix.SYS_NANOSLEEP) + " "
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && (sysmon < 0 || seen[sysmon] < 50); {
-		for _, tid := range threads(t) {
-			b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/syscall")
-			if err == nil && strings.HasPrefix(string(b), nanosleep) {
-				if seen[tid]++; sysmon < 0 || seen[tid] > seen[sysmon] {
-					sysmon = tid
-				}
+		for _, tid := range threadsInSyscall(t, unix.SYS_NANOSLEEP) {
+			if seen[tid]++; sysmon < 0 || seen[tid] > seen[sysmon] {
+				sysmon = tid
 			}
 		}
 	}
@@ -73,22 +69,6 @@ func TestOnlySysmonHasTheLargeTimerSlack(t *testing.T) {
 			t.Errorf("thread %d (not sysmon) has a timer slack of %d ns, want the main thread's %d", tid, got, mainSlack)
 		}
 	}
-}
-
-// threads are this process's thread ids.
-func threads(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var tids []int
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
-	}
-	return tids
 }
 
 // timerSlack is thread tid's timer slack in nanoseconds (-1: it has

@@ -15,6 +15,7 @@ import agentjail
 from agentjail import AsyncClient, Case, Tests
 from backlog import FullBacklog
 from fakedaemon import FakeDaemon, error, hold, raw, reply, result
+import hygiene
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.dirname(HERE)
@@ -234,12 +235,18 @@ HYGIENE = textwrap.dedent("""
 class HygieneTest(unittest.TestCase):
     def scenario(self, name, answer):
         with FakeDaemon(answer) as d:
-            env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
-            p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-c", HYGIENE, d.path, name],
-                               capture_output=True, text=True, timeout=60, env=env)
+            p = hygiene.run(HYGIENE, d.path, name)
             self.assertEqual(p.stderr, "", f"{name}: the caller's interpreter saw:\n{p.stderr}")
             self.assertEqual((p.returncode, p.stdout), (0, "done\n"))
             return d
+
+    def test_only_slow_step_lines_are_dropped(self):
+        p = hygiene.run("import asyncio, sys, time\n"
+                        "async def main():\n"
+                        "    time.sleep(0.15)\n"
+                        "asyncio.run(main())\n"
+                        "print('kept', file=sys.stderr)\n")
+        self.assertEqual((p.returncode, p.stderr), (0, "kept\n"))
 
     def test_failing_runs(self):
         answers = iter([error(500, "setup_failed", "x"), raw(b""),

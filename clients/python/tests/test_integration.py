@@ -23,6 +23,7 @@ import unittest
 import agentjail
 from agentjail import AsyncClient, Case, Client, Limits, Tests
 from agentjail.compat import CodeSandbox, TestCase
+import hygiene
 
 BIN = os.environ.get("AGENTJAIL_BIN", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -219,9 +220,7 @@ class IntegrationTest(unittest.TestCase):
         from test_aio import HYGIENE
         for scenario in ("cancelled", "unawaited", "abandoned", "timed_out"):
             with self.subTest(scenario=scenario):
-                p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-c", HYGIENE, self.daemon.socket,
-                                    scenario], capture_output=True, text=True, timeout=60,
-                                   env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT))
+                p = hygiene.run(HYGIENE, self.daemon.socket, scenario)
                 self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "done\n", ""))
         self.wait_idle()
 

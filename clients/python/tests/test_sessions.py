@@ -7,7 +7,6 @@ closed loop — with nothing left for `python3 -X dev -W error` to report."""
 import asyncio
 import base64
 import os
-import subprocess
 import sys
 import textwrap
 import threading
@@ -17,6 +16,7 @@ import unittest
 import agentjail
 from agentjail import AsyncClient, Case, Client, Limits, Tests
 from fakedaemon import FakeDaemon, FakeSessions, error, hold
+import hygiene
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.dirname(HERE)
@@ -540,9 +540,7 @@ class SessionHygieneTest(unittest.TestCase):
     def scenario(self, name, made):
         fake = FakeSessions()
         with FakeDaemon(fake) as d:
-            env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
-            p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-c", HYGIENE, d.path, name],
-                               capture_output=True, text=True, timeout=60, env=env)
+            p = hygiene.run(HYGIENE, d.path, name)
             fake.release.set()
         self.assertEqual(p.stderr, "", f"{name}: the caller's interpreter saw:\n{p.stderr}")
         self.assertEqual(p.returncode, 0)

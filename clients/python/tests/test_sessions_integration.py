@@ -30,6 +30,7 @@ import unittest
 import agentjail
 from agentjail import AsyncClient, Client, Limits, Tests, Case
 from test_integration import PACKAGE_ROOT, Daemon, require
+import hygiene
 
 OTHER_UID = 65534  # nobody: a second client, which the configuration serves too
 CONFIG = textwrap.dedent(f"""\
@@ -304,10 +305,7 @@ class SessionLifecycleTest(Base):
                                ("session_unawaited", 0)):
             with self.subTest(scenario=scenario):
                 code = HYGIENE.replace('"# hold"', '"import time; time.sleep(30)"')
-                p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-c", code, DAEMON.socket, scenario,
-                                    "2"],
-                                   capture_output=True, text=True, timeout=90,
-                                   env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT))
+                p = hygiene.run(code, DAEMON.socket, scenario, "2", timeout=90)
                 self.assertEqual((p.returncode, p.stderr), (0, ""))
                 ids = p.stdout.split("\n")[0].split()
                 self.assertEqual(len(ids), made, p.stdout)

@@ -64,6 +64,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "floor.h"
+
 #define MAXDIRS 8
 #define MAXROUNDS 64
 
@@ -314,42 +316,11 @@ static void iteration(int row, int i)
 	}
 }
 
-static long long busy_us(void)
-{
-	FILE *f = fopen("/proc/stat", "r");
-	long long u, n, s, i, w, q, sq;
-	if (!f || fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld", &u, &n, &s, &i, &w, &q, &sq) != 7) {
-		perror("/proc/stat");
-		exit(1);
-	}
-	fclose(f);
-	return (u + n + s + q + sq) * (1000000 / sysconf(_SC_CLK_TCK));
-}
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
 static double cpu_us(int who)
 {
 	struct rusage u;
 	getrusage(who, &u);
 	return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof *v, cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)

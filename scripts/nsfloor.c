@@ -27,6 +27,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "floor.h"
+
 struct row {
 	const char *name;
 	int user; // a user namespace first, mapping the caller's ids
@@ -48,25 +50,6 @@ static const struct row rows[] = {
 };
 #define NROWS (sizeof rows / sizeof rows[0])
 #define MAXROUNDS 64
-
-static long long busy_us(void)
-{
-	FILE *f = fopen("/proc/stat", "r");
-	long long u, n, s, i, w, q, sq;
-	if (!f || fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld", &u, &n, &s, &i, &w, &q, &sq) != 7) {
-		perror("/proc/stat");
-		exit(1);
-	}
-	fclose(f);
-	return (u + n + s + q + sq) * (1000000 / sysconf(_SC_CLK_TCK));
-}
-
-static double now_us(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
 
 static void put(const char *path, const char *s)
 {
@@ -98,18 +81,6 @@ static void child(const struct row *r, uid_t uid, gid_t gid)
 			_exit(2);
 	}
 	_exit(0);
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, n, sizeof *v, cmp);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)

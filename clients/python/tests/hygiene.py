@@ -1,4 +1,4 @@
-"""Runs a script the way the hygiene tests do: in a fresh interpreter in
+"""Runs Python the way the hygiene tests do: in a fresh interpreter in
 development mode (asyncio's debug mode on) with every warning an error,
 so that a ResourceWarning, a "coroutine was never awaited" or a "Task was
 destroyed but it is pending!" reaches its stderr, which must stay empty."""
@@ -16,9 +16,13 @@ PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLOW_STEP = re.compile(r"^Executing <.*> took \d+\.\d+ seconds\n", re.MULTILINE)
 
 
-def run(code, *args, timeout=60):
-    """The finished process; its stderr without asyncio's slow-step lines."""
-    p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-c", code, *args], capture_output=True,
-                       text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=PACKAGE_ROOT))
+def run(*args, timeout=60, env=None):
+    """`python3 -X dev -W error ARGS...` run to its end, its stderr without
+    asyncio's slow-step lines. env: the process's environment; by default
+    ours, with this package first on the module path."""
+    if env is None:
+        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+    p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", *args], capture_output=True, text=True,
+                       timeout=timeout, env=env)
     p.stderr = SLOW_STEP.sub("", p.stderr)
     return p

@@ -235,17 +235,17 @@ HYGIENE = textwrap.dedent("""
 class HygieneTest(unittest.TestCase):
     def scenario(self, name, answer):
         with FakeDaemon(answer) as d:
-            p = hygiene.run(HYGIENE, d.path, name)
+            p = hygiene.run("-c", HYGIENE, d.path, name)
             self.assertEqual(p.stderr, "", f"{name}: the caller's interpreter saw:\n{p.stderr}")
             self.assertEqual((p.returncode, p.stdout), (0, "done\n"))
             return d
 
     def test_only_slow_step_lines_are_dropped(self):
-        p = hygiene.run("import asyncio, sys, time\n"
-                        "async def main():\n"
-                        "    time.sleep(0.15)\n"
-                        "asyncio.run(main())\n"
-                        "print('kept', file=sys.stderr)\n")
+        p = hygiene.run("-c", "import asyncio, sys, time\n"
+                              "async def main():\n"
+                              "    time.sleep(0.15)\n"
+                              "asyncio.run(main())\n"
+                              "print('kept', file=sys.stderr)\n")
         self.assertEqual((p.returncode, p.stderr), (0, "kept\n"))
 
     def test_failing_runs(self):

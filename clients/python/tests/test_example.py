@@ -11,6 +11,7 @@ import sys
 import unittest
 
 from fakedaemon import FakeDaemon, FakeSessions, reply, result
+import hygiene
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 EXAMPLE = os.path.join(ROOT, "examples", "repair_loop.py")
@@ -53,8 +54,7 @@ def judge(req):
 class RepairLoopTest(unittest.TestCase):
     def test_loop_reaches_the_fix(self):
         with FakeDaemon(judge) as d:
-            p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", EXAMPLE, "--socket", d.path],
-                               capture_output=True, text=True, timeout=60)
+            p = hygiene.run(EXAMPLE, "--socket", d.path, env=os.environ)
             rounds = len(d.requests)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(p.stderr, "")
@@ -77,8 +77,7 @@ class SessionStepsTest(unittest.TestCase):
             with self.subTest(mode=mode):
                 fake = FakeSessions()
                 with FakeDaemon(fake) as d:
-                    p = subprocess.run([sys.executable, "-X", "dev", "-W", "error", SESSION_EXAMPLE, "--socket",
-                                        d.path] + mode, capture_output=True, text=True, timeout=60)
+                    p = hygiene.run(SESSION_EXAMPLE, "--socket", d.path, *mode, env=os.environ)
                 self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout)
                 self.assertIn("step load: ok, value 4\n", p.stdout)
                 self.assertIn("step median: error: NameError", p.stdout)

@@ -220,7 +220,7 @@ class IntegrationTest(unittest.TestCase):
         from test_aio import HYGIENE
         for scenario in ("cancelled", "unawaited", "abandoned", "timed_out"):
             with self.subTest(scenario=scenario):
-                p = hygiene.run(HYGIENE, self.daemon.socket, scenario)
+                p = hygiene.run("-c", HYGIENE, self.daemon.socket, scenario)
                 self.assertEqual((p.returncode, p.stdout, p.stderr), (0, "done\n", ""))
         self.wait_idle()
 

@@ -540,7 +540,7 @@ class SessionHygieneTest(unittest.TestCase):
     def scenario(self, name, made):
         fake = FakeSessions()
         with FakeDaemon(fake) as d:
-            p = hygiene.run(HYGIENE, d.path, name)
+            p = hygiene.run("-c", HYGIENE, d.path, name)
             fake.release.set()
         self.assertEqual(p.stderr, "", f"{name}: the caller's interpreter saw:\n{p.stderr}")
         self.assertEqual(p.returncode, 0)

@@ -305,7 +305,7 @@ class SessionLifecycleTest(Base):
                                ("session_unawaited", 0)):
             with self.subTest(scenario=scenario):
                 code = HYGIENE.replace('"# hold"', '"import time; time.sleep(30)"')
-                p = hygiene.run(code, DAEMON.socket, scenario, "2", timeout=90)
+                p = hygiene.run("-c", code, DAEMON.socket, scenario, "2", timeout=90)
                 self.assertEqual((p.returncode, p.stderr), (0, ""))
                 ids = p.stdout.split("\n")[0].split()
                 self.assertEqual(len(ids), made, p.stdout)

@@ -78,7 +78,7 @@ static const char *rows[NROWS] = {
 static int ndirs;
 static int parent[MAXDIRS]; // fds of the DIR arguments
 static const char *parentName[MAXDIRS];
-static char made[MAXDIRS][64]; // the group's name in each, "" once removed
+static char made[MAXDIRS][64]; // the group this made in each, "" when none
 
 static void fail(const char *what, const char *name)
 {
@@ -113,12 +113,21 @@ static int has(int d, const char *f)
 	exit(2);
 }
 
+// makeGroup makes group name in hierarchy d; made[d] names it only once
+// it exists, so that fail never removes a directory this did not make.
+static void makeGroup(int d, const char *name)
+{
+	if (mkdirat(parent[d], name, 0755))
+		fail("mkdir", name);
+	snprintf(made[d], sizeof made[d], "%s", name);
+}
+
 static void probe(void)
 {
+	char name[64];
+	snprintf(name, sizeof name, "cgfloor-%d-probe", getpid());
 	for (int d = 0; d < ndirs; d++) {
-		snprintf(made[d], sizeof made[d], "cgfloor-%d-probe", getpid());
-		if (mkdirat(parent[d], made[d], 0755))
-			fail("mkdir", made[d]);
+		makeGroup(d, name);
 		int g = openat(parent[d], made[d], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (g < 0)
 			fail("opening", made[d]);
@@ -200,8 +209,11 @@ static void join(struct run *r)
 {
 	for (int d = 0; d < ndirs; d++) {
 		const char *f = has(d, "tasks") ? "tasks" : "cgroup.procs";
-		if ((r->join[d] = openat(r->dir[d], f, O_WRONLY | O_CLOEXEC)) < 0)
-			fail("opening", f);
+		if ((r->join[d] = openat(r->dir[d], f, O_WRONLY | O_CLOEXEC)) < 0) {
+			char path[4096];
+			snprintf(path, sizeof path, "%s/%s/%s (is the DIR in a cgroup hierarchy?)", parentName[d], made[d], f);
+			fail("opening", path);
+		}
 		if (r->peak < 0 && has(d, "memory.max_usage_in_bytes")) {
 			r->peak = openat(r->dir[d], "memory.max_usage_in_bytes", O_RDWR | O_CLOEXEC);
 			if (r->peak < 0 || write(r->peak, "0", 1) != 1)
@@ -252,8 +264,13 @@ static void process(struct run *r)
 	pid_t p = fork();
 	if (p == 0)
 		child(r);
-	if (p < 0 || waitpid(p, &st, 0) != p || st != 0)
+	if (p < 0 || waitpid(p, &st, 0) != p)
 		fail("the child in", r ? made[0] : "no group");
+	if (st != 0) {
+		errno = 0;
+		fprintf(stderr, "cgfloor: the child ended with status %#x\n", st);
+		fail("the child in", r ? made[0] : "no group");
+	}
 }
 
 static void iteration(int row, int i)
@@ -264,10 +281,10 @@ static void iteration(int row, int i)
 	}
 	struct run r = {.peak = -1, .oomCtl = -1, .efd = -1};
 	memset(r.kept, 0xff, sizeof r.kept); // -1: not opened yet
+	char name[64];
+	snprintf(name, sizeof name, "cgfloor-%d-%d", getpid(), i);
 	for (int d = 0; d < ndirs; d++) {
-		snprintf(made[d], sizeof made[d], "cgfloor-%d-%d", getpid(), i);
-		if (mkdirat(parent[d], made[d], 0755))
-			fail("mkdir", made[d]);
+		makeGroup(d, name);
 		r.dir[d] = -1;
 		if (row >= LOCKS) {
 			r.dir[d] = openat(parent[d], made[d], O_RDONLY | O_DIRECTORY | O_CLOEXEC);

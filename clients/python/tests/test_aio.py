@@ -17,9 +17,6 @@ from backlog import FullBacklog
 from fakedaemon import FakeDaemon, error, hold, raw, reply, result
 import hygiene
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE_ROOT = os.path.dirname(HERE)
-
 
 class AsyncClientTest(unittest.TestCase):
     def test_run_and_health(self):

@@ -26,8 +26,7 @@ from agentjail.compat import CodeSandbox, TestCase
 import hygiene
 
 BIN = os.environ.get("AGENTJAIL_BIN", "")
-HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE_ROOT = os.path.dirname(HERE)
+PACKAGE_ROOT = hygiene.PACKAGE_ROOT
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(PACKAGE_ROOT)), "examples", "repair_loop.py")
 
 

@@ -6,7 +6,6 @@ closed loop — with nothing left for `python3 -X dev -W error` to report."""
 
 import asyncio
 import base64
-import os
 import sys
 import textwrap
 import threading
@@ -17,9 +16,6 @@ import agentjail
 from agentjail import AsyncClient, Case, Client, Limits, Tests
 from fakedaemon import FakeDaemon, FakeSessions, error, hold
 import hygiene
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGE_ROOT = os.path.dirname(HERE)
 
 
 def calls(d):

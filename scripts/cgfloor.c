@@ -219,11 +219,13 @@ static void join(struct run *r)
 			if (r->peak < 0 || write(r->peak, "0", 1) != 1)
 				fail("resetting", "memory.max_usage_in_bytes");
 		} else if (r->peak < 0 && has(d, "memory.peak")) {
+			// Resettable through its fd since Linux 6.12; before, the
+			// file is read-only and the peak counts since creation.
 			r->peak = openat(r->dir[d], "memory.peak", O_RDWR | O_CLOEXEC);
-			if (r->peak < 0)
+			if (r->peak >= 0 && write(r->peak, "reset", 5) != 5)
+				fail("resetting", "memory.peak");
+			if (r->peak < 0 && (r->peak = openat(r->dir[d], "memory.peak", O_RDONLY | O_CLOEXEC)) < 0)
 				fail("opening", "memory.peak");
-			if (write(r->peak, "reset", 5) < 0) { // Linux 6.12+; earlier: since creation
-			}
 		}
 		if (has(d, "cgroup.event_control") && has(d, "memory.limit_in_bytes")) { // v1 memory: the OOM watch
 			char ctl[32];

@@ -45,6 +45,14 @@ struct aj_thread {
 static unsigned long aj_threads;    // made so far
 static unsigned long aj_main_slack; // the main thread's, read at the first
 
+// aj_timer_slack is the calling thread's slack (-1: unknown). The raw
+// call: glibc's prctl returns an int, too small for a slack of seconds
+// (TimerSlackNSec=).
+static long aj_timer_slack(void)
+{
+	return syscall(SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0);
+}
+
 static void *aj_thread_start(void *p)
 {
 	struct aj_thread t = *(struct aj_thread *)p;
@@ -59,9 +67,7 @@ int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
 	// exists; every later one happens after it.
 	unsigned long n = __atomic_fetch_add(&aj_threads, 1, __ATOMIC_RELAXED);
 	if (n == 0) {
-		// The raw call: glibc's prctl returns an int, too small for a
-		// slack of seconds (TimerSlackNSec=).
-		long s = syscall(SYS_prctl, PR_GET_TIMERSLACK, 0, 0, 0, 0);
+		long s = aj_timer_slack();
 		aj_main_slack = s > 0 ? (unsigned long)s : 0;
 	}
 	unsigned long slack = aj_main_slack;
@@ -96,7 +102,7 @@ struct aj_probe {
 
 static void *aj_probe_made(void *p)
 {
-	((struct aj_probe *)p)->made_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+	((struct aj_probe *)p)->made_slack = aj_timer_slack();
 	return NULL;
 }
 

@@ -95,22 +95,27 @@ static void fail(const char *what, const char *name)
 static const char *files[] = {
 	"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.kmem.tcp.limit_in_bytes", "memory.max",
 	"memory.swap.max", "pids.max", "cpu.cfs_quota_us", "cpu.max", "tasks", "memory.max_usage_in_bytes",
-	"memory.peak", "cgroup.event_control", "cpu.stat",
+	"memory.peak", "cgroup.event_control",
 	// read as figures, each through an fd kept from the first read
-	"memory.oom_control", "memory.events", "pids.events", "pids.peak", "cpuacct.usage",
+	"memory.oom_control", "memory.events", "pids.events", "pids.peak", "cpuacct.usage", "cpu.stat",
 };
 #define NFILES (sizeof files / sizeof files[0])
-#define FIRSTKEPT 13
+#define FIRSTKEPT 12
 #define NKEPT (NFILES - FIRSTKEPT)
 static int offered[MAXDIRS][NFILES];
 
-static int has(int d, const char *f)
+static size_t fileIndex(const char *f)
 {
 	for (size_t i = 0; i < NFILES; i++)
 		if (!strcmp(files[i], f))
-			return offered[d][i];
+			return i;
 	fprintf(stderr, "cgfloor: %s is not in the table\n", f);
 	exit(2);
+}
+
+static int has(int d, const char *f)
+{
+	return offered[d][fileIndex(f)];
 }
 
 // makeGroup makes group name in hierarchy d; made[d] names it only once
@@ -133,6 +138,10 @@ static void probe(void)
 			fail("opening", made[d]);
 		for (size_t i = 0; i < NFILES; i++)
 			offered[d][i] = faccessat(g, files[i], F_OK, 0) == 0;
+		// v1's cpu.stat holds only throttling, which the daemon does not
+		// read; v2's holds the usage (v1: cpuacct.usage).
+		if (has(d, "cpu.cfs_quota_us"))
+			offered[d][fileIndex("cpu.stat")] = 0;
 		close(g);
 		if (unlinkat(parent[d], made[d], AT_REMOVEDIR))
 			fail("rmdir", made[d]);
@@ -196,13 +205,10 @@ static void figures(struct run *r)
 	char b[64];
 	if (r->peak >= 0 && pread(r->peak, b, sizeof b, 0) < 0)
 		fail("reading", "the peak");
-	for (int d = 0; d < ndirs; d++) {
+	for (int d = 0; d < ndirs; d++)
 		for (size_t k = 0; k < NKEPT; k++)
 			if (offered[d][FIRSTKEPT + k])
 				readFile(r->dir[d], files[FIRSTKEPT + k], &r->kept[d][k]);
-		if (has(d, "cpu.max"))
-			readFile(r->dir[d], "cpu.stat", &r->kept[d][NKEPT - 1]); // v2's usage, where v1 has cpuacct.usage
-	}
 }
 
 static void join(struct run *r)

@@ -111,6 +111,9 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	if ra.overwrite && ra.collectDir == "" {
 		return usagef("--overwrite: it replaces files that --collect-dir DIR writes; give --collect-dir")
 	}
+	if err := checkCollectDir(ra.collectDir, ra.overwrite); err != nil {
+		return err
+	}
 	var program string
 	switch pos := ra.positional; {
 	case ra.code != nil && len(pos) > 0:

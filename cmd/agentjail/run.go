@@ -273,8 +273,8 @@ func flagError(err error) error {
 			}
 		}
 		switch {
-		case best != nil && strings.HasPrefix(best.field, "limits."):
-			return usagef("%s: %s", best.flagName(), fe.Msg)
+		case best != nil && strings.HasPrefix(best.field, "limits."): // the message, then the request's field it is about
+			return usagef("%s: %s (%s)", best.flagName(), fe.Msg, fe.Field)
 		case best != nil:
 			return usagef("%s: %s", best.flagName(), err)
 		}

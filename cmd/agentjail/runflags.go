@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"agentjail/daemon"
@@ -320,20 +319,4 @@ func defaultLimit(l daemon.Limit) int64 {
 }
 
 // formatLimit writes a limit's value as its flag takes it: 256MiB, 10s, 64.
-func formatLimit(l daemon.Limit, n int64) string {
-	switch l.Unit {
-	case daemon.UnitBytes:
-		for _, u := range []struct {
-			name string
-			size int64
-		}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-			if n >= u.size && n%u.size == 0 {
-				return fmt.Sprintf("%d%s", n/u.size, u.name)
-			}
-		}
-		return fmt.Sprintf("%dB", n)
-	case daemon.UnitMs:
-		return (time.Duration(n) * time.Millisecond).String()
-	}
-	return strconv.FormatInt(n, 10)
-}
+func formatLimit(l daemon.Limit, n int64) string { return l.Human(n) }

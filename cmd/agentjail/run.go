@@ -506,6 +506,9 @@ func summary(r *daemon.Result) string {
 	if r.StdoutTruncated || r.StderrTruncated {
 		b.WriteString(" · output truncated")
 	}
+	if f := forbiddenSummary(r.Seccomp); f != "" {
+		b.WriteString(" · " + f)
+	}
 	return b.String()
 }
 

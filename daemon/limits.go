@@ -148,8 +148,8 @@ func (d *Limit) format(v limitValue) string {
 // Human writes n, in the limit's unit, as its flag takes it: 4GiB, 5m0s,
 // 64. A size that is no whole number (below 10000) of KiB, MiB, GiB or
 // TiB is written in bytes and, past 1 KiB, about in the largest of them:
-// "4294967297 bytes (4.0GiB)". A duration of whole milliseconds too long for Go's
-// time.Duration is written in milliseconds.
+// "4294967297 bytes (4.0GiB)". A number of milliseconds too large for
+// Go's time.Duration is written in milliseconds.
 func (d *Limit) Human(n int64) string {
 	switch d.Unit {
 	case UnitBytes:

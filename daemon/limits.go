@@ -145,6 +145,38 @@ func (d *Limit) format(v limitValue) string {
 	return strconv.FormatInt(v.n, 10)
 }
 
+// Human writes n, in the limit's unit, as its flag takes it: 4GiB, 5m0s,
+// 64. A size that is no whole number (below 10000) of KiB, MiB, GiB or
+// TiB is written in bytes and, past 1 KiB, about in the largest of them:
+// "4294967297 bytes (4.0GiB)". A number of milliseconds too large for
+// Go's time.Duration is written in milliseconds.
+func (d *Limit) Human(n int64) string {
+	switch d.Unit {
+	case UnitBytes:
+		units := []struct {
+			name string
+			size int64
+		}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+		for _, u := range units {
+			if n >= u.size && n%u.size == 0 && n/u.size < 10_000 {
+				return fmt.Sprintf("%d%s", n/u.size, u.name)
+			}
+		}
+		for _, u := range units {
+			if n >= u.size {
+				return fmt.Sprintf("%d bytes (%.1f%s)", n, float64(n)/float64(u.size), u.name)
+			}
+		}
+		return fmt.Sprintf("%dB", n)
+	case UnitMs:
+		if n > math.MaxInt64/int64(time.Millisecond) || n < 0 {
+			return fmt.Sprintf("%dms", n)
+		}
+		return (time.Duration(n) * time.Millisecond).String()
+	}
+	return strconv.FormatInt(n, 10)
+}
+
 // The fields of LimitValues and RequestLimits, by key (their TOML and JSON
 // names).
 var (

@@ -28,9 +28,8 @@ func OpenEnvironments(cfg *Config, envs map[string]*Environment, runner *nsjail.
 		e.Etc = etc
 	}
 	if shared := nsjail.SharedUserRlimits(); len(shared) > 0 {
-		log.Warn("the warm runs of each environment share these per-user bounds of the daemon (each run has a smaller one of its own); "+
-			"give the daemon CAP_SYS_RESOURCE or unlimited ones (LimitSIGPENDING=, LimitNPROC=, LimitMSGQUEUE=, LimitMEMLOCK=infinity, as the shipped unit does)",
-			"bounds", shared)
+		systemd, shell := sharedRlimitsFix(shared)
+		log.Warn(sharedRlimitsMsg, "bounds", shared, "systemd", systemd, "shell", shell)
 	}
 	t0 := time.Now()
 	if err := cfg.ProbeAll(context.Background(), runner, envs); err != nil {

@@ -294,10 +294,10 @@ func (rl *RequestLimits) apply(def nsjail.Limits, max *nsjail.Limits) (nsjail.Li
 		}
 		v, ceil, field := **p, d.get(&m).n, "limits."+d.Key
 		if max != nil && v > ceil {
-			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%d is above this daemon's maximum of %d", v, ceil)}
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%s is above this daemon's maximum of %s", d.Human(v), d.Human(ceil))}
 		}
 		if v > maxLimitValue {
-			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%d is absurdly large", v)}
+			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("%s is absurdly large", d.Human(v))}
 		}
 		if v <= 0 {
 			return l, &nsjail.FieldError{Field: field, Msg: fmt.Sprintf("must be positive, got %d", v)}

@@ -211,7 +211,7 @@ func TestAPIErrors(t *testing.T) {
 		{`{"code":"pass","Code":"import os"}`, "invalid_request", `Code: unknown field; did you mean "code"?`, 400},
 		{`{"code":"pass","tests":{"function":"f","cases":[{"kwargs":{"a":1,"a":2}}]}}`, "invalid_request", "tests.cases[0].kwargs.a: is given twice", 400},
 		{`{"code":"pass","limits":{"memory_bytes":1024}}`, "invalid_request", "limits.memory_bytes: must be at least 16 MiB", 400},
-		{`{"code":"pass","limits":{"memory_bytes":4294967296}}`, "invalid_request", "limits.memory_bytes: 4294967296 is above this daemon's maximum of 1073741824", 400},
+		{`{"code":"pass","limits":{"memory_bytes":4294967296}}`, "invalid_request", "limits.memory_bytes: 4GiB is above this daemon's maximum of 1GiB", 400},
 		{`{"code":"pass","limits":{"wall_time_ms":-5}}`, "invalid_request", "limits.wall_time_ms: must be positive", 400},
 		{`{"code":"pass","files":[{"path":"../x","content":""}]}`, "invalid_request", "files[0].path", 400},
 		{`{"code":"pass","files":[{"path":"x","content":"!!","encoding":"base64"}]}`, "invalid_request", "files[0].content: not valid base64", 400},

@@ -463,7 +463,7 @@ func TestSessionRequestsAreChecked(t *testing.T) {
 	}{
 		{map[string]any{"environment": "nope"}, "environment: unknown environment \"nope\"; this daemon has: default"},
 		{map[string]any{"limits": map[string]any{"wall_time_ms": 100}}, "limits.wall_time_ms: a limit of each call"},
-		{map[string]any{"limits": map[string]any{"memory_bytes": 2 << 30}}, "limits.memory_bytes: 2147483648 is above this daemon's maximum"},
+		{map[string]any{"limits": map[string]any{"memory_bytes": 2 << 30}}, "limits.memory_bytes: 2GiB is above this daemon's maximum"},
 		{map[string]any{"idle_timeout_ms": 999}, "idle_timeout_ms: must be from 1000 to 3600000"},
 		{map[string]any{"idle_timeout_ms": 3600001}, "idle_timeout_ms: must be from 1000"},
 		{map[string]any{"start": "hot"}, "start: must be \"warm\" or \"cold\""},

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,4 +34,34 @@ func TestDecodeTestsMessages(t *testing.T) {
 	assert.Equal(t, "f", tests.Function)
 	assert.Equal(t, "null", string(tests.Cases[0].Expected), "null expects None")
 	assert.Nil(t, tests.Cases[1].Expected, "absent: not checked")
+}
+
+// Tests read from a file and sent on as a request's (what `agentjail run
+// --tests` and `agentjail session run --tests` do through a daemon) reach
+// the daemon as the file had them: a field the file left out is still
+// absent, and "expected": null still expects None.
+func TestTestsSentOnKeepAbsentFields(t *testing.T) {
+	file := `{"function":"f","cases":[
+		{"name":"value","args":[1],"expected":2},
+		{"name":"type","args":[1],"expected_type":"int"},
+		{"name":"raises","args":[0],"expected_exception":"ZeroDivisionError"},
+		{"name":"nothing","args":[1]},
+		{"name":"none","args":[1],"expected":null},
+		{"name":"kw","kwargs":{"x":1},"expected":2}]}`
+	tests, err := DecodeTests([]byte(file))
+	require.NoError(t, err)
+	code := "pass"
+	body, err := json.Marshal(&Request{Code: &code, Tests: tests})
+	require.NoError(t, err)
+	req, err := decodeRequest(bytes.NewReader(body), -1)
+	require.NoError(t, err, "%s", body)
+	require.NoError(t, req.Tests.Validate(), "%s", body)
+	assert.Equal(t, tests, req.Tests, "%s", body)
+	got := req.Tests.Cases
+	assert.Nil(t, got[1].Expected, "absent expected is not checked: %s", body)
+	assert.Nil(t, got[3].Expected, "absent expected is not checked: %s", body)
+	assert.Equal(t, "null", string(got[4].Expected), "null expects None")
+	for _, absent := range []string{`"expected":null,"expected_type"`, `"kwargs":null`, `"expected_type":""`, `"expected_exception":""`} {
+		assert.NotContains(t, string(body), absent)
+	}
 }

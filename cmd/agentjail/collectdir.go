@@ -39,6 +39,38 @@ type collectWrite struct {
 	err   error
 }
 
+// checkCollectDir refuses, before anything runs, a --collect-dir that
+// would make a run that succeeds end in exit 125 for a reason known now:
+// DIR is there and holds something, and --overwrite is not given (a rerun
+// into the same DIR), or DIR is there and is no directory. A DIR that is
+// missing or empty is fine; one that cannot be read is left to the
+// writing, which says why.
+func checkCollectDir(dir string, overwrite bool) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return nil
+	case !st.IsDir():
+		return usagef("--collect-dir %s: it exists and is not a directory; pick another DIR", shownText(dir))
+	case overwrite:
+		return nil
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	names, _ := f.Readdirnames(1)
+	if len(names) == 0 {
+		return nil
+	}
+	return usagef("--collect-dir %s: the directory is not empty (it holds %s): pass --overwrite to replace the files this run collects (others are left as they are), or pick another DIR; nothing was run",
+		shownText(dir), shownText(names[0]))
+}
+
 // writeCollected writes each collected file that has content (not those
 // with an error) below dir, made if missing. One that cannot be written
 // does not stop the others.

@@ -218,8 +218,9 @@ func TestRunFailOnTestFailure(t *testing.T) {
 }
 
 // --collect-dir writes the collected files below DIR, nested directories
-// made, the exact names kept; nothing is followed out of DIR, nothing
-// overwritten unless --overwrite, and then not through a hard link.
+// made, the exact names kept; nothing is followed out of DIR, and with
+// --overwrite a file is replaced, not written through a hard link. (A DIR
+// that holds anything needs --overwrite: TestRunCollectDirRerun.)
 func TestRunCollectDir(t *testing.T) {
 	jailHost(t)
 	dir := filepath.Join(t.TempDir(), "out")
@@ -231,7 +232,7 @@ open(b"bad\xffname", "wb").write(b"\x00\x01\xff")
 open("link/x", "w").write("through a link")
 open("top.txt", "w").write("top")
 `
-	args := []string{"run", "--collect", "d/e/*", "--collect", "bad*", "--collect", "link/x", "--collect", "top.txt", "--collect-dir", dir, "-c", prog}
+	args := []string{"run", "--overwrite", "--collect", "d/e/*", "--collect", "bad*", "--collect", "link/x", "--collect", "top.txt", "--collect-dir", dir, "-c", prog}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
 	code, _, stderr := bin(t, "", args...)
@@ -251,19 +252,15 @@ open("top.txt", "w").write("top")
 	require.NoError(t, err)
 	assert.Zero(t, st.Mode().Perm()&0o111, "nothing the program wrote is executable: %v", st.Mode())
 
-	// Again: the files exist.
+	// Again: --overwrite replaces the files, and a hard link's other name
+	// keeps its bytes.
 	require.NoError(t, os.Remove(filepath.Join(dir, "link")))
 	require.NoError(t, os.WriteFile(filepath.Join(outside, "victim"), []byte("keep"), 0o644))
 	require.NoError(t, os.Remove(filepath.Join(dir, "top.txt")))
 	require.NoError(t, os.Link(filepath.Join(outside, "victim"), filepath.Join(dir, "top.txt")))
 	code, _, stderr = bin(t, "", args...)
-	assert.Equal(t, exitSetup, code)
-	assert.Contains(t, stderr, "agentjail: collected d/e/f.txt (6 B), not written: "+dir+"/d/e/f.txt: it exists (--overwrite replaces it)")
-	assert.Contains(t, stderr, "agentjail: collected link/x (14 B) → ", "a real directory this time")
-
-	// --overwrite replaces them, and a hard link's other name keeps its bytes.
-	code, _, stderr = bin(t, "", append([]string{"run", "--overwrite"}, args[1:]...)...)
 	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "agentjail: collected link/x (14 B) → ", "a real directory this time")
 	b, _ = os.ReadFile(filepath.Join(dir, "top.txt"))
 	assert.Equal(t, "top", string(b))
 	b, _ = os.ReadFile(filepath.Join(outside, "victim"))
@@ -274,11 +271,51 @@ open("top.txt", "w").write("top")
 	}
 
 	// With --json: the one object on stdout, the failure on stderr.
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "d/e")))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "d/e")))
 	code, stdout, stderr := bin(t, "", append([]string{"run", "--json"}, args[1:]...)...)
 	assert.Equal(t, exitSetup, code)
 	var res map[string]any
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
-	assert.Contains(t, stderr, "agentjail: --collect-dir: not written: "+dir+"/d/e/f.txt: it exists")
+	assert.Contains(t, stderr, "agentjail: --collect-dir: not written: "+dir+"/d/e/f.txt: e is a symbolic link")
+	ents, _ = os.ReadDir(outside)
+	assert.Len(t, ents, 1, "only victim: nothing written through the link")
+}
+
+// A --collect-dir that holds anything, without --overwrite (a rerun into
+// the same DIR), is a usage error before anything runs (exit 2, no jail),
+// which says what to do; so is a DIR that is a file. An empty DIR is
+// fine, and a file that cannot be written is still reported after the
+// run (TestWriteCollectedStaysInDir).
+func TestRunCollectDirRerun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "out.txt"), []byte("first run"), 0o644))
+	prog := "open('out.txt', 'w').write('second run')"
+	for _, mode := range []string{"--json=false", "--json"} {
+		code, stdout, stderr := bin(t, "", "run", mode, "--collect", "out.txt", "--collect-dir", dir, "-c", prog)
+		assert.Equal(t, exitUsage, code, stderr)
+		assert.Empty(t, stdout)
+		assert.Equal(t, "agentjail run: --collect-dir "+dir+": the directory is not empty (it holds out.txt): pass --overwrite to replace the files this run collects (others are left as they are), or pick another DIR; nothing was run\n", stderr)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+	assert.Equal(t, "first run", string(b))
+	// Through a daemon too, checked before the request is sent.
+	code, _, stderr := bin(t, "", "run", "--socket", filepath.Join(dir, "no.sock"), "--collect", "x", "--collect-dir", dir, "-c", prog)
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "pass --overwrite")
+
+	file := filepath.Join(dir, "out.txt")
+	code, _, stderr = bin(t, "", "run", "--overwrite", "--collect", "x", "--collect-dir", file, "-c", prog)
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Contains(t, stderr, "agentjail run: --collect-dir "+file+": it exists and is not a directory; pick another DIR")
+
+	_, _, err := parseRun([]string{"--collect", "x", "--collect-dir", t.TempDir(), "-c", prog}, strings.NewReader(""), &bytes.Buffer{})
+	require.NoError(t, err, "an empty DIR")
+	_, _, err = parseRun([]string{"--collect", "x", "--collect-dir", filepath.Join(dir, "new"), "-c", prog}, strings.NewReader(""), &bytes.Buffer{})
+	require.NoError(t, err, "a missing DIR")
+	_, _, err = parseRun([]string{"--overwrite", "--collect", "x", "--collect-dir", dir, "-c", prog}, strings.NewReader(""), &bytes.Buffer{})
+	require.NoError(t, err, "--overwrite")
 }
 
 // The paths of a result never leave DIR, whatever they say.
@@ -300,6 +337,9 @@ func TestWriteCollectedStaysInDir(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "ok/file"))
 	require.NoError(t, err)
 	assert.Equal(t, "\x00\x01", string(b))
+	again := writeCollected(dir, files[6:], false)
+	require.Len(t, again, 1)
+	assert.ErrorContains(t, again[0].err, "ok/file: it exists (--overwrite replaces it)", "a file made since the check before the run")
 	ents, _ := os.ReadDir(filepath.Dir(dir))
 	for _, e := range ents {
 		assert.NotEqual(t, "escape", e.Name())

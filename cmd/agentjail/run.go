@@ -111,6 +111,9 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	if ra.overwrite && ra.collectDir == "" {
 		return usagef("--overwrite: it replaces files that --collect-dir DIR writes; give --collect-dir")
 	}
+	if err := checkCollectDir(ra.collectDir, ra.overwrite); err != nil {
+		return err
+	}
 	var program string
 	switch pos := ra.positional; {
 	case ra.code != nil && len(pos) > 0:
@@ -270,8 +273,8 @@ func flagError(err error) error {
 			}
 		}
 		switch {
-		case best != nil && strings.HasPrefix(best.field, "limits."):
-			return usagef("%s: %s", best.flagName(), fe.Msg)
+		case best != nil && strings.HasPrefix(best.field, "limits."): // the message, then the request's field it is about
+			return usagef("%s: %s (%s)", best.flagName(), fe.Msg, fe.Field)
 		case best != nil:
 			return usagef("%s: %s", best.flagName(), err)
 		}
@@ -502,6 +505,9 @@ func summary(r *daemon.Result) string {
 	}
 	if r.StdoutTruncated || r.StderrTruncated {
 		b.WriteString(" · output truncated")
+	}
+	if f := forbiddenSummary(r.Seccomp); f != "" {
+		b.WriteString(" · " + f)
 	}
 	return b.String()
 }

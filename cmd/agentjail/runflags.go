@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
 	"unicode"
 
 	"agentjail/daemon"
@@ -100,10 +99,10 @@ func runFlags() []runFlag {
 			help: "print exactly one JSON object on stdout: the result, or the error when there is none",
 			set:  boolFlag(func(ra *runArgs) *bool { return &ra.json })},
 		runFlag{name: "collect-dir", arg: "DIR", group: "output",
-			help: "write the collected files below DIR (made if missing), at their paths in /workspace; nothing leaves DIR, no symbolic link is followed, and an existing file is an error unless --overwrite",
+			help: "write the collected files below DIR (made if missing), at their paths in /workspace; nothing leaves DIR, no symbolic link is followed, and a DIR that holds anything is refused before the run (exit 2) unless --overwrite",
 			set:  func(ra *runArgs, v string) error { ra.collectDir = v; return nil }},
 		runFlag{name: "overwrite", group: "output",
-			help: "with --collect-dir: replace files that exist (a directory is never replaced)",
+			help: "with --collect-dir: write into a DIR that holds files, replacing those the run collects (a directory is never replaced; other files are left)",
 			set:  boolFlag(func(ra *runArgs) *bool { return &ra.overwrite })},
 		runFlag{name: "fail-on-test-failure", group: "output",
 			help: "exit 1 when a test failed and the program itself exited 0 (for CI); without it the exit status is the program's",
@@ -320,20 +319,4 @@ func defaultLimit(l daemon.Limit) int64 {
 }
 
 // formatLimit writes a limit's value as its flag takes it: 256MiB, 10s, 64.
-func formatLimit(l daemon.Limit, n int64) string {
-	switch l.Unit {
-	case daemon.UnitBytes:
-		for _, u := range []struct {
-			name string
-			size int64
-		}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-			if n >= u.size && n%u.size == 0 {
-				return fmt.Sprintf("%d%s", n/u.size, u.name)
-			}
-		}
-		return fmt.Sprintf("%dB", n)
-	case daemon.UnitMs:
-		return (time.Duration(n) * time.Millisecond).String()
-	}
-	return strconv.FormatInt(n, 10)
-}
+func formatLimit(l daemon.Limit, n int64) string { return l.Human(n) }

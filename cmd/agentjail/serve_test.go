@@ -308,7 +308,11 @@ func TestRunThroughSocket(t *testing.T) {
 
 	code, _, stderr := run(t, "", "run", "--memory", "100GiB", "-c", "pass")
 	assert.Equal(t, exitUsage, code)
-	assert.Contains(t, stderr, "--memory: 107374182400 is above this daemon's maximum")
+	assert.Contains(t, stderr, "agentjail run: --memory: 100GiB is above this daemon's maximum of 4GiB (limits.memory_bytes)\n",
+		"in the flag's units, and the field it sets")
+	code, _, stderr = run(t, "", "run", "--timeout", "10m", "--tmp-size", "1500MB", "-c", "pass")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--timeout: 10m0s is above this daemon's maximum of 5m0s (limits.wall_time_ms)")
 
 	code, stdout, stderr = run(t, "", "run", "--socket", filepath.Join(t.TempDir(), "none.sock"), "--json", "-c", "pass")
 	assert.Equal(t, exitSetup, code)

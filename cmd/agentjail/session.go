@@ -128,7 +128,7 @@ func (sc *sessionCmd) limitsOnly(keys []string, elsewhere string) error {
 func (sc *sessionCmd) call(ctx context.Context, method, path string, body any, want int, stdout, stderr io.Writer) (b []byte, code int, ok bool) {
 	status, b, err := remoteDo(ctx, sc.ra.socket, method, path, body)
 	if err == nil && status != want {
-		err = remoteFailure("session request", status, b)
+		err = sessionFailure(status, b)
 	}
 	var ue *usageError
 	switch {
@@ -254,6 +254,7 @@ func sessionRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if needsNewline(stdout, stderr, "", res.Stderr) {
 		_, _ = io.WriteString(stderr, "\n")
 	}
+	res.Feedback = sessionFeedback(res.Feedback)
 	printVerdicts(stderr, res, nil)
 	state := fmt.Sprintf("call %d, alive", a.Session.Calls)
 	if !a.Session.Alive {
@@ -346,13 +347,13 @@ func sessionEnd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	status, b, err := remoteDo(context.Background(), sc.ra.socket, http.MethodDelete, "/v1/sessions/"+sc.ra.positional[0], nil)
 	if err == nil && status == http.StatusGone { // ended already: what end asks for
 		var re *remoteError
-		if errors.As(remoteFailure("session request", status, b), &re) {
+		if errors.As(sessionFailure(status, b), &re) {
 			fmt.Fprintf(stderr, "agentjail: %s\n", re.Message)
 		}
 		return 0
 	}
 	if err == nil && status != http.StatusNoContent {
-		err = remoteFailure("session request", status, b)
+		err = sessionFailure(status, b)
 	}
 	if err != nil {
 		return setupFailed(sc.ra, err, stdout, stderr)

@@ -21,14 +21,17 @@ type Tests struct {
 	Cases    []TestCase `json:"cases"`
 }
 
-// TestCase is one call of the function and what it must do.
+// TestCase is one call of the function and what it must do. Encoded (a
+// --tests file sent on to a daemon), a field not set is left out: an
+// absent "expected" checks no value where "expected": null expects None,
+// and "expected_exception" goes with neither.
 type TestCase struct {
-	Name              string                     `json:"name"` // default "case N", N from 1
-	Args              []json.RawMessage          `json:"args"`
-	Kwargs            map[string]json.RawMessage `json:"kwargs"`
-	Expected          json.RawMessage            `json:"expected"` // absent = no value check; JSON null = expects None
-	ExpectedType      string                     `json:"expected_type"`
-	ExpectedException string                     `json:"expected_exception"`
+	Name              string                     `json:"name,omitempty"` // default "case N", N from 1
+	Args              []json.RawMessage          `json:"args,omitempty"`
+	Kwargs            map[string]json.RawMessage `json:"kwargs,omitempty"`
+	Expected          json.RawMessage            `json:"expected,omitempty"` // absent (nil) = no value check; JSON null = expects None
+	ExpectedType      string                     `json:"expected_type,omitempty"`
+	ExpectedException string                     `json:"expected_exception,omitempty"`
 }
 
 // TestsResult is the result's "tests".

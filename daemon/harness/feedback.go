@@ -255,18 +255,18 @@ func importHint(typ, msg string, env *Installed) string {
 	top, _, isSub := strings.Cut(m[1], ".")
 	switch {
 	case env == nil:
-		return fmt.Sprintf("'%s' is not installed in %s: check the name, or do without it.", m[1], where)
+		return fmt.Sprintf("'%s' is not installed in %s. %s If it is a package, check the name, or do without it.", m[1], where, notSentHint(m[1]))
 	case isSub && slices.Contains(env.Packages, top):
 		return fmt.Sprintf("'%s' is installed in %s, but has no submodule '%s': check the name imported.", top, where, m[1])
 	case len(env.Packages) == 0:
-		return fmt.Sprintf("Only the Python standard library is installed in %s: do without third-party packages such as '%s'.", where, top)
+		return fmt.Sprintf("Only the Python standard library is installed in %s. %s If it is a package, do without third-party packages such as '%s'.", where, notSentHint(m[1]), top)
 	}
 	list := env.Packages
 	more := ""
 	if len(list) > maxListedPackages {
 		list, more = list[:maxListedPackages], fmt.Sprintf(" and %d more", len(env.Packages)-maxListedPackages)
 	}
-	return fmt.Sprintf("'%s' is not installed in %s, which has the standard library and %s%s: use one of those (or another environment, if the sandbox has one with it).", top, where, strings.Join(list, ", "), more)
+	return fmt.Sprintf("'%s' is not installed in %s, which has the standard library and %s%s. %s If it is a package, use one of those installed (or another environment, if the sandbox has one with it).", top, where, strings.Join(list, ", "), more, notSentHint(m[1]))
 }
 
 // The hints of situationHint.
@@ -291,6 +291,8 @@ func situationHint(text string) string {
 		return hintFileTooLarge
 	case notDefined.MatchString(text):
 		return hintNoSharedState
+	case noNetwork.MatchString(text):
+		return hintNoNetwork
 	}
 	return ""
 }
@@ -325,8 +327,6 @@ var exceptionHints = map[string]string{
 	"NotImplementedError":    "A function the program calls is not implemented.",
 	"UnicodeDecodeError":     "Bytes were decoded with the wrong encoding: give the right one, or errors=\"replace\".",
 	"JSONDecodeError":        "The text parsed is not valid JSON.",
-	"ConnectionRefusedError": "The sandbox has no network access.",
-	"gaierror":               "The sandbox has no network access.",
 }
 
 // JailFeedback gives the sentences of docs/contract.md §3 about what the jail
@@ -361,6 +361,9 @@ func JailFeedback(r *nsjail.Result) []string {
 	}
 	if r.PidsMaxHits > 0 {
 		fb = append(fb, fmt.Sprintf("Starting a process or thread failed %d time(s) because the jail's process limit was reached; start fewer processes or threads.", r.PidsMaxHits))
+	}
+	if r.Status != nsjail.StatusOK && pipFailed(r) {
+		fb = append(fb, hintNoPip)
 	}
 	return fb
 }

@@ -547,7 +547,11 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	}
 	if end != nil {
 		res.decide(end.waitStatus(), KillNone)
-		if r := k.reason(); r != KillNone && res.Signal == syscall.SIGINT {
+		if r := k.reason(); r != KillNone {
+			// A limit fired during the call: killed for it, whether the
+			// call died of the interrupt (SIGINT) or its code caught the
+			// KeyboardInterrupt and ended by itself within InterruptGrace
+			// (no signal then; the exit code is the code's).
 			res.Status, res.KillReason = StatusKilled, r
 		}
 	} else {

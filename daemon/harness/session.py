@@ -117,6 +117,8 @@ def _call(lib, ns, ws, null, fds):
     """Runs one call: its files, its stdio, its code, its tests; returns
     (status, value, refused) for its end record. A SystemExit of the
     call's code propagates: the session ends as a script would."""
+    global _interrupted
+    _interrupted = False  # this call's alone, even when its code never starts
     payload, stdin, out, err, report = fds
     try:
         head, body = _payload(lib, payload)
@@ -327,6 +329,8 @@ def _send(ctl, lib, n, status, value, refused):
     rec = '{"t":"end","n":%d,"status":%d,"value":%s' % (n, status, "null" if value is None else q(value))
     if refused is not None:
         rec += ',"refused":{"i":%d,"error":%s}' % (refused["i"], q(refused["error"]))
+    if _interrupted and status != 2:
+        rec += ',"caught":true'  # agentjail's interrupt was raised in the code, which caught it and went on
     try:
         ctl.send((rec + "}").encode("ascii"))
     except OSError as e:

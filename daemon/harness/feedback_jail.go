@@ -35,7 +35,7 @@ const hintNoNetwork = "The jail has no network access: it has only its own loopb
 // nothing listens unless the program serves), and what urllib.error.URLError,
 // requests' ConnectionError (urllib3's NameResolutionError and
 // NewConnectionError) and httpx say of them.
-var noNetwork = regexp.MustCompile(`(?i)\bgaierror\b|name or service not known|temporary failure in name resolution|` +
+var noNetwork = regexp.MustCompile(`(?i)\bgaierror\b|\bConnectionRefusedError\b|name or service not known|temporary failure in name resolution|` +
 	`no address associated with hostname|network is unreachable|no route to host|connection refused|` +
 	`failed to establish a new connection|failed to resolve|NameResolutionError|` +
 	`\[Errno (-2|-3|-5|101|111|113)\]`)

@@ -34,6 +34,7 @@ func TestNetworkFeedback(t *testing.T) {
 		{Type: "socket.gaierror", Message: "[Errno -2] Name or service not known"},
 		{Type: "OSError", Message: "[Errno 101] Network is unreachable"},
 		{Type: "ConnectionRefusedError", Message: "[Errno 111] Connection refused"},
+		{Type: "ConnectionRefusedError", Message: "no server"},
 		{Type: "urllib.error.URLError", Message: "<urlopen error [Errno -3] Temporary failure in name resolution>"},
 		{Type: "requests.exceptions.ConnectionError", Message: "HTTPSConnectionPool(host='pypi.org', port=443): Max retries exceeded with url: / (Caused by NameResolutionError(\"<urllib3.connection.HTTPSConnection object at 0x7f>: Failed to resolve 'pypi.org' ([Errno -3] Temporary failure in name resolution)\"))"},
 		{Type: "requests.exceptions.ConnectionError", Message: "HTTPConnectionPool(host='1.1.1.1', port=80): Max retries exceeded with url: / (Caused by NewConnectionError('<urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new connection: [Errno 101] Network is unreachable'))"},

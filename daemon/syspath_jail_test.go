@@ -34,6 +34,7 @@ func jailFiles() []map[string]string {
 		{"path": "pp/sitecustomize.py", "content": say("PYTHONPATH sitecustomize")},
 		{"path": "startup.py", "content": say("PYTHONSTARTUP")},
 		{"path": "nohome/lib/python3.11/os.py", "content": say("PYTHONHOME")},
+		{"path": "evil.pth", "content": "import sys; open('/tmp/shadow_ran', 'a').write('pth\\n')\n"},
 	}
 	for _, m := range []string{"sitecustomize", "usercustomize", "json", "_json", "traceback", "linecache", "tokenize",
 		"asyncio", "io", "os", "stat", "site", "warnings", "encodings", "socket", "selectors", "signal"} {

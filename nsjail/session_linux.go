@@ -548,10 +548,8 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	if end != nil {
 		res.decide(end.waitStatus(), KillNone)
 		if r := k.reason(); r != KillNone {
-			// A limit fired during the call: killed for it, whether the
-			// call died of the interrupt (SIGINT) or its code caught the
-			// KeyboardInterrupt and ended by itself within InterruptGrace
-			// (no signal then; the exit code is the code's).
+			// Its interrupt came before the end: killed for it, by SIGINT or,
+			// when the code caught it and went on, with no signal (§6.3).
 			res.Status, res.KillReason = StatusKilled, r
 		}
 	} else {

@@ -513,7 +513,7 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 		return
 	}
 	ran = true
-	res := sess.result(cr, req.Tests, end.Value)
+	res := sess.result(cr, req.Tests, end, c.Limits)
 	s.sess.calls.WithLabelValues(res.Status, res.KillReason).Inc()
 	attrs := []any{"id", res.ID, "session", sess.js.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"wall_ms", res.WallTimeMs, "cpu_ms", res.CPUTimeMs, "queue_ms", queued.Milliseconds()}
@@ -530,7 +530,7 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 
 // result is the contract's result of a call: as a run's (Job.result),
 // with the feedback of a session, its value and the session's state.
-func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, value *string) *SessionResult {
+func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end harness.CallEnd, limits nsjail.CallLimits) *SessionResult {
 	jr := cr.Result
 	res := fromJail(jr)
 	res.Environment = sess.env.Name
@@ -544,6 +544,10 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, value *
 	if interrupted && exc != nil {
 		line, exc = exc.Line, nil
 	}
+	caught := caughtInterrupt(jr, cr.Ended, end.Caught, limits) // the code caught that interrupt and went on
+	if caught != "" && jr.ExitCode == 0 {
+		exc = nil // it ended well: no exception of its is uncaught
+	}
 	res.Exception = exc
 	res.Tests = rep.Verdicts(tests, jr)
 	sess.mu.Lock()
@@ -553,22 +557,27 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, value *
 	if e := sess.env; e != nil && e.PythonVersion != "" { // probed: its packages are known
 		env = &harness.Installed{Environment: e.Name, Packages: e.Packages}
 	}
-	res.Feedback = append(harness.SessionFeedback(res.Exception, res.Tests, tests, env), sessionFeedback(jr, exc, before, interrupted, line, cr.Ended)...)
+	res.Feedback = append(harness.SessionFeedback(res.Exception, res.Tests, tests, env), sessionFeedback(jr, exc, before, interrupted, line, caught, cr.Ended)...)
 	for _, f := range jr.Files {
 		res.Files = append(res.Files, resultFile(f))
 	}
-	return &SessionResult{Result: res, Value: value, Session: SessionState{ID: sess.js.ID, Calls: before + 1, Alive: cr.Ended == "", EndedReason: string(cr.Ended)}}
+	return &SessionResult{Result: res, Value: end.Value, Session: SessionState{ID: sess.js.ID, Calls: before + 1, Alive: cr.Ended == "", EndedReason: string(cr.Ended)}}
 }
 
 // sessionFeedback is the feedback of a call beyond the program's: what a
-// session keeps (a NameError), the limit that interrupted the call, what
-// ended the session.
-func sessionFeedback(jr *nsjail.Result, exc *harness.Exception, before int, interrupted bool, line int, ended nsjail.EndReason) []string {
+// session keeps (a NameError), the limit that interrupted the call (caught:
+// the sentence of an interrupt the code caught), what ended the session.
+func sessionFeedback(jr *nsjail.Result, exc *harness.Exception, before int, interrupted bool, line int, caught string, ended nsjail.EndReason) []string {
 	var fb []string
 	if exc != nil && exc.Type == "NameError" {
 		fb = append(fb, fmt.Sprintf("In a session, names last from one call to the next: this one was not defined by any of this session's %d earlier calls (or the call that defined it failed before it); define it, or run that code again, first.", before))
 	}
-	if interrupted {
+	if caught != "" {
+		fb = append(fb, caught)
+		rest := *jr // what else the jail saw: forbidden calls, refused forks
+		rest.Status, rest.KillReason = nsjail.StatusError, nsjail.KillNone
+		fb = append(fb, harness.JailFeedback(&rest)...)
+	} else if interrupted {
 		at := ""
 		if line > 0 {
 			at = fmt.Sprintf(" at line %d", line)

@@ -547,7 +547,9 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	}
 	if end != nil {
 		res.decide(end.waitStatus(), KillNone)
-		if r := k.reason(); r != KillNone && res.Signal == syscall.SIGINT {
+		if r := k.reason(); r != KillNone {
+			// Its interrupt came before the end: killed for it, by SIGINT or,
+			// when the code caught it and went on, with no signal (§6.3).
 			res.Status, res.KillReason = StatusKilled, r
 		}
 	} else {

@@ -160,6 +160,24 @@ func TestSessionCallIsInterruptedAtItsWallTime(t *testing.T) {
 	assert.Equal(t, "before\n", string(r.Stdout))
 }
 
+// A call whose code catches its interrupt and goes on, ending within
+// InterruptGrace, still passed its limit: it is killed for it, with no
+// signal (it did not die of the interrupt) and its code's exit code.
+func TestSessionCallThatCatchesItsInterruptIsKilled(t *testing.T) {
+	s := startSession(t, nil)
+	r := sessionCall(t, s, "import time\ntry:\n    time.sleep(30)\nexcept KeyboardInterrupt:\n    pass\ntime.sleep(0.2)\nprint('went on')",
+		func(c *CallSpec) { c.Limits.WallTime = 300 * time.Millisecond })
+	assert.Equal(t, StatusKilled, r.Status)
+	assert.Equal(t, KillWallTimeout, r.KillReason)
+	assert.Equal(t, syscall.Signal(0), r.Signal, "it did not die of the interrupt")
+	assert.Equal(t, 0, r.ExitCode)
+	assert.Equal(t, "went on\n", string(r.Stdout))
+	assert.GreaterOrEqual(t, r.WallTime, 500*time.Millisecond)
+	assert.Equal(t, EndReason(""), r.Ended, "the session lives on")
+	r = sessionCall(t, s, "print('next')", nil)
+	assert.Equal(t, StatusOK, r.Status, "the next call is not marked")
+}
+
 func TestSessionEndsWhenACallIgnoresItsInterrupt(t *testing.T) {
 	s := startSession(t, nil)
 	t0 := time.Now()

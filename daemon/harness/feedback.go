@@ -255,18 +255,18 @@ func importHint(typ, msg string, env *Installed) string {
 	top, _, isSub := strings.Cut(m[1], ".")
 	switch {
 	case env == nil:
-		return fmt.Sprintf("'%s' is not installed in %s: check the name, or do without it.", m[1], where)
+		return fmt.Sprintf("'%s' is not installed in %s. %s If it is a package, check the name, or do without it.", m[1], where, notSentHint(m[1]))
 	case isSub && slices.Contains(env.Packages, top):
 		return fmt.Sprintf("'%s' is installed in %s, but has no submodule '%s': check the name imported.", top, where, m[1])
 	case len(env.Packages) == 0:
-		return fmt.Sprintf("Only the Python standard library is installed in %s: do without third-party packages such as '%s'.", where, top)
+		return fmt.Sprintf("Only the Python standard library is installed in %s. %s If it is a package, do without third-party packages such as '%s'.", where, notSentHint(m[1]), top)
 	}
 	list := env.Packages
 	more := ""
 	if len(list) > maxListedPackages {
 		list, more = list[:maxListedPackages], fmt.Sprintf(" and %d more", len(env.Packages)-maxListedPackages)
 	}
-	return fmt.Sprintf("'%s' is not installed in %s, which has the standard library and %s%s: use one of those (or another environment, if the sandbox has one with it).", top, where, strings.Join(list, ", "), more)
+	return fmt.Sprintf("'%s' is not installed in %s, which has the standard library and %s%s. %s If it is a package, use one of those installed (or another environment, if the sandbox has one with it).", top, where, strings.Join(list, ", "), more, notSentHint(m[1]))
 }
 
 // The hints of situationHint.
@@ -291,6 +291,8 @@ func situationHint(text string) string {
 		return hintFileTooLarge
 	case notDefined.MatchString(text):
 		return hintNoSharedState
+	case noNetwork.MatchString(text):
+		return hintNoNetwork
 	}
 	return ""
 }
@@ -301,32 +303,30 @@ func situationHint(text string) string {
 var notDefined = regexp.MustCompile(`NameError: name '[^']*' is not defined`)
 
 var exceptionHints = map[string]string{
-	"SyntaxError":            "Fix the syntax at that line; an unclosed bracket or quote on an earlier line can also cause it.",
-	"IndentationError":       "Indent each block consistently (4 spaces), and do not mix tabs and spaces.",
-	"TabError":               "Indent with spaces only; do not mix tabs and spaces.",
-	"NameError":              "A name is used before it is defined, or is misspelled: check its spelling and that it is defined or imported before this line.",
-	"UnboundLocalError":      "A local variable is read before it is assigned: assign it on every path first, or declare it global or nonlocal.",
-	"TypeError":              "A value of the wrong type was used, or a function was called with the wrong number of arguments: check the types and the signature.",
-	"ValueError":             "A function got a value of the right type but a wrong value (for example int('abc')): validate or convert the input first.",
-	"IndexError":             "An index is past the end of a sequence: indices run from 0 to len-1; check the bounds and empty inputs.",
-	"KeyError":               "The dictionary has no such key: check `key in d` first, or use d.get(key, default).",
-	"AttributeError":         "The object has no such attribute or method: check its type (it may be None) and the spelling.",
-	"ZeroDivisionError":      "A division or modulo by zero: guard against a zero divisor.",
-	"RecursionError":         "The recursion is too deep or never ends: check the base case, or use a loop instead.",
-	"ModuleNotFoundError":    "Only the Python standard library is available in the sandbox: do without third-party packages.",
-	"ImportError":            "Only the Python standard library is available in the sandbox: check the name imported.",
-	"AssertionError":         "An assert statement failed: the condition it checks is false.",
-	"FileNotFoundError":      "The program runs in /workspace, which holds only the files given with the request.",
-	"PermissionError":        "The sandbox does not allow this operation; only /workspace and /tmp are writable.",
-	"MemoryError":            "The program ran out of memory: use less, for example by processing data in chunks.",
-	"OverflowError":          "A number is too large for this operation (often a float): use integers or smaller values.",
-	"EOFError":               "input() read past the end of stdin: the program's stdin is empty unless the request gives one.",
-	"StopIteration":          "next() was called on an exhausted iterator: give next() a default, or check for the end first.",
-	"NotImplementedError":    "A function the program calls is not implemented.",
-	"UnicodeDecodeError":     "Bytes were decoded with the wrong encoding: give the right one, or errors=\"replace\".",
-	"JSONDecodeError":        "The text parsed is not valid JSON.",
-	"ConnectionRefusedError": "The sandbox has no network access.",
-	"gaierror":               "The sandbox has no network access.",
+	"SyntaxError":         "Fix the syntax at that line; an unclosed bracket or quote on an earlier line can also cause it.",
+	"IndentationError":    "Indent each block consistently (4 spaces), and do not mix tabs and spaces.",
+	"TabError":            "Indent with spaces only; do not mix tabs and spaces.",
+	"NameError":           "A name is used before it is defined, or is misspelled: check its spelling and that it is defined or imported before this line.",
+	"UnboundLocalError":   "A local variable is read before it is assigned: assign it on every path first, or declare it global or nonlocal.",
+	"TypeError":           "A value of the wrong type was used, or a function was called with the wrong number of arguments: check the types and the signature.",
+	"ValueError":          "A function got a value of the right type but a wrong value (for example int('abc')): validate or convert the input first.",
+	"IndexError":          "An index is past the end of a sequence: indices run from 0 to len-1; check the bounds and empty inputs.",
+	"KeyError":            "The dictionary has no such key: check `key in d` first, or use d.get(key, default).",
+	"AttributeError":      "The object has no such attribute or method: check its type (it may be None) and the spelling.",
+	"ZeroDivisionError":   "A division or modulo by zero: guard against a zero divisor.",
+	"RecursionError":      "The recursion is too deep or never ends: check the base case, or use a loop instead.",
+	"ModuleNotFoundError": "Only the Python standard library is available in the sandbox: do without third-party packages.",
+	"ImportError":         "Only the Python standard library is available in the sandbox: check the name imported.",
+	"AssertionError":      "An assert statement failed: the condition it checks is false.",
+	"FileNotFoundError":   "The program runs in /workspace, which holds only the files given with the request.",
+	"PermissionError":     "The sandbox does not allow this operation; only /workspace and /tmp are writable.",
+	"MemoryError":         "The program ran out of memory: use less, for example by processing data in chunks.",
+	"OverflowError":       "A number is too large for this operation (often a float): use integers or smaller values.",
+	"EOFError":            "input() read past the end of stdin: the program's stdin is empty unless the request gives one.",
+	"StopIteration":       "next() was called on an exhausted iterator: give next() a default, or check for the end first.",
+	"NotImplementedError": "A function the program calls is not implemented.",
+	"UnicodeDecodeError":  "Bytes were decoded with the wrong encoding: give the right one, or errors=\"replace\".",
+	"JSONDecodeError":     "The text parsed is not valid JSON.",
 }
 
 // JailFeedback gives the sentences of docs/contract.md §3 about what the jail
@@ -361,6 +361,9 @@ func JailFeedback(r *nsjail.Result) []string {
 	}
 	if r.PidsMaxHits > 0 {
 		fb = append(fb, fmt.Sprintf("Starting a process or thread failed %d time(s) because the jail's process limit was reached; start fewer processes or threads.", r.PidsMaxHits))
+	}
+	if r.Status != nsjail.StatusOK && pipFailed(r) {
+		fb = append(fb, hintNoPip)
 	}
 	return fb
 }

@@ -174,9 +174,9 @@ func TestImportFeedbackSaysWhatIsTrue(t *testing.T) {
 		want     string
 	}{
 		{"ModuleNotFoundError", "No module named 'torch'", sci,
-			"'torch' is not installed in environment 'default', which has the standard library and matplotlib, numpy, pandas: use one of those"},
+			"'torch' is not installed in environment 'default', which has the standard library and matplotlib, numpy, pandas. Nor is 'torch' among the files sent"},
 		{"ModuleNotFoundError", "No module named 'numpy.fancy'", sci, "'numpy' is installed in environment 'default', but has no submodule 'numpy.fancy'"},
-		{"ModuleNotFoundError", "No module named 'numpy'", bare, "Only the Python standard library is installed in environment 'plain': do without third-party packages such as 'numpy'."},
+		{"ModuleNotFoundError", "No module named 'numpy'", bare, "Only the Python standard library is installed in environment 'plain'. Nor is 'numpy' among the files sent"},
 		{"ImportError", "libblas.so.3: cannot open shared object file: No such file or directory", sci,
 			"The module is installed in environment 'default', but a shared library it needs did not load"},
 		{"ImportError", "cannot import name 'nothing' from 'numpy' (/usr/lib/python3/dist-packages/numpy/__init__.py)", sci, "'numpy' is installed, but has no 'nothing'"},
@@ -202,7 +202,7 @@ func TestImportFeedbackSaysWhatIsTrue(t *testing.T) {
 		many.Packages = append(many.Packages, fmt.Sprintf("p%02d", i))
 	}
 	fb := ProgramFeedback(&Exception{Type: "ModuleNotFoundError", Message: "No module named 'q'"}, nil, nil, many)
-	if !strings.Contains(fb[0], "p19 and 10 more:") || strings.Contains(fb[0], "p20") {
+	if !strings.Contains(fb[0], "p19 and 10 more.") || strings.Contains(fb[0], "p20") {
 		t.Errorf("%q", fb[0])
 	}
 }

@@ -10,7 +10,14 @@
 // `python3 -I -u /code/agentjail_harness.py`, and the harness runs
 // /code/main.py as __main__ exactly as `python3 -I -u /code/main.py` would
 // (a fresh __main__ module in sys.modules, __file__, sys.argv, the same
-// stdout, stderr and exit status, tracebacks without the harness's frames).
+// stdout, stderr and exit status, tracebacks without the harness's frames),
+// but for sys.path: the working directory (/workspace, the request's files)
+// is first on it, as the program's directory is for `python3 main.py`, so a
+// program imports the modules it was sent. It joins sys.path only once
+// python has started, so no file of it runs at start-up; the harness's own
+// imports after that take python's modules, never a file of the workspace
+// (harness_lib.py's _std), so a json.py or traceback.py sent with the
+// request shadows the module for the program only.
 // When the request has tests it then calls the function once per case with
 // the arguments of /code/tests.json, which holds the function's name and each
 // case's args and kwargs: never an expected value, an expected type or a

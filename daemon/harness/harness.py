@@ -1,6 +1,7 @@
 # agentjail harness: runs /code/main.py as __main__ exactly as
-# `python3 -I -u /code/main.py` would, then, when /code/tests.json exists,
-# the tests. boot.py runs this code in its own globals (_dir: the directory
+# `python3 -I -u /code/main.py` would, with the working directory (/workspace,
+# where the request's files are) first on sys.path, then, when
+# /code/tests.json exists, the tests. boot.py runs this code in its own globals (_dir: the directory
 # standing for /code; _code: loads the harness's code); daemon/harness/harness.go
 # says what the harness does and documents the report channel. This is the
 # path of every run: it imports nothing python has not imported already; the
@@ -16,8 +17,9 @@ def _run(pid):
         skip.add(f.f_code.co_filename)
         f = f.f_back
     path, lib, code = _dir + "/main.py", None, None
+    std = list(sys.path)  # python's own path, without the program's files: the harness imports from it
     if os.path.exists(_dir + "/tests.json"):
-        lib = _lib(skip, pid)  # before the program runs: it cannot patch what the tests use
+        lib = _lib(skip, pid, std)  # before the program runs: it cannot patch what the tests use
     with open(path, "rb") as f:
         src = f.read()
     mod = type(sys)("__main__")
@@ -30,11 +32,12 @@ def _run(pid):
             sys.orig_argv = sys.orig_argv[:-len(sys.argv)] + [path]
         sys.argv = [path]
         sys.modules["__main__"] = mod
+        _importable()
         exec(code, ns)
     except SystemExit:
         raise  # python prints its message, if any, and exits with its code
     except BaseException as e:
-        (lib or _lib(skip, pid)).uncaught(e, ns, src if code is None else None)
+        (lib or _lib(skip, pid, std)).uncaught(e, ns, src if code is None else None)
         raise  # to python's own handler, through the hook uncaught installed
     if lib is not None:
         lib.run_tests(ns)
@@ -83,9 +86,22 @@ def _rename(code, path):
     return code.replace(co_filename=path, co_consts=consts)
 
 
-def _lib(skip, pid):
+def _importable():
+    """Puts the working directory, where the request's files are, first on
+    sys.path, as `python3 main.py` puts the program's directory: a program
+    imports the modules it was given. Only now, after python started: -I
+    keeps it off the path while site runs, so a sitecustomize.py there is
+    never run, and the harness has imported what it needs before."""
+    try:
+        sys.path.insert(0, os.getcwd())
+    except OSError:
+        pass  # a working directory that is gone: nothing to import from
+
+
+def _lib(skip, pid, std):
     # Its own copy of the builtins: a program that patches builtins does not reach it.
-    ns = {"__name__": "agentjail_harness_lib", "__builtins__": dict(__builtins__.__dict__)}
+    # std: python's own sys.path, the one the lib imports from (harness_lib's _std).
+    ns = {"__name__": "agentjail_harness_lib", "__builtins__": dict(__builtins__.__dict__), "_stdpath": std}
     exec(_code(1, "agentjail_harness_lib.py"), ns)
     return ns["Harness"](skip, _dir, pid)
 

@@ -23,6 +23,9 @@ MAX_MESSAGE = 4000
 MAX_TRACEBACK = 64 << 10
 MAX_MRO = 32
 
+# python's own sys.path, before the program's directory was put first on it
+# (harness.py and session.py give it): the harness imports from it alone.
+_STDPATH = tuple(globals().get("_stdpath", sys.path))
 _write = os.write
 _getpid = os.getpid
 _display = sys.__excepthook__  # python's own: prints a traceback exactly as an uncaught exception's
@@ -211,8 +214,7 @@ class Harness:
                 # An async def function: its result is what the coroutine
                 # returns, run to its end in a fresh event loop per case
                 # (asyncio is imported only for such a program).
-                import asyncio
-                r = asyncio.run(r)
+                r = _std("asyncio").run(r)
         except BaseException as e:  # SystemExit and KeyboardInterrupt too: a case never stops the others
             if self.stop is not None and self.stop():
                 return  # but agentjail's interrupt of a session's call does
@@ -246,8 +248,7 @@ class Harness:
             return '{"t":"case","i":%d,"ms":%r,"type":%s,"value":%s}' % (i, round(ms, 4), q(typ), text)
         try:
             if self.repr is None:  # a repr bounded in size and depth, however large r is
-                import reprlib
-                b = reprlib.Repr()
+                b = _std("reprlib").Repr()
                 b.maxlevel = 8
                 b.maxtuple = b.maxlist = b.maxarray = b.maxdict = b.maxset = b.maxfrozenset = b.maxdeque = 100
                 b.maxstring = b.maxlong = b.maxother = 1000
@@ -280,19 +281,18 @@ class Harness:
 def _quote():
     """A function that makes a str a JSON string, in ASCII."""
     try:
-        from _json import encode_basestring_ascii
-        return encode_basestring_ascii
-    except ImportError:
+        return _std("_json").encode_basestring_ascii
+    except (ImportError, AttributeError):
         return _py_quote
 
 
 def _encoder(item_separator, key_separator, allow_nan):
     """json.dumps with these separators (and ensure_ascii, no indent)."""
     try:
-        from _json import encode_basestring_ascii, make_encoder
-    except ImportError:
-        import json
-        return json.JSONEncoder(separators=(item_separator, key_separator), allow_nan=allow_nan).encode
+        j = _std("_json")
+        encode_basestring_ascii, make_encoder = j.encode_basestring_ascii, j.make_encoder
+    except (ImportError, AttributeError):
+        return _std("json").JSONEncoder(separators=(item_separator, key_separator), allow_nan=allow_nan).encode
 
     def default(o):
         raise TypeError("Object of type %s is not JSON serializable" % type(o).__name__)
@@ -317,10 +317,9 @@ class _Context:
 def _loads(s):
     """json.loads of what the daemon wrote: one compact JSON value."""
     try:
-        from _json import make_scanner
-    except ImportError:
-        import json
-        return json.loads(s)
+        make_scanner = _std("_json").make_scanner
+    except (ImportError, AttributeError):
+        return _std("json").loads(s)
     try:
         value, end = make_scanner(_Context())(s, 0)
     except StopIteration as e:
@@ -350,9 +349,8 @@ def _py_quote(s):
 def _undecodable(src):
     if b"\0" in src:
         return True
-    import tokenize
     try:
-        enc, _ = tokenize.detect_encoding(io.BytesIO(src).readline)
+        enc, _ = _std("tokenize").detect_encoding(io.BytesIO(src).readline)
         src.decode(enc)
     except (SyntaxError, LookupError, UnicodeDecodeError):
         return True
@@ -402,3 +400,40 @@ def _cap(s, n):
 
 def _cap_tail(s, n):
     return s if len(s) <= n else "..." + s[-n:]
+
+
+def _std(name):
+    """The module name of python's own: what the harness imports once the
+    program may have run is never a file of the program's, though the
+    program's directory is first on sys.path (a json.py, a _json.py or a
+    tokenize.py among the request's files). A module already imported from
+    python's own path is taken as it is; otherwise it is imported with
+    sys.path set to python's own for the time of the import, and a module
+    of the program's of that name stays the program's."""
+    mods = sys.modules
+    m = mods.get(name)
+    if m is not None and _ours(m):
+        return m
+    path = sys.path
+    sys.path = list(_STDPATH)
+    try:
+        if m is not None:
+            del mods[name]
+        __import__(name)
+        return mods[name]
+    finally:
+        sys.path = path
+        if m is not None:
+            mods[name] = m
+
+
+def _ours(m):
+    """Whether module m is python's: built in, frozen, or a file below
+    python's own sys.path."""
+    try:
+        f = m.__dict__.get("__file__")
+    except BaseException:
+        return False
+    if f is None:
+        return True
+    return isinstance(f, str) and any(f.startswith(p + "/") for p in _STDPATH if p)

@@ -80,6 +80,10 @@ type CallEnd struct {
 	// Refused is the call's file that session.py could not write (the
 	// code did not run): its index in the request's files and why.
 	Refused *RefusedFile
+	// Caught: the call's code took agentjail's interrupt (a
+	// KeyboardInterrupt raised in it) and did not end by it: it caught
+	// it and went on. The program's word: it only shapes the feedback.
+	Caught bool
 }
 
 // RefusedFile is a call's file that could not be written in the session.
@@ -98,6 +102,7 @@ func ParseCallEnd(raw []byte) CallEnd {
 	var rec struct {
 		Value   *string      `json:"value"`
 		Refused *RefusedFile `json:"refused"`
+		Caught  bool         `json:"caught"`
 	}
 	if json.Unmarshal(raw, &rec) != nil {
 		return CallEnd{}
@@ -109,7 +114,7 @@ func ParseCallEnd(raw []byte) CallEnd {
 	if rec.Refused != nil {
 		rec.Refused.Error = capText(rec.Refused.Error, maxReportText)
 	}
-	return CallEnd{Value: rec.Value, Refused: rec.Refused}
+	return CallEnd{Value: rec.Value, Refused: rec.Refused, Caught: rec.Caught}
 }
 
 // SessionFeedback is ProgramFeedback for a call of a session. In a session

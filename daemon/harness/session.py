@@ -27,6 +27,7 @@ _busy = False  # a call's code runs: an interrupt is a KeyboardInterrupt there
 _interrupted = False  # this call was interrupted by agentjail (its wall, CPU or output limit)
 _sources = {}  # each call's name -> its code, for the source lines of tracebacks
 _put = None  # harness_lib's: writes text to a stream, whatever the stream does (set in main)
+_std = None  # harness_lib's: imports a module of python's own, never a call's file of that name (set in main)
 
 
 def _on_sigint(signum, frame):
@@ -63,12 +64,16 @@ def main():
     null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
     ws = os.open(WORKSPACE, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     lib = _lib()
-    global _put
-    _put = lib["_put"]
+    global _put, _std
+    _put, _std = lib["_put"], lib["_std"]
     main_mod = type(sys)("__main__")
     main_mod.__dict__.update(__builtins__=builtins, __annotations__={})
     sys.modules["__main__"] = main_mod
     sys.argv = [""]  # as an interactive interpreter's
+    # The calls import the files they were given, as a notebook's cells
+    # import those beside it: the workspace first on sys.path, only now
+    # that python has started (see harness.py's _importable).
+    sys.path.insert(0, WORKSPACE)
     _signal.signal(_signal.SIGINT, _on_sigint)
     _signal.pthread_sigmask(_signal.SIG_BLOCK, (_signal.SIGINT,))
     _stdio(null)
@@ -112,6 +117,8 @@ def _call(lib, ns, ws, null, fds):
     """Runs one call: its files, its stdio, its code, its tests; returns
     (status, value, refused) for its end record. A SystemExit of the
     call's code propagates: the session ends as a script would."""
+    global _interrupted
+    _interrupted = False  # this call's alone, even when its code never starts
     payload, stdin, out, err, report = fds
     try:
         head, body = _payload(lib, payload)
@@ -125,6 +132,8 @@ def _call(lib, ns, ws, null, fds):
         for fd in (stdin, out, err, report):
             os.close(fd)
         return 0, None, refused
+    if head["files"]:
+        _fresh_imports()
     for fd, target in ((stdin, 0), (out, 1), (err, 2)):
         os.dup2(fd, target)
         os.close(fd)
@@ -244,7 +253,7 @@ def _forked(end):
     if isinstance(end, SystemExit):
         code = end.code if isinstance(end.code, int) else (0 if end.code is None else 1)
     elif isinstance(end, BaseException):
-        import traceback
+        traceback = _std("traceback")
         _put(sys.stderr, "".join(traceback.format_exception(type(end), end, end.__traceback__)))
         code = 1
     _flush()
@@ -255,8 +264,7 @@ def _show(h, e):
     """The call's uncaught exception: its record on the report channel and
     its traceback on the call's stderr, as python prints one, with the
     source lines of every call (linecache), without this file's frames."""
-    import linecache
-    import traceback
+    linecache, traceback = _std("linecache"), _std("traceback")  # never a file of the calls' of that name
     for n, src in _sources.items():  # again each time: the calls' code may have cleared the cache
         linecache.cache.setdefault(n, (len(src), None, src.splitlines(True), n))
     t = type(e)
@@ -281,6 +289,17 @@ def _drop_handler(tb):
     if last is not None:
         last.tb_next = None
     return tb
+
+
+def _fresh_imports():
+    """The call's files are new to python's import system: what it
+    remembers of the workspace's directory listing is dropped."""
+    finder = sys.path_importer_cache.get(WORKSPACE)
+    if finder is not None and hasattr(finder, "invalidate_caches"):
+        try:
+            finder.invalidate_caches()
+        except Exception:
+            pass
 
 
 def _fresh_stdin():
@@ -310,6 +329,8 @@ def _send(ctl, lib, n, status, value, refused):
     rec = '{"t":"end","n":%d,"status":%d,"value":%s' % (n, status, "null" if value is None else q(value))
     if refused is not None:
         rec += ',"refused":{"i":%d,"error":%s}' % (refused["i"], q(refused["error"]))
+    if _interrupted and status != 2:
+        rec += ',"caught":true'  # agentjail's interrupt was raised in the code, which caught it and went on
     try:
         ctl.send((rec + "}").encode("ascii"))
     except OSError as e:
@@ -327,7 +348,7 @@ def _lib():
             blob = f.read()
     except OSError:
         blob = b""
-    ns = {"__name__": "agentjail_harness_lib", "__builtins__": dict(builtins.__dict__)}
+    ns = {"__name__": "agentjail_harness_lib", "__builtins__": dict(builtins.__dict__), "_stdpath": list(sys.path)}
     if blob[:4] == fie.MAGIC_NUMBER:
         import marshal
         exec(marshal.loads(marshal.loads(memoryview(blob)[4:])[1]), ns)

@@ -137,7 +137,7 @@ type JailConfig struct {
 type CollectConfig struct {
 	FileBytes  int64 `toml:"file_bytes"`  // largest collected file in bytes, at most total_bytes; default 8 MiB
 	TotalBytes int64 `toml:"total_bytes"` // all collected files together, in bytes; default 32 MiB
-	Files      int   `toml:"files"`       // most files collected, 0 = collection off; default 100
+	Files      int   `toml:"files"`       // most files collected; 0 = the default (100), not off; default 100
 }
 
 // LogConfig is the daemon's log (stderr, which journald records).

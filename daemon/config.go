@@ -45,6 +45,7 @@ type Config struct {
 	Collect      CollectConfig                `toml:"collect"`
 	Sessions     SessionsConfig               `toml:"sessions"`
 	Log          LogConfig                    `toml:"log"`
+	Metrics      MetricsConfig                `toml:"metrics"` // metricslisten.go
 
 	// oldSpelling: the environment "default" comes from [jail] python
 	// and read_only_mounts (errors about it name those keys).
@@ -652,6 +653,7 @@ func (c *Config) Validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", "must be \"text\" or \"json\", got %q", c.Log.Format)
 	}
+	c.validateMetrics(bad)
 	return joinErrors(errs)
 }
 

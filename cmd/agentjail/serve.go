@@ -81,6 +81,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	if err := cfg.CheckHost(configPath, cfg.Socket.Path); err != nil {
 		return err
 	}
+	warnHost(cfg, log)
 	runner, err := nsjail.NewRunner()
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ func apparmorCheck(value string, trialOK bool) (item checkItem, present bool) {
 	default:
 		item.OK = false
 		item.Detail = "kernel.apparmor_restrict_unprivileged_userns = " + v + " (Ubuntu 23.10+): a jail makes its user namespace as its own unprivileged uid, which AppArmor then confines without capabilities, and the jail's set-up fails"
-		item.Fix = "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, and the same in /etc/sysctl.d/60-agentjail.conf (docs/operations.md, \"Supported hosts\")"
+		item.Fix = "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, and the same in /etc/sysctl.d/60-agentjail.conf (docs/hosts.md, \"Supported hosts\")"
 	}
 	return item, true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"agentjail/daemon"
 	"agentjail/internal/systest"
 )
 
@@ -37,4 +38,13 @@ func TestServeMetricsListener(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "/v1/run through the metrics listener")
 	assert.Contains(t, d.log.String(), fmt.Sprintf("serving metrics\" addr=http://127.0.0.1:%d/metrics", port))
+
+	// The same start-up says what the maxima may take of the host's pids
+	// (1 + 32 sessions of 1025 tasks): unless this process's cgroup
+	// bounds them, as agentjail.service's TasksMax= does.
+	if own := daemon.OwnPidsLimit(); own == 0 || own > daemon.HostPidMax()*3/4 {
+		if daemon.HostPidMax() < 33*1025*4/3 {
+			assert.Contains(t, d.log.String(), "Set TasksMax= on the service")
+		}
+	}
 }

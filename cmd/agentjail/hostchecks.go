@@ -122,10 +122,26 @@ func serviceTasksMax() (int64, string) {
 // warnHost logs, at the daemon's start, what `agentjail check` would
 // warn about this host under cfg.
 func warnHost(cfg *daemon.Config, log *slog.Logger) {
-	if w := daemon.PidsWarning(cfg, daemon.HostPidMax(), daemon.OwnPidsLimit()); w != "" {
+	for _, w := range hostWarnings(cfg, daemon.HostPidMax(), daemon.OwnPidsLimit(), runtime.GOARCH, readString(apparmorUsernsSysctl)) {
 		log.Warn(w)
 	}
-	if runtime.GOARCH != "amd64" {
-		log.Warn(archCheck(runtime.GOARCH).Detail)
+}
+
+// hostWarnings are warnHost's messages for a host with these pids (the
+// smaller of pid_max and threads-max; the daemon's own pids limit, 0 for
+// none), this architecture and this value of the AppArmor sysctl ("" when
+// it does not exist).
+func hostWarnings(cfg *daemon.Config, pidMax, ownLimit int64, goarch, apparmor string) []string {
+	var ws []string
+	if w := daemon.PidsWarning(cfg, pidMax, ownLimit); w != "" {
+		ws = append(ws, w)
 	}
+	if a := archCheck(goarch); !a.OK {
+		ws = append(ws, a.Detail)
+	}
+	// Before any jail has run: say what to change should they fail.
+	if a, present := apparmorCheck(apparmor, false); present && !a.OK {
+		ws = append(ws, a.Detail+" (if jails fail at set-up: "+a.Fix+")")
+	}
+	return ws
 }

@@ -58,3 +58,18 @@ func TestWarnHostPids(t *testing.T) {
 	assert.Contains(t, b.String(), "TasksMax=")
 	assert.Contains(t, pidsCheck(cfg).Detail, "warning: ")
 }
+
+// What the daemon says at start-up about the host, one line per problem.
+func TestHostWarnings(t *testing.T) {
+	cfg := daemon.DefaultConfig()
+	cfg.Admission.MaxConcurrent = 2
+	assert.Empty(t, hostWarnings(cfg, 32768, 8192, "amd64", ""), "the shipped unit's TasksMax on Debian")
+	assert.Empty(t, hostWarnings(cfg, 32768, 8192, "amd64", "0\n"))
+	ws := hostWarnings(cfg, 32768, 0, "arm64", "1\n")
+	if assert.Len(t, ws, 3) {
+		assert.Contains(t, ws[0], "Set TasksMax= on the service")
+		assert.Contains(t, ws[1], "arm64: not supported")
+		assert.Contains(t, ws[2], "kernel.apparmor_restrict_unprivileged_userns = 1")
+		assert.Contains(t, ws[2], "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0")
+	}
+}

@@ -45,6 +45,7 @@ type Config struct {
 	Collect      CollectConfig                `toml:"collect"`
 	Sessions     SessionsConfig               `toml:"sessions"`
 	Log          LogConfig                    `toml:"log"`
+	Metrics      MetricsConfig                `toml:"metrics"` // metricslisten.go
 
 	// oldSpelling: the environment "default" comes from [jail] python
 	// and read_only_mounts (errors about it name those keys).
@@ -137,7 +138,7 @@ type JailConfig struct {
 type CollectConfig struct {
 	FileBytes  int64 `toml:"file_bytes"`  // largest collected file in bytes, at most total_bytes; default 8 MiB
 	TotalBytes int64 `toml:"total_bytes"` // all collected files together, in bytes; default 32 MiB
-	Files      int   `toml:"files"`       // most files collected, 0 = collection off; default 100
+	Files      int   `toml:"files"`       // most files collected; 0 = the default (100), not off; default 100
 }
 
 // LogConfig is the daemon's log (stderr, which journald records).
@@ -652,6 +653,7 @@ func (c *Config) Validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", "must be \"text\" or \"json\", got %q", c.Log.Format)
 	}
+	c.validateMetrics(bad)
 	return joinErrors(errs)
 }
 

@@ -156,6 +156,8 @@ max_lifetime = "1h"
 [log]
 level = "debug"
 format = "json"
+[metrics]
+listen = "127.0.0.1:9464"
 `
 	c, err := parseConfig([]byte(doc))
 	require.NoError(t, err)
@@ -177,6 +179,7 @@ format = "json"
 		Collect:     CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
 		Sessions:    SessionsConfig{IdleTimeout: ConfigDuration(2 * time.Minute), MaxIdleTimeout: ConfigDuration(30 * time.Minute), MaxLifetime: ConfigDuration(time.Hour)},
 		Log:         LogConfig{Level: "debug", Format: "json"},
+		Metrics:     MetricsConfig{Listen: "127.0.0.1:9464"},
 		oldSpelling: true,
 	}, c)
 	assert.Equal(t, []string{"default", "sci"}, c.EnvironmentNames())

@@ -636,9 +636,19 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 	assert.Equal(t, StatusOK, res.Status, "%+v", res)
 	assert.Equal(t, "ok\n", string(res.Stdout))
 
+	// The cold jail's pid 1 arms its parent-death signal after the
+	// bootstrap has sent its pid (start returns then), and before it
+	// answers the build: a thread that ends before awaitBuild may end
+	// before that signal is armed (under CPU contention, 8 runs in 20),
+	// and then nothing kills pid 1. The daemon keeps the thread locked
+	// until the jail has been waited for; here it ends once the jail is
+	// built, as the warm run's does above.
 	c := testJail(t, r)
 	require.NoError(t, startOnThreadThatEnds(t, func() error {
-		return c.start(r.build(jailBase{}, DefaultLimits().TmpBytes))
+		if err := c.start(r.build(jailBase{}, DefaultLimits().TmpBytes)); err != nil {
+			return err
+		}
+		return c.awaitBuild()
 	}))
 	assert.True(t, c.threadBound())
 	require.Eventually(t, func() bool { return !systest.Running(c.proc.Pid) }, 10*time.Second, time.Millisecond,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -75,6 +76,8 @@ func cmdCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	rep := runChecks(*python)
 	rep.Config = path
+	addApparmorCheck(rep)
+	rep.Checks = append(rep.Checks, pidsCheck(cfg))
 	if rep.OK {
 		checkEnvironments(rep, cfg, path)
 	}
@@ -118,6 +121,7 @@ func runChecks(python string) *checkReport {
 	_ = unix.Uname(&uts)
 	rep.Kernel = unix.ByteSliceToString(uts.Release[:])
 	add("kernel", true, "Linux "+rep.Kernel, "")
+	rep.Checks = append(rep.Checks, archCheck(runtime.GOARCH))
 
 	root := os.Geteuid() == 0
 	add("root", root, fmt.Sprintf("euid %d", os.Geteuid()), map[bool]string{false: "run as root (a dedicated host uid is mapped for each jail)"}[root])

@@ -81,6 +81,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	if err := cfg.CheckHost(configPath, cfg.Socket.Path); err != nil {
 		return err
 	}
+	warnHost(cfg, log)
 	runner, err := nsjail.NewRunner()
 	if err != nil {
 		return err
@@ -124,6 +125,13 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	ml, err := daemon.ListenMetrics(cfg)
+	if err != nil {
+		return err
+	}
+	if ml != nil {
+		defer ml.Close()
+	}
 	// Each environment: the host's /etc its libraries need, a trial jail
 	// (python's version, preload, matplotlib's font cache), then its
 	// jails kept ahead of requests. They die with this process
@@ -157,6 +165,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	}, runner)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
+	defer serveMetrics(srv, ml, log)()
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)

@@ -164,15 +164,66 @@ func CgroupDirs(name string) []string {
 	return found
 }
 
-// MountCount is the number of mounts in this process's mount namespace.
-func MountCount() int {
+// StateDir is agentjail's state directory: the jails' root mount point
+// (nsjail.DefaultRootDir) and the daemon's socket are below it. Every
+// mount agentjail makes in the host's mount namespace would be there.
+const StateDir = "/run/agentjail"
+
+// MountCount is the number of agentjail's mounts in this process's mount
+// namespace: those at or below StateDir. Other mounts are not counted:
+// on a shared host (a Kubernetes node, a CI runner) other tenants mount
+// and unmount at any time.
+func MountCount() int { return len(Mounts()) }
+
+// Mounts lists agentjail's mounts in this process's mount namespace (the
+// lines of /proc/self/mountinfo that AgentjailMounts keeps).
+func Mounts() []string {
 	b, _ := os.ReadFile("/proc/self/mountinfo")
-	return bytes.Count(b, []byte("\n"))
+	return AgentjailMounts(b)
+}
+
+// AgentjailMounts keeps the lines of a mountinfo file whose mount point is
+// StateDir or below it.
+func AgentjailMounts(mountinfo []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(mountinfo), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		// Field 5 is the mount point, with space, tab, newline and
+		// backslash written as octal escapes.
+		if p := unescapeMountinfo(f[4]); p == StateDir || strings.HasPrefix(p, StateDir+"/") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // NoLeftovers fails t when a jail that ran as hostUID under the cgroup name
 // left a process, a cgroup directory or a mount behind (mountsBefore is
-// MountCount before the run). Processes get a short grace to finish exiting.
+// MountCount before the run). It looks only at what agentjail makes: the
+// jail's uid, its cgroup's name and the mounts below StateDir, so that
+// other tenants of the host cannot fail it. Processes get a short grace
+// to finish exiting.
 func NoLeftovers(t testing.TB, hostUID uint32, cgroupName string, mountsBefore int) {
 	t.Helper()
 	if hostUID == 0 || cgroupName == "" {
@@ -188,9 +239,34 @@ func NoLeftovers(t testing.TB, hostUID uint32, cgroupName string, mountsBefore i
 	if d := CgroupDirs(cgroupName); len(d) > 0 {
 		t.Errorf("cgroup directories left behind: %v", d)
 	}
-	if n := MountCount(); n != mountsBefore {
-		t.Errorf("host mount count changed from %d to %d", mountsBefore, n)
+	if m := Mounts(); len(m) != mountsBefore {
+		t.Errorf("agentjail's mounts (below %s) went from %d to %d; now:\n%s", StateDir, mountsBefore, len(m), strings.Join(m, "\n"))
 	}
+}
+
+// FilesOf lists the files and directories below dirs (at most depth
+// levels down) owned by the host uid: what a jail running as uid left on
+// a host file system. Unreadable directories are skipped.
+func FilesOf(uid uint32, depth int, dirs ...string) []string {
+	var found []string
+	for _, dir := range dirs {
+		base := strings.Count(filepath.Clean(dir), "/")
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if info, err := d.Info(); err == nil {
+				if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Uid == uid {
+					found = append(found, p)
+				}
+			}
+			if d.IsDir() && strings.Count(p, "/")-base >= depth {
+				return filepath.SkipDir
+			}
+			return nil
+		})
+	}
+	return found
 }
 
 // SelfCPU is this process's CPU time so far (utime+stime; children not

@@ -148,6 +148,11 @@ func (h sdkLogHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
 }
 
+func (h sdkLogHandler) WithAttrs(a []slog.Attr) slog.Handler {
+	return sdkLogHandler{h.Handler.WithAttrs(a)}
+}
+func (h sdkLogHandler) WithGroup(name string) slog.Handler { return sdkLogHandler{h.Handler.WithGroup(name)} }
+
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }

@@ -45,7 +45,7 @@ func (b *socketBackend) do(ctx context.Context, method, path string, body any) (
 	return remoteDo(ctx, b.sock, method, path, body)
 }
 
-func (b *socketBackend) where() string                 { return "the agentjail daemon on " + b.sock }
+func (b *socketBackend) where() string                   { return "the agentjail daemon on " + b.sock }
 func (b *socketBackend) close(ctx context.Context) error { return nil }
 
 // localBackend is a daemon inside this process, for `agentjail mcp`

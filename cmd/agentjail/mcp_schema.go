@@ -20,7 +20,9 @@ import (
 // configuration in force (without a daemon) or the built-in ones (a
 // daemon's own configuration may differ; it names what it refuses).
 
-func str(desc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: desc} }
+func str(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc}
+}
 
 func object(desc string, props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "object", Description: desc, Properties: props, Required: required,

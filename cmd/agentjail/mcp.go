@@ -151,7 +151,9 @@ func (h sdkLogHandler) Enabled(ctx context.Context, l slog.Level) bool {
 func (h sdkLogHandler) WithAttrs(a []slog.Attr) slog.Handler {
 	return sdkLogHandler{h.Handler.WithAttrs(a)}
 }
-func (h sdkLogHandler) WithGroup(name string) slog.Handler { return sdkLogHandler{h.Handler.WithGroup(name)} }
+func (h sdkLogHandler) WithGroup(name string) slog.Handler {
+	return sdkLogHandler{h.Handler.WithGroup(name)}
+}
 
 type nopWriteCloser struct{ io.Writer }
 

@@ -98,7 +98,9 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func serveMCP(backend jailBackend, cfg *daemon.Config, daemonMode bool, stdin io.Reader, stdout io.Writer, log *slog.Logger) int {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stopSignals()
-	stopping, stopCalls := context.WithCancel(context.Background())
+	// A signal ends the calls in flight at once: the SDK waits for them
+	// before Run returns.
+	stopping, stopCalls := context.WithCancel(ctx)
 	tools := &mcpTools{b: backend, log: log, cfg: cfg, daemonMode: daemonMode, stopping: stopping, sessions: map[string]bool{}}
 	server := mcp.NewServer(&mcp.Implementation{Name: "agentjail", Title: "agentjail: Python in a jail", Version: version}, &mcp.ServerOptions{
 		Logger: slog.New(sdkLogHandler{log.Handler()}), // its warnings and errors only: it logs each session at info

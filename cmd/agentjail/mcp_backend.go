@@ -151,10 +151,8 @@ func (b *localBackend) close(ctx context.Context) error {
 
 // startLocalDaemon makes the runner and the server of a daemon, as
 // `agentjail serve` does with the same configuration, and serves on l.
-// It leaves out what belongs to the one daemon of a host: its socket,
-// the clean-up of jails a crashed daemon left (another process's jails
-// are not this one's to remove), systemd's notifications. stop shuts it
-// down.
+// It leaves out what belongs to the one daemon of a host: its socket and
+// systemd's notifications. stop shuts it down.
 func startLocalDaemon(cfg *daemon.Config, path string, l net.Listener, log *slog.Logger) (stop func(context.Context) error, err error) {
 	if err := cfg.CheckHost(path, ""); err != nil {
 		return nil, err
@@ -175,6 +173,22 @@ func startLocalDaemon(cfg *daemon.Config, path string, l net.Listener, log *slog
 		return nil, fmt.Errorf("sealed copy of the binary: %w", err)
 	}
 	runner.ExeFile = exe
+	// The jails of a process that died without its clean-up (kill -9):
+	// Stale names only groups whose owner is gone (cgroup/doc.go), never
+	// a live daemon's or another `agentjail mcp`'s.
+	stale, err := runner.Cgroups.Stale()
+	if err != nil {
+		runner.Close()
+		exe.Close()
+		return nil, fmt.Errorf("start-up clean-up: %w", err)
+	}
+	for _, name := range stale {
+		if err := runner.Cgroups.Remove(name); err != nil {
+			log.Warn("a jail left by a process that died could not be removed", "id", name, "err", err)
+			continue
+		}
+		log.Warn("removed a jail left by a process that died", "id", name)
+	}
 	policy := cfg.Policy()
 	policy.Max = nil // as `agentjail run` without a daemon: the caller runs the jails
 	stopEnvs, err := daemon.OpenEnvironments(cfg, policy.Environments, runner, log)

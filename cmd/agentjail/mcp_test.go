@@ -339,7 +339,9 @@ func TestMCPLineOverTheLimit(t *testing.T) {
 	m.startedSession(t, 2)
 	// One message past the SDK's cap on a line (16 MiB): the connection
 	// ends with an error, and everything with it.
-	go func() { _, _ = io.WriteString(m.in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"`+strings.Repeat("#", 17<<20)) }()
+	go func() {
+		_, _ = io.WriteString(m.in, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"run_python","arguments":{"code":"`+strings.Repeat("#", 17<<20))
+	}()
 	assert.Equal(t, 1, m.wait(t, 10*time.Second))
 	assert.Contains(t, m.log.String(), "level=ERROR")
 	noLeftovers(t, base)

@@ -79,7 +79,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var log *slog.Logger
 	if *sock != "" {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-		backend = &socketBackend{sock: *sock}
+		backend = newSocketBackend(*sock)
 	} else {
 		c, path, err := localConfig(*config)
 		if err != nil {

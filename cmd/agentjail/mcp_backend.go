@@ -38,15 +38,82 @@ type jailBackend interface {
 }
 
 // socketBackend is a daemon on a Unix socket, reached as `agentjail run
-// --socket` reaches it (remoteDo: who listens is checked first).
-type socketBackend struct{ sock string }
-
-func (b *socketBackend) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
-	return remoteDo(ctx, b.sock, method, path, body)
+// --socket` reaches it (who listens is checked at each connection:
+// trustedServer), on connections kept alive between calls: a new
+// connection per call costs the daemon more than the call's own work of
+// a warm run of `pass` (scripts/bench_mcp.py).
+type socketBackend struct {
+	sock   string
+	client *http.Client
 }
 
-func (b *socketBackend) where() string                   { return "the agentjail daemon on " + b.sock }
-func (b *socketBackend) close(ctx context.Context) error { return nil }
+func newSocketBackend(sock string) *socketBackend {
+	c := daemon.HTTPClient(sock)
+	tr := c.Transport.(*http.Transport)
+	tr.MaxIdleConnsPerHost = 4
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, dialError(sock, err)
+		}
+		if err := trustedServer(conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	return &socketBackend{sock: sock, client: c}
+}
+
+func (b *socketBackend) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	return httpDo(ctx, b.client, "daemon on "+b.sock, method, path, body)
+}
+
+func (b *socketBackend) where() string { return "the agentjail daemon on " + b.sock }
+
+func (b *socketBackend) close(context.Context) error {
+	b.client.CloseIdleConnections()
+	return nil
+}
+
+// httpDo sends one request with client to the daemon named where, with
+// body as its JSON (nil: none), and returns the answer's status and body.
+// Cancelling ctx closes the connection.
+func httpDo(ctx context.Context, client *http.Client, where, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		buf, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(buf)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(hr)
+	if err != nil {
+		var de *daemonAbsent
+		switch {
+		case ctx.Err() != nil:
+			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+		case errors.As(err, &de):
+			return 0, nil, de
+		}
+		return 0, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: reading the answer: %w", where, err)
+	}
+	return resp.StatusCode, out, nil
+}
 
 // localBackend is a daemon inside this process, for `agentjail mcp`
 // without --socket: the configuration `agentjail run` reads without a
@@ -97,34 +164,7 @@ func (b *localBackend) do(ctx context.Context, method, path string, body any) (i
 	if b.err != nil {
 		return 0, nil, fmt.Errorf("jails cannot run in this process (no --socket given): %w", b.err)
 	}
-	var rd io.Reader
-	if body != nil {
-		buf, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(buf)
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := b.client.Do(hr)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
-		}
-		return 0, nil, fmt.Errorf("the daemon in this process: %w", err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, nil, fmt.Errorf("the daemon in this process: reading the answer: %w", err)
-	}
-	return resp.StatusCode, out, nil
+	return httpDo(ctx, b.client, "the daemon in this process", method, path, body)
 }
 
 func (b *localBackend) where() string { return "the daemon inside `agentjail mcp`" }

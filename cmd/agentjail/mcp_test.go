@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -369,6 +370,20 @@ func TestMCPThroughDaemon(t *testing.T) {
 	assert.Equal(t, 410, status, "the session ended: %s", b)
 	assert.Contains(t, string(b), "deleted")
 	noLeftoversOf(t, base)
+
+	// A client that goes mid-call: the daemon ends the jail ("cancelled").
+	m := startRawMCP(t, "--socket", d.sock)
+	m.send(t, callLine(2, "run_python", map[string]any{"code": "print('spinning', flush=True)\nwhile True: pass", "limits": map[string]any{"wall_time_ms": 120_000, "cpu_time_ms": 120_000}}))
+	require.Eventually(t, func() bool {
+		_, b, err := remoteDo(context.Background(), d.sock, "GET", "/v1/health", nil)
+		return err == nil && strings.Contains(string(b), `"running":1`)
+	}, 10*time.Second, 10*time.Millisecond, "the run started")
+	require.NoError(t, m.in.Close())
+	assert.Equal(t, 0, m.wait(t, 5*time.Second))
+	cancelled := regexp.MustCompile(`msg=run id=(j-\S+) status=killed .*kill_reason=cancelled`)
+	require.Eventually(t, func() bool { return cancelled.MatchString(d.log.String()) }, 5*time.Second, 10*time.Millisecond,
+		"the daemon ended the run as cancelled")
+	assert.NotContains(t, jailGroups(t), cancelled.FindStringSubmatch(d.log.String())[1], "the run's cgroup outlived it")
 
 	// No daemon there: a tool error that says what to do.
 	cs2, _, _ := connectMCP(t, "--socket", filepath.Join(t.TempDir(), "none.sock"))

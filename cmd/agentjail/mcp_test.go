@@ -401,3 +401,22 @@ func noLeftoversOf(t *testing.T, base uint32) {
 		assert.False(t, strings.HasPrefix(name, "s-"), "a session's cgroup %s outlived its end", name)
 	}
 }
+
+func TestMCPCleansUpAfterAKilledOne(t *testing.T) {
+	config, base := mcpConfig(t)
+	m := startRawMCP(t, "--config", config)
+	id := m.startedSession(t, 2)
+	require.Contains(t, jailGroups(t), id)
+	require.NoError(t, m.cmd.Process.Kill()) // no clean-up of its own
+	m.wait(t, 5*time.Second)
+	// Its jails die with it (their parent-death signal); the next
+	// agentjail mcp removes their cgroups.
+	m2 := startRawMCP(t, "--config", config)
+	m2.send(t, callLine(2, "list_environments", map[string]any{})) // answered once its daemon is up
+	m2.recv(t)
+	assert.NotContains(t, jailGroups(t), id, "the killed one's session cgroup")
+	assert.Contains(t, m2.log.String(), "removed a jail left by a process that died")
+	require.NoError(t, m2.in.Close())
+	assert.Equal(t, 0, m2.wait(t, 5*time.Second))
+	noLeftovers(t, base)
+}

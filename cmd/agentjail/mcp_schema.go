@@ -97,7 +97,7 @@ func collectSchema() *jsonschema.Schema {
 }
 
 func testsSchema() *jsonschema.Schema {
-	anyJSON := &jsonschema.Schema{Description: "Any JSON value."}
+	anyJSON := anyOfTypes("Any JSON value.", jsonTypes...)
 	return object("Tests of one function the code defines: each case calls it and the verdict is decided outside the jail (the code cannot see the expected values).",
 		map[string]*jsonschema.Schema{
 			"function": str("Name of the function to call."),
@@ -105,12 +105,26 @@ func testsSchema() *jsonschema.Schema {
 				"name":               str("Name shown in the verdict (default: case N)."),
 				"args":               {Type: "array", Items: anyJSON, Description: "Positional arguments (JSON values)."},
 				"kwargs":             {Type: "object", Description: "Keyword arguments (JSON values)."},
-				"expected":           {Description: "Expected return value, compared as JSON (tuples are lists; 3 equals 3.0). Omit to check nothing; null expects None."},
+				"expected":           anyOfTypes("Expected return value, compared as JSON (tuples are lists; 3 equals 3.0). Omit to check nothing; null expects None.", jsonTypes...),
 				"expected_type":      str("Expected type name of the return value, as type(x).__name__ gives it (e.g. int, list)."),
 				"expected_exception": str("Expected exception class name; a subclass passes too."),
 			})},
 		}, "function", "cases")
 }
+
+// anyOfTypes is a value of one of types, spelt as anyOf branches of one
+// type each: the spelling that clients which map a schema onto a
+// single-type dialect keep (the MCP inspector's --strict check).
+func anyOfTypes(desc string, types ...string) *jsonschema.Schema {
+	s := &jsonschema.Schema{Description: desc}
+	for _, t := range types {
+		s.AnyOf = append(s.AnyOf, &jsonschema.Schema{Type: t})
+	}
+	return s
+}
+
+// jsonTypes is every JSON value, said outright.
+var jsonTypes = []string{"null", "boolean", "object", "array", "number", "string"}
 
 func environmentSchema() *jsonschema.Schema {
 	return str("Python environment to run in (list_environments names them); default \"default\".")
@@ -173,22 +187,22 @@ func allLimitKeys() []string {
 // call). It describes and does not constrain: a daemon may add fields.
 func resultSchema(call bool) *jsonschema.Schema {
 	props := map[string]*jsonschema.Schema{
-		"status":            {Description: "ok (exit 0), error (non-zero exit, e.g. an uncaught exception), signaled (a crash), killed (a limit ended it; kill_reason says which)."},
-		"exit_code":         {Description: "The program's exit code; 128+N when it died by signal N."},
-		"kill_reason":       {Description: "Empty unless killed: memory_limit, wall_timeout, cpu_timeout, output_limit, seccomp, file_size_limit, cancelled, shutdown."},
-		"stdout":            {Description: "Everything the program wrote on stdout (up to limits.output_bytes)."},
-		"stderr":            {Description: "Everything the program wrote on stderr."},
-		"exception":         {Description: "null, or the uncaught exception: type, message, line (in the submitted code), traceback."},
-		"tests":             {Description: "null, or the verdicts: total, passed, failed, all_passed, results [{name, passed, output, detail}]."},
-		"feedback":          {Description: "Short sentences saying what went wrong and what to change; empty when all went well."},
-		"files":             {Description: "Collected files: path, size, encoding, content (or error)."},
-		"wall_time_ms":      {Description: "Wall-clock time of the run in milliseconds."},
-		"cpu_time_ms":       {Description: "CPU time of every process of the run in milliseconds."},
-		"peak_memory_bytes": {Description: "The most memory the run held at once."},
+		"status":            {Type: "string", Description: "ok (exit 0), error (non-zero exit, e.g. an uncaught exception), signaled (a crash), killed (a limit ended it; kill_reason says which)."},
+		"exit_code":         {Type: "integer", Description: "The program's exit code; 128+N when it died by signal N."},
+		"kill_reason":       {Type: "string", Description: "Empty unless killed: memory_limit, wall_timeout, cpu_timeout, output_limit, seccomp, file_size_limit, cancelled, shutdown."},
+		"stdout":            {Type: "string", Description: "Everything the program wrote on stdout (up to limits.output_bytes)."},
+		"stderr":            {Type: "string", Description: "Everything the program wrote on stderr."},
+		"exception":         anyOfTypes("null, or the uncaught exception: type, message, line (in the submitted code), traceback.", "object", "null"),
+		"tests":             anyOfTypes("null, or the verdicts: total, passed, failed, all_passed, results [{name, passed, output, detail}].", "object", "null"),
+		"feedback":          {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Short sentences saying what went wrong and what to change; empty when all went well."},
+		"files":             {Type: "array", Items: &jsonschema.Schema{Type: "object"}, Description: "Collected files: path, size, encoding, content (or error)."},
+		"wall_time_ms":      {Type: "number", Description: "Wall-clock time of the run in milliseconds."},
+		"cpu_time_ms":       {Type: "number", Description: "CPU time of every process of the run in milliseconds."},
+		"peak_memory_bytes": anyOfTypes("The most memory the run held at once.", "integer", "null"),
 	}
 	if call {
-		props["value"] = &jsonschema.Schema{Description: "repr of the code's trailing expression, or null."}
-		props["session"] = &jsonschema.Schema{Description: "The session after the call: id, calls, alive, ended_reason."}
+		props["value"] = anyOfTypes("repr of the code's trailing expression, or null.", "string", "null")
+		props["session"] = &jsonschema.Schema{Type: "object", Description: "The session after the call: id, calls, alive, ended_reason."}
 	}
 	return &jsonschema.Schema{Type: "object", Properties: props}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -419,4 +420,74 @@ func TestMCPCleansUpAfterAKilledOne(t *testing.T) {
 	require.NoError(t, m2.in.Close())
 	assert.Equal(t, 0, m2.wait(t, 5*time.Second))
 	noLeftovers(t, base)
+}
+
+func TestMCPCancelledCall(t *testing.T) {
+	config, base := mcpConfig(t)
+	m := startRawMCP(t, "--config", config)
+	m.send(t, callLine(2, "list_environments", map[string]any{})) // its daemon is up
+	m.recv(t)
+	before := len(systest.ProcessesInRange(base, 100_000))
+	m.send(t, callLine(3, "run_python", map[string]any{"code": "while True: pass", "limits": map[string]any{"wall_time_ms": 120_000, "cpu_time_ms": 120_000}}))
+	busy(t, base, before+1)
+	m.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"the user changed their mind"}}`)
+	cancelled := regexp.MustCompile(`msg=run id=(j-\S+) status=killed .*kill_reason=cancelled`)
+	require.Eventually(t, func() bool { return cancelled.MatchString(m.log.String()) }, 5*time.Second, 10*time.Millisecond,
+		"the jail ended as cancelled")
+	assert.NotContains(t, jailGroups(t), cancelled.FindStringSubmatch(m.log.String())[1])
+	// The server goes on.
+	m.send(t, callLine(4, "run_python", map[string]any{"code": "print('still here')"}))
+	line := m.recv(t)
+	if strings.Contains(line, `"id":3,`) { // the SDK answers the cancelled call too
+		line = m.recv(t)
+	}
+	assert.Contains(t, line, `still here`)
+	require.NoError(t, m.in.Close())
+	assert.Equal(t, 0, m.wait(t, 5*time.Second))
+	noLeftovers(t, base)
+}
+
+// TestMCPSchemasDescribeEverything walks the tools' schemas: every
+// property has a description (what a model reads) and says its type
+// (a type, or anyOf branches of one type each: the spelling portable to
+// single-type dialects, which the MCP inspector's --strict check asks).
+func TestMCPSchemasDescribeEverything(t *testing.T) {
+	for _, daemonMode := range []bool{false, true} {
+		cfg := daemon.DefaultConfig()
+		schemas := map[string]*jsonschema.Schema{
+			"run_python": runPythonSchema(cfg, daemonMode), "session_start": sessionStartSchema(cfg, daemonMode),
+			"session_run": sessionRunSchema(cfg, daemonMode), "session_end": sessionEndSchema(),
+			"run_python output": resultSchema(false), "session_run output": resultSchema(true),
+		}
+		for name, s := range schemas {
+			checkSchema(t, name, s, true)
+		}
+		lim := runPythonSchema(cfg, daemonMode).Properties["limits"].Properties
+		assert.Len(t, lim, len(allLimitKeys()))
+		assert.Contains(t, lim["memory_bytes"].Description, "Default 268435456 (256.0 MiB)")
+		assert.Equal(t, daemonMode, strings.Contains(lim["memory_bytes"].Description, "at most 4294967296"), lim["memory_bytes"].Description)
+		assert.Contains(t, lim["wall_time_ms"].Description, "in milliseconds. Default 10000 (10s)")
+	}
+}
+
+func checkSchema(t *testing.T, path string, s *jsonschema.Schema, top bool) {
+	t.Helper()
+	if !top {
+		assert.NotEmpty(t, s.Description, "%s: a description", path)
+	}
+	typed := s.Type != ""
+	if len(s.AnyOf) > 0 {
+		typed = true
+		for _, b := range s.AnyOf {
+			assert.NotEmpty(t, b.Type, "%s: an anyOf branch of one type", path)
+		}
+	}
+	assert.True(t, typed, "%s: a type", path)
+	assert.Empty(t, s.Types, "%s: a list of types is less portable than anyOf", path)
+	for name, p := range s.Properties {
+		checkSchema(t, path+"."+name, p, false)
+	}
+	if s.Items != nil {
+		checkSchema(t, path+"[]", s.Items, s.Items.Description == "")
+	}
 }

@@ -162,7 +162,7 @@ func (b *localBackend) do(ctx context.Context, method, path string, body any) (i
 		return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
 	}
 	if b.err != nil {
-		return 0, nil, fmt.Errorf("jails cannot run in this process (no --socket given): %w", b.err)
+		return 0, nil, fmt.Errorf("jails cannot run inside agentjail mcp: %w; give it the daemon's socket (--socket PATH or AGENTJAIL_SOCKET), or run it as root", b.err)
 	}
 	return httpDo(ctx, b.client, "the daemon in this process", method, path, body)
 }

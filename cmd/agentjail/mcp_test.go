@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -490,4 +491,12 @@ func checkSchema(t *testing.T, path string, s *jsonschema.Schema, top bool) {
 	if s.Items != nil {
 		checkSchema(t, path+"[]", s.Items, s.Items.Description == "")
 	}
+}
+
+func TestMCPLocalFailureSaysWhatToDo(t *testing.T) {
+	b := &localBackend{ready: make(chan struct{}), err: errors.New("running jails needs root (to map a dedicated host uid per jail)")}
+	close(b.ready)
+	_, _, err := b.do(context.Background(), "GET", "/v1/environments", nil)
+	assert.ErrorContains(t, err, "running jails needs root")
+	assert.ErrorContains(t, err, "--socket PATH or AGENTJAIL_SOCKET")
 }

@@ -73,12 +73,13 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
+	// Through a daemon, the schemas show the built-in limits (the
+	// daemon's own may differ, and it names what it refuses).
 	cfg := daemon.DefaultConfig()
-	level := slog.LevelInfo
 	var backend jailBackend
 	var log *slog.Logger
 	if *sock != "" {
-		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+		log = slog.New(slog.NewTextHandler(stderr, nil))
 		backend = newSocketBackend(*sock)
 	} else {
 		c, path, err := localConfig(*config)

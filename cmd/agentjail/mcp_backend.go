@@ -229,8 +229,9 @@ func startLocalDaemon(cfg *daemon.Config, path string, l net.Listener, log *slog
 		}
 		log.Warn("removed a jail left by a process that died", "id", name)
 	}
+	// The configuration's maxima hold as in a daemon: the requests come
+	// from a model, and a session's CPU budget defaults to the maximum.
 	policy := cfg.Policy()
-	policy.Max = nil // as `agentjail run` without a daemon: the caller runs the jails
 	stopEnvs, err := daemon.OpenEnvironments(cfg, policy.Environments, runner, log)
 	if err != nil {
 		runner.Close()

@@ -39,11 +39,10 @@ func limitsSchema(cfg *daemon.Config, daemonMode bool, keys []string, desc strin
 		}
 		one := 1.0
 		help, _, _ := strings.Cut(l.Help, " (e.g.") // the flag's example, in its units
-		d := fmt.Sprintf("%s%s, in %s. Default %s", strings.ToUpper(help[:1]), help[1:], unitName(l.Unit), limitText(l.Unit, def[l.Key]))
-		if !daemonMode {
-			d += "."
-		} else {
-			d += fmt.Sprintf(", at most %s (the daemon's configuration may set other defaults and maxima).", limitText(l.Unit, max[l.Key]))
+		d := fmt.Sprintf("%s%s, in %s. Default %s, at most %s.", strings.ToUpper(help[:1]), help[1:], unitName(l.Unit),
+			limitText(l.Unit, def[l.Key]), limitText(l.Unit, max[l.Key]))
+		if daemonMode {
+			d += " (The daemon's configuration may set other defaults and maxima.)"
 		}
 		props[l.Key] = &jsonschema.Schema{Type: "integer", Minimum: &one, Description: d}
 	}

@@ -183,6 +183,9 @@ func TestMCPLocal(t *testing.T) {
 	res, _, text = callTool(t, cs, "run_python", map[string]any{"code": "pass", "limits": map[string]any{"memory_bytes": 1 << 20}})
 	assert.True(t, res.IsError)
 	assert.Contains(t, text, "limits.memory_bytes")
+	res, _, text = callTool(t, cs, "run_python", map[string]any{"code": "pass", "limits": map[string]any{"memory_bytes": 8 << 30}})
+	assert.True(t, res.IsError, "over the configuration's maximum")
+	assert.Contains(t, text, "limits.memory_bytes")
 	res, _, text = callTool(t, cs, "run_python", map[string]any{"code": strings.Repeat("#", 2<<20)})
 	assert.True(t, res.IsError, "over max_request_bytes")
 	assert.Contains(t, text, "413")
@@ -200,6 +203,7 @@ func TestMCPLocal(t *testing.T) {
 	require.False(t, res.IsError, text)
 	id, _ := out["id"].(string)
 	require.True(t, strings.HasPrefix(id, "s-"), "%v", out)
+	assert.Contains(t, text, "cpu 5m0s for all calls", "a session's CPU budget: limits.max.cpu_time_ms, as in a daemon")
 	for _, code := range []string{"x = 40", "x += 2"} {
 		res, _, text = callTool(t, cs, "session_run", map[string]any{"session_id": id, "code": code})
 		require.False(t, res.IsError, text)
@@ -466,7 +470,8 @@ func TestMCPSchemasDescribeEverything(t *testing.T) {
 		lim := runPythonSchema(cfg, daemonMode).Properties["limits"].Properties
 		assert.Len(t, lim, len(allLimitKeys()))
 		assert.Contains(t, lim["memory_bytes"].Description, "Default 268435456 (256.0 MiB)")
-		assert.Equal(t, daemonMode, strings.Contains(lim["memory_bytes"].Description, "at most 4294967296"), lim["memory_bytes"].Description)
+		assert.Contains(t, lim["memory_bytes"].Description, "at most 4294967296 (4.0 GiB).")
+		assert.Equal(t, daemonMode, strings.Contains(lim["memory_bytes"].Description, "The daemon's configuration may"), lim["memory_bytes"].Description)
 		assert.Contains(t, lim["wall_time_ms"].Description, "in milliseconds. Default 10000 (10s)")
 	}
 }

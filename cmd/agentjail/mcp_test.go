@@ -391,6 +391,16 @@ func TestMCPThroughDaemon(t *testing.T) {
 		"the daemon ended the run as cancelled")
 	assert.NotContains(t, jailGroups(t), cancelled.FindStringSubmatch(d.log.String())[1], "the run's cgroup outlived it")
 
+	// SIGTERM: the session it started ends with it.
+	m = startRawMCP(t, "--socket", d.sock)
+	id = m.startedSession(t, 2)
+	require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
+	assert.Equal(t, 0, m.wait(t, 5*time.Second))
+	status, b, err = remoteDo(context.Background(), d.sock, "GET", "/v1/sessions/"+id, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 410, status, "the session ended at SIGTERM: %s", b)
+	noLeftoversOf(t, base)
+
 	// No daemon there: a tool error that says what to do.
 	cs2, _, _ := connectMCP(t, "--socket", filepath.Join(t.TempDir(), "none.sock"))
 	res, _, text = callTool(t, cs2, "run_python", map[string]any{"code": "pass"})

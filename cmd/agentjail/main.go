@@ -38,6 +38,7 @@ const usage = `usage:
                    [--tests FILE.json [--fail-on-test-failure]] (FILE.py | -c CODE | -)
   agentjail check  [--json] [--python PATH]
   agentjail session start|run|show|end|list ... (run "agentjail session help")
+  agentjail mcp    [--socket PATH] [--config FILE]    # a Model Context Protocol server on stdio
   agentjail version
 
 Run "agentjail run --help" for its flags, the limits' defaults and the exit statuses.
@@ -57,6 +58,8 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdCheck(args[1:], stdout, stderr)
 	case "session":
 		return cmdSession(args[1:], stdin, stdout, stderr)
+	case "mcp":
+		return cmdMCP(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "agentjail %s\n", version)
 		return 0

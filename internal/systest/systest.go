@@ -38,6 +38,7 @@ const (
 	Scientific Need = "python3-numpy, python3-pandas and python3-matplotlib"
 	MultiCPU   Need = "at least 2 CPUs"
 	CC         Need = "a C compiler (gcc)"
+	Node       Need = "node and npm (scripts/deps installs Debian's nodejs and npm)"
 )
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
@@ -84,6 +85,12 @@ func missing(n Need) string {
 	case CC:
 		if _, err := exec.LookPath("gcc"); err != nil {
 			return err.Error()
+		}
+	case Node:
+		for _, c := range []string{"node", "npm"} {
+			if _, err := exec.LookPath(c); err != nil {
+				return err.Error()
+			}
 		}
 	case MultiCPU:
 		if runtime.NumCPU() < 2 {

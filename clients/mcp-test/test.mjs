@@ -1,0 +1,117 @@
+// agentjail mcp, driven by the official MCP TypeScript SDK as its client.
+// cmd/agentjail/mcp_node_test.go runs it (after npm ci) with
+// AGENTJAIL_MCP_SERVER = {"command": ..., "args": [...], "env": {...}}: the
+// server to start over stdio. It prints one line per check and exits 1 at
+// the first that fails.
+import assert from "node:assert/strict";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const server = JSON.parse(process.env.AGENTJAIL_MCP_SERVER);
+const transport = new StdioClientTransport({ ...server, stderr: "inherit" });
+const client = new Client({ name: "agentjail-mcp-test", version: "1.0.0" });
+
+function text(res) {
+  return res.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
+}
+
+async function check(name, f) {
+  try {
+    await f();
+    console.log(`ok ${name}`);
+  } catch (e) {
+    console.log(`FAIL ${name}: ${e.stack || e}`);
+    await client.close().catch(() => {});
+    process.exit(1);
+  }
+}
+
+await check("connect", async () => {
+  await client.connect(transport);
+  assert.equal(client.getServerVersion().name, "agentjail");
+});
+
+await check("list tools", async () => {
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name).sort();
+  assert.deepEqual(names, ["list_environments", "run_python", "session_end", "session_run", "session_start"]);
+  for (const t of tools) {
+    assert.ok(t.description.length > 40, `${t.name}: a description`);
+    assert.equal(t.inputSchema.type, "object");
+  }
+  const run = tools.find((t) => t.name === "run_python");
+  assert.deepEqual(run.inputSchema.required, ["code"]);
+  assert.match(run.inputSchema.properties.limits.properties.memory_bytes.description, /Default \d+/);
+});
+
+await check("run_python prints", async () => {
+  const res = await client.callTool({ name: "run_python", arguments: { code: "print('hello from node')" } });
+  assert.ok(!res.isError, text(res));
+  assert.match(text(res), /^agentjail: exit 0 · wall /);
+  assert.match(text(res), /hello from node/);
+  assert.equal(res.structuredContent.status, "ok");
+  assert.equal(res.structuredContent.stdout, "hello from node\n");
+});
+
+await check("run_python raises", async () => {
+  const res = await client.callTool({ name: "run_python", arguments: { code: "x = 1\nraise ValueError('bad value')\n" } });
+  assert.ok(!res.isError, "a program that raises is a normal answer");
+  assert.equal(res.structuredContent.status, "error");
+  assert.equal(res.structuredContent.exception.type, "ValueError");
+  assert.equal(res.structuredContent.exception.line, 2);
+  assert.match(text(res), /exception: ValueError: bad value \(line 2\)/);
+  assert.ok(res.structuredContent.feedback.length > 0);
+});
+
+await check("run_python killed by the memory limit", async () => {
+  const res = await client.callTool({
+    name: "run_python",
+    arguments: { code: "b = bytearray(512 * 2**20)\nprint('not reached')", limits: { memory_bytes: 64 * 2 ** 20 } },
+  });
+  assert.ok(!res.isError, text(res));
+  assert.equal(res.structuredContent.status, "killed");
+  assert.equal(res.structuredContent.kill_reason, "memory_limit");
+  assert.match(text(res), /killed \(memory_limit\)/);
+});
+
+await check("a session keeps its state across three calls", async () => {
+  const start = await client.callTool({ name: "session_start", arguments: {} });
+  assert.ok(!start.isError, text(start));
+  const id = start.structuredContent.id;
+  assert.match(id, /^s-/);
+  for (const code of ["x = 40", "x += 2"]) {
+    const r = await client.callTool({ name: "session_run", arguments: { session_id: id, code } });
+    assert.ok(!r.isError, text(r));
+    assert.equal(r.structuredContent.status, "ok");
+  }
+  const r = await client.callTool({ name: "session_run", arguments: { session_id: id, code: "x" } });
+  assert.equal(r.structuredContent.value, "42");
+  assert.equal(r.structuredContent.session.calls, 3);
+  assert.match(text(r), /value: 42/);
+  const end = await client.callTool({ name: "session_end", arguments: { session_id: id } });
+  assert.ok(!end.isError, text(end));
+  const after = await client.callTool({ name: "session_run", arguments: { session_id: id, code: "x" } });
+  assert.ok(after.isError, "a call to an ended session is an error");
+});
+
+await check("list_environments", async () => {
+  const res = await client.callTool({ name: "list_environments", arguments: {} });
+  assert.ok(!res.isError, text(res));
+  assert.ok(res.structuredContent.environments.some((e) => e.name === "default"));
+});
+
+await check("an unknown tool is a protocol error", async () => {
+  await assert.rejects(client.callTool({ name: "run_ruby", arguments: { code: "1" } }), /unknown tool/);
+});
+
+await check("wrong argument types are a tool error that says which", async () => {
+  const res = await client.callTool({ name: "run_python", arguments: { code: 5 } });
+  assert.ok(res.isError);
+  assert.match(text(res), /code/);
+  const res2 = await client.callTool({ name: "run_python", arguments: { code: "pass", limits: { memory_bytes: "lots" } } });
+  assert.ok(res2.isError);
+  assert.match(text(res2), /memory_bytes/);
+});
+
+await client.close();
+console.log("done");

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"agentjail/daemon"
+	"agentjail/nsjail"
+)
+
+// A jailBackend is where `agentjail mcp` sends its requests: the HTTP API
+// of docs/contract.md §2 and §6, spoken to a daemon on its socket
+// (socketBackend) or to a daemon inside this process (localBackend). A
+// daemon reached over TCP (--url, docs/contract.md §7) will be a third
+// kind: the tools need nothing else from it.
+type jailBackend interface {
+	// do sends one request, with body as its JSON (nil: none), and
+	// returns the answer's status and body. Cancelling ctx closes the
+	// connection: the daemon ends a run in flight ("cancelled").
+	do(ctx context.Context, method, path string, body any) (int, []byte, error)
+	// where names the backend for people: "the daemon on PATH".
+	where() string
+	// close ends what the backend holds (a local daemon: every jail and
+	// session), waiting at most until ctx is done.
+	close(ctx context.Context) error
+}
+
+// socketBackend is a daemon on a Unix socket, reached as `agentjail run
+// --socket` reaches it (who listens is checked at each connection:
+// trustedServer), on connections kept alive between calls: a new
+// connection per call costs the daemon more than the call's own work of
+// a warm run of `pass` (scripts/bench_mcp.py).
+type socketBackend struct {
+	sock   string
+	client *http.Client
+}
+
+func newSocketBackend(sock string) *socketBackend {
+	c := daemon.HTTPClient(sock)
+	tr := c.Transport.(*http.Transport)
+	tr.MaxIdleConnsPerHost = 4
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, dialError(sock, err)
+		}
+		if err := trustedServer(conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	return &socketBackend{sock: sock, client: c}
+}
+
+func (b *socketBackend) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	return httpDo(ctx, b.client, "daemon on "+b.sock, method, path, body)
+}
+
+func (b *socketBackend) where() string { return "the agentjail daemon on " + b.sock }
+
+func (b *socketBackend) close(context.Context) error {
+	b.client.CloseIdleConnections()
+	return nil
+}
+
+// httpDo sends one request with client to the daemon named where, with
+// body as its JSON (nil: none), and returns the answer's status and body.
+// Cancelling ctx closes the connection.
+func httpDo(ctx context.Context, client *http.Client, where, method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		buf, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(buf)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(hr)
+	if err != nil {
+		var de *daemonAbsent
+		switch {
+		case ctx.Err() != nil:
+			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+		case errors.As(err, &de):
+			return 0, nil, de
+		}
+		return 0, nil, fmt.Errorf("%s: %w", where, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: reading the answer: %w", where, err)
+	}
+	return resp.StatusCode, out, nil
+}
+
+// localBackend is a daemon inside this process, for `agentjail mcp`
+// without --socket: the configuration `agentjail run` reads without a
+// daemon (--config, else /etc/agentjail/config.toml when it exists,
+// else the defaults), the daemon's own handlers, runs and sessions, and
+// no socket on the file system: each connection is a socketpair(2),
+// whose peer credentials (SO_PEERCRED) are this process's own.
+//
+// It starts in the background, so that the MCP handshake does not wait
+// for the environments' trial jails and zygotes; a request waits for it.
+type localBackend struct {
+	l      *pairListener
+	client *http.Client
+	ready  chan struct{} // closed once started (or failed: err)
+	err    error
+
+	mu   sync.Mutex
+	stop func(ctx context.Context) error // set once started
+}
+
+// newLocalBackend starts a daemon in this process with cfg (read from
+// path, "" for the defaults), logging to log.
+func newLocalBackend(cfg *daemon.Config, path string, log *slog.Logger) *localBackend {
+	b := &localBackend{l: newPairListener(), ready: make(chan struct{})}
+	b.client = &http.Client{Transport: &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return b.l.dial(ctx) },
+		MaxIdleConnsPerHost: 4,
+	}}
+	go func() {
+		defer close(b.ready)
+		stop, err := startLocalDaemon(cfg, path, b.l, log)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.err, b.stop = err, stop
+		if err != nil {
+			log.Error("agentjail mcp: cannot run jails in this process", "err", err)
+		}
+	}()
+	return b
+}
+
+func (b *localBackend) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	select {
+	case <-b.ready:
+	case <-ctx.Done():
+		return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+	}
+	if b.err != nil {
+		return 0, nil, fmt.Errorf("jails cannot run inside agentjail mcp: %w; give it the daemon's socket (--socket PATH or AGENTJAIL_SOCKET), or run it as root", b.err)
+	}
+	return httpDo(ctx, b.client, "the daemon in this process", method, path, body)
+}
+
+func (b *localBackend) where() string { return "the daemon inside `agentjail mcp`" }
+
+// close stops the daemon in this process as `agentjail serve` stops at a
+// TERM: running jails end (kill_reason "shutdown" once ctx is done),
+// every session ends, every jail's cgroup is removed.
+func (b *localBackend) close(ctx context.Context) error {
+	select {
+	case <-b.ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	b.client.CloseIdleConnections()
+	b.mu.Lock()
+	stop := b.stop
+	b.stop = nil
+	b.mu.Unlock()
+	if stop == nil {
+		return nil
+	}
+	return stop(ctx)
+}
+
+// startLocalDaemon makes the runner and the server of a daemon, as
+// `agentjail serve` does with the same configuration, and serves on l.
+// It leaves out what belongs to the one daemon of a host: its socket and
+// systemd's notifications. stop shuts it down.
+func startLocalDaemon(cfg *daemon.Config, path string, l net.Listener, log *slog.Logger) (stop func(context.Context) error, err error) {
+	if err := cfg.CheckHost(path, ""); err != nil {
+		return nil, err
+	}
+	runner, err := nsjail.NewRunner()
+	if err != nil {
+		return nil, err
+	}
+	runner.UIDs = cfg.UIDRange()
+	runner.ShareEtc = true
+	if err := runner.UIDs.Validate(os.Getuid()); err != nil {
+		runner.Close()
+		return nil, fmt.Errorf("jail.uid_base/uid_count: %w", err)
+	}
+	exe, err := nsjail.SealedExe()
+	if err != nil {
+		runner.Close()
+		return nil, fmt.Errorf("sealed copy of the binary: %w", err)
+	}
+	runner.ExeFile = exe
+	// The jails of a process that died without its clean-up (kill -9):
+	// Stale names only groups whose owner is gone (cgroup/doc.go), never
+	// a live daemon's or another `agentjail mcp`'s.
+	stale, err := runner.Cgroups.Stale()
+	if err != nil {
+		runner.Close()
+		exe.Close()
+		return nil, fmt.Errorf("start-up clean-up: %w", err)
+	}
+	for _, name := range stale {
+		if err := runner.Cgroups.Remove(name); err != nil {
+			log.Warn("a jail left by a process that died could not be removed", "id", name, "err", err)
+			continue
+		}
+		log.Warn("removed a jail left by a process that died", "id", name)
+	}
+	// The configuration's maxima hold as in a daemon: the requests come
+	// from a model, and a session's CPU budget defaults to the maximum.
+	policy := cfg.Policy()
+	stopEnvs, err := daemon.OpenEnvironments(cfg, policy.Environments, runner, log)
+	if err != nil {
+		runner.Close()
+		exe.Close()
+		return nil, err
+	}
+	srv := daemon.NewServer(daemon.Options{
+		Policy:                policy,
+		AllowUIDs:             []uint32{uint32(os.Getuid())},
+		MaxConcurrent:         cfg.Admission.MaxConcurrent,
+		QueueLength:           cfg.Admission.QueueLength,
+		MaxRequestBytes:       cfg.Admission.MaxRequestBytes,
+		MaxQueuedBytes:        cfg.Admission.MaxQueuedBytes,
+		Version:               version,
+		CgroupVersion:         string(runner.Cgroups.Version()),
+		Logger:                log,
+		Warm:                  runner.WarmStats,
+		WarmUp:                func(name string) bool { _, up := runner.WarmInfo(name); return up },
+		MaxSessions:           cfg.Admission.MaxSessions,
+		SessionIdleTimeout:    time.Duration(cfg.Sessions.IdleTimeout),
+		SessionMaxIdleTimeout: time.Duration(cfg.Sessions.MaxIdleTimeout),
+		SessionMaxLifetime:    time.Duration(cfg.Sessions.MaxLifetime),
+	}, runner)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	return func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		stopEnvs()
+		runner.Close()
+		exe.Close()
+		return err
+	}, nil
+}
+
+// pairListener is a net.Listener without an address: dial makes a
+// connected pair of Unix sockets and hands one end to Accept. Nothing
+// outside this process can connect to it.
+type pairListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPairListener() *pairListener {
+	return &pairListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pairListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pairListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pairListener) Addr() net.Addr { return pairAddr{} }
+
+type pairAddr struct{}
+
+func (pairAddr) Network() string { return "unix" }
+func (pairAddr) String() string  { return "agentjail-mcp (in-process)" }
+
+// dial connects to the listener: one end of a socketpair for the caller,
+// the other for Accept.
+func (l *pairListener) dial(ctx context.Context) (net.Conn, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socketpair", err)
+	}
+	client, err := fileConn(fds[0], "client")
+	if err != nil {
+		unix.Close(fds[1])
+		return nil, err
+	}
+	server, err := fileConn(fds[1], "server")
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		err = net.ErrClosed
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	client.Close()
+	server.Close()
+	return nil, err
+}
+
+// fileConn makes a net.Conn of a socket fd, which it takes.
+func fileConn(fd int, name string) (net.Conn, error) {
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close() // FileConn holds a duplicate
+	return net.FileConn(f)
+}

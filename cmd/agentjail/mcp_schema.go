@@ -10,7 +10,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"agentjail/daemon"
-	"agentjail/daemon/harness"
 )
 
 // The input schemas of the MCP tools (mcp_tools.go): the run request's and
@@ -40,7 +39,7 @@ func limitsSchema(cfg *daemon.Config, daemonMode bool, keys []string, desc strin
 		one := 1.0
 		help, _, _ := strings.Cut(l.Help, " (e.g.") // the flag's example, in its units
 		d := fmt.Sprintf("%s%s, in %s. Default %s, at most %s.", strings.ToUpper(help[:1]), help[1:], unitName(l.Unit),
-			limitText(l.Unit, def[l.Key]), limitText(l.Unit, max[l.Key]))
+			schemaLimit(l, def[l.Key]), schemaLimit(l, max[l.Key]))
 		if daemonMode {
 			d += " (The daemon's configuration may set other defaults and maxima.)"
 		}
@@ -59,14 +58,13 @@ func unitName(u daemon.LimitUnit) string {
 	return "count"
 }
 
-func limitText(u daemon.LimitUnit, v int64) string {
-	switch u {
-	case daemon.UnitBytes:
-		return fmt.Sprintf("%d (%s)", v, harness.Bytes(v))
-	case daemon.UnitMs:
-		return fmt.Sprintf("%d (%s)", v, time.Duration(v)*time.Millisecond)
+// schemaLimit is a limit's value as the schema gives it: the number the
+// argument takes, then the value in the flags' units.
+func schemaLimit(l daemon.Limit, v int64) string {
+	if l.Unit == daemon.UnitCount {
+		return fmt.Sprint(v)
 	}
-	return fmt.Sprint(v)
+	return fmt.Sprintf("%d (%s)", v, l.Human(v))
 }
 
 // limitsByKey reads v by the limits' keys (its TOML names).

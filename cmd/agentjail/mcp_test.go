@@ -479,8 +479,8 @@ func TestMCPSchemasDescribeEverything(t *testing.T) {
 		}
 		lim := runPythonSchema(cfg, daemonMode).Properties["limits"].Properties
 		assert.Len(t, lim, len(allLimitKeys()))
-		assert.Contains(t, lim["memory_bytes"].Description, "Default 268435456 (256.0 MiB)")
-		assert.Contains(t, lim["memory_bytes"].Description, "at most 4294967296 (4.0 GiB).")
+		assert.Contains(t, lim["memory_bytes"].Description, "Default 268435456 (256MiB)")
+		assert.Contains(t, lim["memory_bytes"].Description, "at most 4294967296 (4GiB).")
 		assert.Equal(t, daemonMode, strings.Contains(lim["memory_bytes"].Description, "The daemon's configuration may"), lim["memory_bytes"].Description)
 		assert.Contains(t, lim["wall_time_ms"].Description, "in milliseconds. Default 10000 (10s)")
 	}

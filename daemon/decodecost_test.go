@@ -2,7 +2,9 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"net/http"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentjail/internal/systest"
+	"agentjail/nsjail"
 )
 
 // attackSize is the size of the bodies TestDecodeCostBounded sends: the
@@ -144,6 +147,43 @@ func TestDecodeCostAtTheLimits(t *testing.T) {
 			t.Logf("%d bytes: %.1f MiB allocated; job: %v", len(a.body), float64(alloc)/(1<<20), err)
 			assert.NotContains(t, fmt.Sprint(err), "limit on a request's elements")
 			assert.LessOrEqual(t, alloc, uint64(3*len(a.body)+32<<20))
+			assert.LessOrEqual(t, alloc, uint64(2*int64(len(a.body))+decodeShare(int64(len(a.body)))), "more than its share of the decoding bound allows for")
 		})
+	}
+}
+
+// TestDecodingChargesElements: a body being decoded takes its bytes of
+// the decoding bound and what its elements may cost (decodeShare), so
+// that bodies of many small elements decoded at once cannot take tens of
+// times the bound. Here the bound has room for the body's bytes but not
+// for its elements: the request waits until there is.
+func TestDecodingChargesElements(t *testing.T) {
+	o := testOptions()
+	o.MaxQueuedBytes = o.MaxRequestBytes
+	s, _, c := startServer(t, o, &fakeJailer{run: func(ctx context.Context, s *nsjail.Spec) (*nsjail.Result, error) { return okResult(s), nil }})
+	body := `{"code":"pass","tests":{"function":"f","cases":[{"args":[1,2,3]}]}}`
+	held := s.decoding.size - decodeShare(int64(len(body))) + 1
+	require.NoError(t, s.decoding.acquire(context.Background(), held))
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := c.Post("http://agentjail/v1/run", "application/json", strings.NewReader(body))
+		if err != nil {
+			answered <- -1
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	select {
+	case code := <-answered:
+		t.Fatalf("decoded (status %d) with %d bytes of the bound left, less than its share %d", code, s.decoding.size-held, decodeShare(int64(len(body))))
+	case <-time.After(300 * time.Millisecond):
+	}
+	s.decoding.release(held)
+	select {
+	case code := <-answered:
+		assert.Equal(t, http.StatusOK, code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not decoded once the bound had room")
 	}
 }

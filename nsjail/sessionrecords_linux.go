@@ -47,14 +47,15 @@ const maxRecord = 256 << 10
 // under way, not one for each record.
 var recordBufs = sync.Pool{New: func() any { b := make([]byte, maxRecord); return &b }}
 
-// errBadRecord is a message that is not a record: too long, or not a
-// JSON object of a record.
+// errBadRecord is a message that is not a record: too long, carrying
+// fds, or not a JSON object of a record.
 var errBadRecord = errors.New("a message on the control socket that is not a record")
 
 // readRecord reads the program's next message: one JSON object, and a
 // copy of its bytes. io.EOF when every end of the socket in the jail is
 // closed; errBadRecord for a message that is no record. A message that
-// carries fds has them closed by the kernel (no room is given for them).
+// carries fds has them closed by the kernel (no room is given for them),
+// and is no record.
 func (s *Session) readRecord() (*sessionRecord, []byte, error) {
 	rc, err := s.ctl.SyscallConn()
 	if err != nil {
@@ -76,8 +77,8 @@ func (s *Session) readRecord() (*sessionRecord, []byte, error) {
 		return nil, nil, rerr
 	case n == 0:
 		return nil, nil, io.EOF
-	case flags&unix.MSG_TRUNC != 0:
-		return nil, nil, errBadRecord
+	case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
+		return nil, nil, errBadRecord // too long, or with fds (the kernel closed them)
 	}
 	var rec sessionRecord
 	if json.Unmarshal(buf[:n], &rec) != nil {

@@ -58,3 +58,17 @@ func TestSessionStaleRecord(t *testing.T) {
 	assert.Equal(t, EndProtocol, r.Ended)
 	assert.Equal(t, KillControlLost, r.KillReason)
 }
+
+// TestSessionRecordWithFds: a record that carries fds is no record (the
+// kernel closes them: the daemon is given none), even one that reads as
+// the call's end.
+func TestSessionRecordWithFds(t *testing.T) {
+	s := startSession(t, nil)
+	r := sessionCall(t, s, `import os, socket
+c = socket.socket(fileno=os.dup(3))
+socket.send_fds(c, [b'{"t":"end","n":1,"status":0}'], [0, 1, 2])
+import time; time.sleep(5)
+`, nil)
+	assert.Equal(t, EndProtocol, r.Ended)
+	assert.Equal(t, KillControlLost, r.KillReason)
+}

@@ -13,21 +13,25 @@ import (
 type EndReason string
 
 const (
-	EndExited      EndReason = "exited"             // the session's interpreter ended by itself: sys.exit(), os._exit(), a crash (the call's status and signal say which)
-	EndDeleted     EndReason = "deleted"            // its owner ended it (End)
-	EndIdle        EndReason = "idle_timeout"       // no call for its idle timeout (End, by the daemon)
-	EndLifetime    EndReason = "max_lifetime"       // it reached the daemon's maximum lifetime (End)
-	EndShutdown    EndReason = "shutdown"           // the daemon was stopping (End)
-	EndMemory      EndReason = "memory_limit"       // the cgroup's OOM-kill counter rose
-	EndCPU         EndReason = "cpu_timeout"        // the session's CPU budget; or a call's CPU limit whose interrupt it ignored past InterruptGrace
-	EndWall        EndReason = "wall_timeout"       // a call's wall time, whose interrupt it ignored past InterruptGrace
-	EndOutput      EndReason = "output_limit"       // a call's output limit, whose interrupt it ignored past InterruptGrace
-	EndCancelled   EndReason = "cancelled"          // a call's caller went away, and the call ignored its interrupt past InterruptGrace
-	EndSeccomp     EndReason = "seccomp"            // a forbidden system call ended it (as KillSeccomp a run)
-	EndFileSize    EndReason = "file_size_limit"    // its interpreter died of SIGXFSZ
-	EndControlLost EndReason = "control_lost"       // its interpreter closed or broke agentjail's control channel (its fd 3): no call can reach it
-	EndProtocol    EndReason = "protocol_violation" // its interpreter sent on agentjail's control channel (its fd 3) what the protocol does not allow: a record out of sequence, more than one for a call, or not one at all
+	EndExited      EndReason = "exited"          // the session's interpreter ended by itself: sys.exit(), os._exit(), a crash (the call's status and signal say which)
+	EndDeleted     EndReason = "deleted"         // its owner ended it (End)
+	EndIdle        EndReason = "idle_timeout"    // no call for its idle timeout (End, by the daemon)
+	EndLifetime    EndReason = "max_lifetime"    // it reached the daemon's maximum lifetime (End)
+	EndShutdown    EndReason = "shutdown"        // the daemon was stopping (End)
+	EndMemory      EndReason = "memory_limit"    // the cgroup's OOM-kill counter rose
+	EndCPU         EndReason = "cpu_timeout"     // the session's CPU budget; or a call's CPU limit whose interrupt it ignored past InterruptGrace
+	EndWall        EndReason = "wall_timeout"    // a call's wall time, whose interrupt it ignored past InterruptGrace
+	EndOutput      EndReason = "output_limit"    // a call's output limit, whose interrupt it ignored past InterruptGrace
+	EndCancelled   EndReason = "cancelled"       // a call's caller went away, and the call ignored its interrupt past InterruptGrace
+	EndSeccomp     EndReason = "seccomp"         // a forbidden system call ended it (as KillSeccomp a run)
+	EndFileSize    EndReason = "file_size_limit" // its interpreter died of SIGXFSZ
+	EndControlLost EndReason = "control_lost"    // its interpreter closed or broke agentjail's control channel (its fd 3): no call can reach it
 )
+
+// EndProtocol: its interpreter sent on agentjail's control channel (its
+// fd 3) what the protocol does not allow: during a call, anything but that
+// call's one end record (sessionrecords_linux.go).
+const EndProtocol EndReason = "protocol_violation"
 
 // KillControlLost is the kill reason of a call whose session lost its
 // control channel during the call (EndControlLost): the session was

@@ -7,9 +7,10 @@ import (
 )
 
 // byteSem bounds the bytes of request bodies being read and decoded at
-// once (decoding takes about twice a body's size): waiters are served in
-// arrival order, so a large body is not passed over for ever by small
-// ones. A request larger than the whole bound waits for all of it.
+// once (each takes decodeShare: decoding takes at most three times a
+// body's size and what its elements cost): waiters are served in arrival
+// order, so a large body is not passed over for ever by small ones. A
+// request larger than the whole bound waits for all of it.
 type byteSem struct {
 	mu      sync.Mutex
 	size    int64

@@ -47,6 +47,14 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("%s: %q names no field of the request", step, err)
 		}
 	}
+	// Bodies at a shape limit and one past it (decodelimits_test.go),
+	// and the review's flood of empty cases.
+	for _, c := range limitBodies() {
+		if len(c.body) < 8<<10 { // larger ones slow the fuzzer's mutations down
+			f.Add([]byte(c.body), true, false)
+		}
+	}
+	f.Add(repeated(`{"code":"def f(): pass","tests":{"function":"f","cases":[`, `{}`, ",", `]}}`, 4<<10), false, true)
 	f.Fuzz(func(t *testing.T, body []byte, declared, local bool) {
 		size := int64(-1)
 		if declared {

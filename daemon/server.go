@@ -373,14 +373,16 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request) (req *Request, s
 
 // decodeFor is decode for a body of type T; a failure is answered.
 func decodeFor[T any](s *Server, w http.ResponseWriter, r *http.Request) (req *T, size int64, ok bool) {
-	// Decoding takes about twice a body's size: the bodies being decoded
-	// hold at most max_queued_bytes together (one of no declared size
-	// counts as the largest). A body that does not come in time gives its
-	// share back.
-	share := r.ContentLength
-	if share < 0 {
-		share = s.opts.MaxRequestBytes
+	// Decoding takes at most three times a body's size, and what its
+	// elements cost (decodeShare): the bodies being decoded hold at most
+	// max_queued_bytes of shares together (one of no declared size counts
+	// as the largest). A body that does not come in time gives its share
+	// back.
+	declared := r.ContentLength
+	if declared < 0 {
+		declared = s.opts.MaxRequestBytes
 	}
+	share := decodeShare(declared)
 	if s.decoding.acquire(r.Context(), share) != nil {
 		panic(http.ErrAbortHandler) // gone: nobody to answer
 	}

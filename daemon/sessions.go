@@ -279,6 +279,8 @@ func endedWhy(r nsjail.EndReason) string {
 		return "a forbidden system call ended it"
 	case nsjail.EndControlLost:
 		return "its interpreter closed agentjail's control channel (fd 3)"
+	case nsjail.EndProtocol:
+		return "its interpreter sent on agentjail's control channel (fd 3) what the protocol does not allow"
 	}
 	return "its interpreter ended"
 }

@@ -35,9 +35,11 @@ func checkKeys(data []byte, t reflect.Type) error {
 }
 
 type keyWalker struct {
-	data []byte
-	i    int
-	path []pathSeg // where the walk is, for errors
+	data     []byte
+	i        int
+	path     []pathSeg // where the walk is, for errors
+	depth    int       // the arrays and objects the walk is in
+	elements int       // the items and members walked, outside raw values
 }
 
 // pathSeg is an object's field name, or an array's index.
@@ -78,7 +80,9 @@ func (w *keyWalker) value(t reflect.Type) error {
 		return w.array(t.Elem())
 	default:
 		start := w.i
-		w.skipValue()
+		if err := w.skipValue(); err != nil {
+			return err
+		}
 		if !fits(t, w.data[start:w.i]) {
 			// What json.Unmarshal would refuse, said with the value's
 			// whole path (its own error has no array index).
@@ -86,8 +90,7 @@ func (w *keyWalker) value(t reflect.Type) error {
 		}
 		return nil
 	}
-	w.skipValue()
-	return nil
+	return w.skipValue()
 }
 
 // fits tells whether the JSON scalar v decodes into a value of type t
@@ -130,8 +133,13 @@ func jsonValueKind(v []byte) string {
 
 func (w *keyWalker) array(elem reflect.Type) error {
 	w.i++
+	lim, limited := w.limitHere()
 	w.path = append(w.path, pathSeg{index: true})
-	defer func() { w.path = w.path[:len(w.path)-1] }()
+	w.depth++
+	defer func() { w.path, w.depth = w.path[:len(w.path)-1], w.depth-1 }()
+	if w.depth > MaxRequestDepth {
+		return w.tooDeep()
+	}
 	for n := 0; ; n++ {
 		w.space()
 		if w.data[w.i] == ']' {
@@ -139,6 +147,12 @@ func (w *keyWalker) array(elem reflect.Type) error {
 			return nil
 		}
 		w.path[len(w.path)-1].idx = n
+		if err := w.overCount(lim, limited, n); err != nil {
+			return err
+		}
+		if err := w.element(); err != nil {
+			return err
+		}
 		if err := w.value(elem); err != nil {
 			return err
 		}
@@ -162,13 +176,24 @@ func (w *keyWalker) object(t reflect.Type) error {
 		seen = map[string]bool{}
 	}
 	w.i++
+	lim, limited := w.limitHere()
 	w.path = append(w.path, pathSeg{})
-	defer func() { w.path = w.path[:len(w.path)-1] }()
-	for {
+	w.depth++
+	defer func() { w.path, w.depth = w.path[:len(w.path)-1], w.depth-1 }()
+	if w.depth > MaxRequestDepth {
+		return w.tooDeep()
+	}
+	for n := 0; ; n++ {
 		w.space()
 		if w.data[w.i] == '}' {
 			w.i++
 			return nil
+		}
+		if err := w.overCount(lim, limited, n); err != nil {
+			return err
+		}
+		if err := w.element(); err != nil {
+			return err
 		}
 		name := w.name()
 		w.path[len(w.path)-1] = pathSeg{name: name}
@@ -248,8 +273,9 @@ func shortName(s string) string {
 }
 
 // skipValue steps past the value at w.i, nested or not, without
-// recursion or copies.
-func (w *keyWalker) skipValue() {
+// recursion or copies; it refuses one that nests deeper than
+// MaxRequestDepth with the walk's.
+func (w *keyWalker) skipValue() error {
 	w.space()
 	depth := 0
 	for {
@@ -257,7 +283,9 @@ func (w *keyWalker) skipValue() {
 		case '"':
 			w.skipString()
 		case '{', '[':
-			depth++
+			if depth++; w.depth+depth > MaxRequestDepth {
+				return w.tooDeep()
+			}
 			w.i++
 		case '}', ']':
 			depth--
@@ -270,7 +298,7 @@ func (w *keyWalker) skipValue() {
 			}
 		}
 		if depth == 0 {
-			return
+			return nil
 		}
 	}
 }

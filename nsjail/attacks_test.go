@@ -37,7 +37,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -469,7 +468,9 @@ func startCanary(r *Runner, delay time.Duration) <-chan canaryResult {
 		c.start = time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c.res, c.err = r.Run(ctx, &Spec{ID: NewID(), Program: []byte(canaryProgram), Limits: DefaultLimits()})
+		s := &Spec{ID: NewID(), Program: []byte(canaryProgram), Limits: DefaultLimits()}
+		testMode(r, s) // a job of its own, in the test's start mode
+		c.res, c.err = r.Run(ctx, s)
 		c.end = time.Now()
 		c.hostForkErr = exec.Command("/bin/true").Run()
 		ch <- c
@@ -499,32 +500,6 @@ func checkCanary(t *testing.T, c canaryResult, attackEnd time.Time, baseline tim
 		assert.True(t, c.end.Before(attackEnd), "the canary did not run during the attack")
 	}
 	systest.NoLeftovers(t, c.res.HostUID, c.res.ID, c.mountsBefore)
-}
-
-// runConcurrently runs the programs in parallel jails; it calls no
-// testing.T method from its goroutines.
-func runConcurrently(t *testing.T, r *Runner, e *attackEnv, codes ...string) []*Result {
-	t.Helper()
-	mounts := systest.MountCount()
-	res := make([]*Result, len(codes))
-	errs := make([]error, len(codes))
-	var wg sync.WaitGroup
-	for i, code := range codes {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			res[i], errs[i] = r.Run(ctx, &Spec{ID: NewID(), Program: []byte(e.fill(code)), Limits: DefaultLimits()})
-		})
-	}
-	wg.Wait()
-	for i := range codes {
-		require.NoError(t, errs[i])
-		require.NotNil(t, res[i])
-		e.noCanaryLeak(t, res[i])
-		systest.NoLeftovers(t, res[i].HostUID, res[i].ID, mounts)
-		t.Logf("job %d: status=%s uid=%d stdout: %s stderr: %s", i, res[i].Status, res[i].HostUID, trim(res[i].Stdout), trim(res[i].Stderr))
-	}
-	return res
 }
 
 // probeOut is a run's stdout as "ID label RESULT" lines.
@@ -2001,7 +1976,11 @@ func runI09(t *testing.T, r *Runner, e *attackEnv) {
 print("I09-at", time.time(), flush=True)     # this suite: when it began the second below
 time.sleep(1)                                # this suite: stay alive while the other job runs
 `
-	res := runConcurrently(t, r, e, code, code)
+	a, b := runTwo(t, r, &Spec{Program: []byte(e.fill(code)), Limits: DefaultLimits()}, &Spec{Program: []byte(e.fill(code)), Limits: DefaultLimits()})
+	res := []*Result{a, b}
+	for _, x := range res {
+		e.noCanaryLeak(t, x)
+	}
 	// Each job lives for a second after its I09-at line: they overlapped
 	// if those lines are less than a second apart (a bound on the whole
 	// run's wall time fails on a slow host, e.g. an emulated guest).
@@ -2012,7 +1991,13 @@ time.sleep(1)                                # this suite: stay alive while the 
 	assert.Less(t, math.Abs(at[0]-at[1]), 0.95, "the two jobs did not overlap: %v", at)
 	for _, x := range res {
 		okRun(t, x)
-		h := strconv.FormatUint(uint64(x.HostUID), 10)
+		// A warm run's namespace is a child of its zygote's: its map
+		// names the host uid as the zygote's namespace does.
+		mapped := x.HostUID
+		if x.Start == StartWarm {
+			mapped = zygoteUID(x.HostUID, r.UIDs.Base)
+		}
+		h := strconv.FormatUint(uint64(mapped), 10)
 		assert.Equal(t, fmt.Sprintf("1000 ['1000', '%s', '1'] ['1000', '%s', '1'] deny", h, h), parseProbes(x).line(t, "I09"))
 		assert.NotZero(t, x.HostUID)
 		assert.NotEqual(t, uint32(os.Getuid()), x.HostUID, "the daemon's uid")
@@ -2026,15 +2011,7 @@ func runS03(t *testing.T, r *Runner, e *attackEnv) {
 	host := exec.Command("/bin/sleep", "30")
 	require.NoError(t, host.Start())
 	defer func() { _ = host.Process.Kill(); _ = host.Wait() }()
-	mounts := systest.MountCount()
-	other := make(chan canaryResult, 1)
-	go func() {
-		var c canaryResult
-		c.start = time.Now()
-		c.res, c.err = r.Run(context.Background(), &Spec{ID: NewID(), Program: []byte("import time; time.sleep(1.5); print('S03 other job alive')"), Limits: DefaultLimits()})
-		c.end = time.Now()
-		other <- c
-	}()
+	other := startJail(t, r, &Spec{Program: []byte("import time; time.sleep(1.5); print('S03 other job alive')"), Limits: DefaultLimits()})
 	time.Sleep(300 * time.Millisecond)
 	res := jailRun(t, e.fill(`print("S03 ppid", os.getppid(), "pid", os.getpid(), flush=True)
 assert len([p for p in os.listdir("/proc") if p.isdigit()]) < 20, "not in a small pid namespace: refusing"
@@ -2055,10 +2032,8 @@ time.sleep(0.5); print("S03 alive")
 	out.line(t, "S03 alive")
 	okRun(t, res)
 
-	c := <-other
-	require.NoError(t, c.err)
-	assert.Equal(t, StatusOK, c.res.Status, "the concurrent job was hit: %s", c.res.Stderr)
-	assert.Equal(t, "S03 other job alive\n", string(c.res.Stdout))
-	systest.NoLeftovers(t, c.res.HostUID, c.res.ID, mounts)
+	c := other()
+	assert.Equal(t, StatusOK, c.Status, "the concurrent job was hit: %s", c.Stderr)
+	assert.Equal(t, "S03 other job alive\n", string(c.Stdout))
 	assert.NoError(t, host.Process.Signal(syscall.Signal(0)), "a host process was killed")
 }

@@ -120,12 +120,7 @@ func runIn(t *testing.T, r *Runner, s *Spec) *Result {
 	if s.ID == "" {
 		s.ID = NewID()
 	}
-	if testWarm && s.Start == "" && r == runner { // other runners test their own kind
-		s.Start = StartWarm
-		if s.Etc == nil && len(s.ReadOnlyMounts) == 0 {
-			s.Etc = testEtc()
-		}
-	}
+	testMode(r, s)
 	mounts := systest.MountCount()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -28,6 +28,11 @@ const (
 	EndControlLost EndReason = "control_lost"    // its interpreter closed or broke agentjail's control channel (its fd 3): no call can reach it
 )
 
+// EndProtocol: its interpreter sent on agentjail's control channel (its
+// fd 3) what the protocol does not allow: during a call, anything but that
+// call's one end record (sessionrecords_linux.go).
+const EndProtocol EndReason = "protocol_violation"
+
 // KillControlLost is the kill reason of a call whose session lost its
 // control channel during the call (EndControlLost): the session was
 // killed because no call could reach it any more.
@@ -41,7 +46,7 @@ func killFor(r EndReason) KillReason {
 		return KillCancelled // its owner (or the daemon for it) ended it
 	case EndShutdown:
 		return KillShutdown
-	case EndControlLost:
+	case EndControlLost, EndProtocol:
 		return KillControlLost
 	}
 	return KillReason(r) // wall_timeout, cpu_timeout, output_limit, cancelled: the call's own

@@ -3,7 +3,6 @@ package nsjail
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -39,8 +38,8 @@ import (
 //	  <-- {"t":"end","n":N,"status":S,...} --- S: the call's end as a wait
 //	                                           status (0, 1<<8, SIGINT)
 //
-// Between calls nothing is read: what the program sends then is read,
-// and dropped, at the next call (a record is the call's only with its N).
+// Between calls nothing is read. A call reads one record, its end: what
+// else the program sends ends the session (sessionrecords_linux.go).
 // Every limit of a call is enforced from here: its wall time (from the
 // send), its share of the group's CPU time, its output. Past one the call
 // is interrupted (SIGINT to the jail's init, which forwards it to the
@@ -670,62 +669,6 @@ func (k *call) reason() KillReason {
 	return k.why
 }
 
-// sessionRecord is one message of the session's program.
-type sessionRecord struct {
-	T      string `json:"t"`
-	N      int    `json:"n"`
-	Status int32  `json:"status"`
-}
-
-// waitStatus is the end record's status as a wait status: an exit with
-// its code, or death by SIGINT (an uncaught KeyboardInterrupt, as python
-// ends); anything else the program claims is an exit with code 1.
-func (r *sessionRecord) waitStatus() syscall.WaitStatus {
-	ws := syscall.WaitStatus(r.Status)
-	if ws.Exited() || ws == syscall.WaitStatus(syscall.SIGINT) {
-		return ws
-	}
-	return syscall.WaitStatus(1 << 8)
-}
-
-// maxRecord bounds one message of the program (the harness caps a value
-// far below it); a longer one is cut by the kernel and ignored.
-const maxRecord = 256 << 10
-
-// readRecord reads the program's next message: one JSON object. io.EOF
-// when every end of the socket in the jail is closed. A message that
-// carries fds has them closed by the kernel (no room is given for them).
-func (s *Session) readRecord() (*sessionRecord, []byte, error) {
-	rc, err := s.ctl.SyscallConn()
-	if err != nil {
-		return nil, nil, err
-	}
-	buf := make([]byte, maxRecord)
-	for {
-		var n, flags int
-		var rerr error
-		if err := rc.Read(func(fd uintptr) bool {
-			n, _, flags, _, rerr = unix.Recvmsg(int(fd), buf, nil, unix.MSG_CMSG_CLOEXEC)
-			return rerr != unix.EAGAIN
-		}); err != nil {
-			return nil, nil, err
-		}
-		switch {
-		case rerr != nil:
-			return nil, nil, rerr
-		case n == 0:
-			return nil, nil, io.EOF
-		case flags&unix.MSG_TRUNC != 0:
-			continue // larger than any record: not one
-		}
-		var rec sessionRecord
-		if json.Unmarshal(buf[:n], &rec) != nil {
-			continue
-		}
-		return &rec, buf[:n:n], nil
-	}
-}
-
 // awaitDeath waits for the jail's end once the program's end of the
 // control socket is gone: its death closes it, and the jail follows at
 // once (its init exits with the program). A program that closed its fd 3
@@ -736,19 +679,5 @@ func (s *Session) awaitDeath() {
 	case <-time.After(InterruptGrace):
 		s.End(EndControlLost)
 		<-s.dead
-	}
-}
-
-// awaitEnd reads the program's records until call n's end; nil when the
-// channel ended first (the session's end, or a program that closed it).
-func (s *Session) awaitEnd(n int) (*sessionRecord, []byte) {
-	for {
-		rec, raw, err := s.readRecord()
-		if err != nil {
-			return nil, nil
-		}
-		if rec.T == "end" && rec.N == n {
-			return rec, raw
-		}
 	}
 }

@@ -77,34 +77,6 @@ func warmRun(t *testing.T, r *Runner, s *Spec) (*Result, map[string]any) {
 	return res, warmReport(t, res)
 }
 
-// warmStart starts s on its own goroutine; wait returns its result, and
-// the run is cancelled by the test's end if it is still going.
-func warmStart(t *testing.T, r *Runner, s *Spec) (wait func() *Result) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	ch := make(chan *Result, 1)
-	errc := make(chan error, 1)
-	go func() {
-		res, err := r.Run(ctx, s)
-		errc <- err
-		ch <- res
-	}()
-	var once sync.Once
-	var res *Result
-	t.Cleanup(func() { cancel(); once.Do(func() { <-errc; res = <-ch }) })
-	return func() *Result {
-		once.Do(func() {
-			err := <-errc
-			res = <-ch
-			require.NoError(t, err)
-		})
-		cancel()
-		require.NotNil(t, res)
-		logResult(t, res)
-		return res
-	}
-}
-
 func logResult(t *testing.T, res *Result) {
 	t.Helper()
 	if t.Failed() || testing.Verbose() {
@@ -709,9 +681,9 @@ func distinct(t *testing.T, rows [][]string, names ...string) {
 }
 
 // ---------------------------------------------------------------------------
-// Two concurrent warm runs.
+// Two concurrent runs.
 
-// Two warm runs of one zygote, at the same time (a barrier the test holds:
+// Two runs (warm: of one zygote; cold: two jails), at the same time (a barrier the test holds:
 // each sets itself up, names itself ready and waits for SIGUSR1), look for
 // each other: files in /tmp, /workspace and /dev/shm, processes, an
 // abstract unix socket, a System V shared memory segment and message queue
@@ -758,13 +730,22 @@ R["sysvipc"] = [len(open("/proc/sysvipc/" + f).read().splitlines()) - 1 for f in
 os.kill(child, 9)
 done()
 `
+	for _, start := range []StartMode{StartCold, StartWarm} {
+		t.Run(string(start), func(t *testing.T) { concurrentRunsIsolated(t, r, code, start) })
+	}
+}
+
+// concurrentRunsIsolated runs code twice at once, started as start, each
+// a job of its own, and checks that neither found the other.
+func concurrentRunsIsolated(t *testing.T, r *Runner, code string, start StartMode) {
 	waits := map[string]func() *Result{}
 	specs := map[string]*Spec{}
 	for me, other := range map[string]string{"A": "B", "B": "A"} {
 		s := warmSpec(code, nil)
+		s.Start = start
 		s.Env = map[string]string{"AJNAME": me, "AJOTHER": other}
 		specs[me] = s
-		waits[me] = warmStart(t, r, s)
+		waits[me] = startJail(t, r, s)
 	}
 	// Both are set up and alive before either looks.
 	pa, pb := awaitNamed(t, "ajiso-A-ready"), awaitNamed(t, "ajiso-B-ready")
@@ -775,7 +756,7 @@ done()
 	require.NoError(t, syscall.Kill(pb, syscall.SIGUSR1))
 	for me, other := range map[string]string{"A": "B", "B": "A"} {
 		res := waits[me]()
-		assert.Equal(t, StartWarm, res.Start)
+		assert.Equal(t, start, res.Start)
 		assert.Equal(t, StatusOK, res.Status)
 		systest.NoLeftovers(t, res.HostUID, specs[me].ID, mounts)
 		m := warmReport(t, res)
@@ -917,7 +898,7 @@ setname("ajcg-ready")
 signal.sigwait([signal.SIGUSR1])
 done()
 `, nil)
-	wait := warmStart(t, r, s)
+	wait := startJail(t, r, s)
 	ready := awaitNamed(t, "ajcg-ready")
 	awaitNamed(t, "ajcg-kid")
 	awaitNamed(t, "ajcg-daemon")
@@ -988,7 +969,7 @@ done()
 		t.Run(string(start), func(t *testing.T) {
 			f := warmSpec(filler, nil)
 			f.Start = start
-			wait := warmStart(t, r, f)
+			wait := startJail(t, r, f)
 			awaitNamed(t, "ajsig-full")
 			p := warmSpec(probe, nil)
 			p.Start = start
@@ -1027,7 +1008,7 @@ R["size"] = os.path.getsize("/workspace/big")
 done()
 `, nil)
 	s.Files = []File{{Path: "big", Content: []byte(strings.Repeat("x", 32<<20))}}
-	wait := warmStart(t, r, s)
+	wait := startJail(t, r, s)
 	ready := awaitNamed(t, "ajfiles-ready")
 	grew := memUsage(t, zmem) - before
 	runMem := memUsage(t, cgroupDir(t, r, ready, "memory"))

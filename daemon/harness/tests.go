@@ -62,6 +62,10 @@ const (
 	maxFeedbackFail = 5        // failed cases that feedback describes one by one
 )
 
+// MaxTestCases is the most cases a request's tests may have: the daemon
+// refuses more while it reads the request, before it builds them.
+const MaxTestCases = maxTestCases
+
 var (
 	pyIdent  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	pyDotted = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)

@@ -133,6 +133,7 @@ func Supervise(ctx context.Context, notifyFd int, mode Mode, c *Collector, onVio
 		v.Foreign = v.ABI() != ""
 		if !v.Foreign {
 			v.Syscall = SyscallName(v.Number)
+			v.Detail = Detail(v.Syscall, v.Args)
 		}
 		v.OverBudget = c.AddViolation(v) > MaxNotifications
 		// Before the answer: in ModeKill, and in either mode for a

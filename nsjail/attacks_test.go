@@ -1794,6 +1794,7 @@ print("I10 getfl", t(fcntl.fcntl, 0, 3))
 				reported(t, res, "fcntl")
 			},
 		},
+		pageCacheAttack(),
 
 		// ---------------------------------------------------------------
 		// Group S: signals, timing and lifecycle

@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -84,4 +85,60 @@ for fam, typ, proto in ((socket.AF_NETLINK, socket.SOCK_RAW, 9), (socket.AF_INET
 	require.NotNil(t, res.Seccomp)
 	assert.Equal(t, "AF_NETLINK, NETLINK_AUDIT", res.Seccomp.Detail)
 	assert.Empty(t, res.Stdout)
+}
+
+// librarySurvey uses the standard library's network, process and
+// concurrency modules as programs do, probes included (getaddrinfo with
+// AI_ADDRCONFIG; uuid's node lookup; multiprocessing's three start methods).
+const librarySurvey = `import asyncio, concurrent.futures as cf, http.client, multiprocessing as mp, socket, sqlite3, ssl, subprocess, urllib.request, uuid
+def refused(f):
+    try: f()
+    except OSError: return "refused"
+    return "reached"
+if __name__ == "__main__":
+    print(refused(lambda: urllib.request.urlopen("http://localhost:1/", timeout=2)))
+    print(refused(lambda: http.client.HTTPConnection("localhost", 1, timeout=2).request("GET", "/")))
+    ssl.create_default_context().load_default_certs()
+    print(socket.getaddrinfo("localhost", 80, 0, socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG)[0][4][0])
+    async def main():
+        await asyncio.get_running_loop().getaddrinfo("localhost", 80, flags=socket.AI_ADDRCONFIG)
+        srv = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
+        r, w = await asyncio.open_connection(*srv.sockets[0].getsockname()); w.close(); srv.close()
+        p = await asyncio.create_subprocess_exec("/bin/true"); await p.wait()
+    asyncio.run(main())
+    for method in ("fork", "spawn", "forkserver"):
+        with mp.get_context(method).Pool(2) as p: assert p.map(abs, [-1, -2]) == [1, 2]
+    with mp.Manager() as m: d = m.dict(); d[1] = 2
+    q = mp.Queue(); q.put(1); assert q.get() == 1
+    with cf.ProcessPoolExecutor(2) as ex: assert list(ex.map(abs, [-1])) == [1]
+    subprocess.run("echo hi | cat", shell=True, check=True, capture_output=True)
+    uuid.uuid1(); uuid.getnode()
+    sqlite3.connect("/tmp/db").execute("create table t(x)")
+    a, b = socket.socketpair(); a.send(b"x"); assert b.recv(1) == b"x"
+    print("done")
+`
+
+// TestLibrariesMakeNoForbiddenCall: what programs commonly use makes no
+// forbidden call, so on_forbidden_syscall "kill" ends none of them (issue
+// 37 item 4: the netlink probe of getaddrinfo did).
+func TestLibrariesMakeNoForbiddenCall(t *testing.T) {
+	res := jailRun(t, librarySurvey, func(s *Spec) {
+		killOnForbidden(s)
+		s.Limits.WallTime, s.Limits.CPUTime = time.Minute, time.Minute
+	})
+	okRun(t, res)
+	assert.Nil(t, res.Seccomp)
+	assert.Equal(t, "refused\nrefused\n127.0.0.1\ndone\n", string(res.Stdout))
+
+	res = runIn(t, testRunner(t), scienceSpec(t, `import numpy, pandas, matplotlib
+import matplotlib.pyplot as plt
+a = numpy.random.rand(200, 200); numpy.linalg.svd(a)
+df = pandas.DataFrame({"a": [1, 2, 3]}); df.to_csv("/tmp/x.csv"); pandas.read_csv("/tmp/x.csv")
+pandas.date_range("2020-01-01", periods=3, tz="Europe/Paris")
+plt.plot([1, 2]); plt.savefig("/tmp/p.png"); plt.savefig("/tmp/p.pdf")
+print("done")
+`, killOnForbidden))
+	okRun(t, res)
+	assert.Nil(t, res.Seccomp)
+	assert.Equal(t, "done\n", string(res.Stdout))
 }

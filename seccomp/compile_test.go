@@ -105,7 +105,7 @@ var argCases = []argCase{
 	{"socket AF_VSOCK hidden under high bits", "socket", []uint64{1<<32 | 40, sockStream, 0}, retForbid},
 	{"socket AF_NETLINK ROUTE (getaddrinfo AI_ADDRCONFIG: quiet)", "socket", []uint64{16, 3 | 0x80000, 0}, eafnosupport},
 	{"socket AF_NETLINK DGRAM ROUTE (quiet)", "socket", []uint64{16, 2, 0}, eafnosupport},
-	{"socket AF_NETLINK ROUTE with high garbage", "socket", []uint64{1<<32 | 16, 3, 1<<32 | 0}, eafnosupport},
+	{"socket AF_NETLINK ROUTE with high garbage", "socket", []uint64{1<<32 | 16, 3, 1 << 32}, eafnosupport},
 	{"socket AF_NETLINK SOCK_DIAG (N07)", "socket", []uint64{16, 3, 4}, retForbid},
 	{"socket AF_NETLINK AUDIT (N07)", "socket", []uint64{16, 3, 9}, retForbid},
 	{"socket AF_NETLINK KOBJECT_UEVENT (N07)", "socket", []uint64{16, 2, 15}, retForbid},

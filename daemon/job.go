@@ -39,6 +39,9 @@ func (j *Job) result(jr *nsjail.Result) *Result {
 		env = &harness.Installed{Environment: e.Name, Packages: e.Packages}
 	}
 	res.Feedback = append(append([]string{}, harness.ProgramFeedback(res.Exception, res.Tests, j.Tests, env)...), res.Feedback...)
+	if harness.Succeeded(res.Status, res.Tests) {
+		res.Feedback = []string{}
+	}
 	for _, f := range jr.Files {
 		res.Files = append(res.Files, resultFile(f))
 	}

@@ -560,6 +560,9 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 		env = &harness.Installed{Environment: e.Name, Packages: e.Packages}
 	}
 	res.Feedback = append(harness.SessionFeedback(res.Exception, res.Tests, tests, env), sessionFeedback(jr, exc, before, interrupted, line, caught, cr.Ended)...)
+	if harness.Succeeded(res.Status, res.Tests) && cr.Ended == "" {
+		res.Feedback = []string{}
+	}
 	for _, f := range jr.Files {
 		res.Files = append(res.Files, resultFile(f))
 	}

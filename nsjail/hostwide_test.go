@@ -56,12 +56,13 @@ func hwCount(res *Result, name string) int {
 	if res.Seccomp == nil {
 		return 0
 	}
+	n := 0 // a call with several details is several entries
 	for _, c := range res.Seccomp.Calls {
 		if c.Syscall == name && c.ABI == "" {
-			return c.Count
+			n += c.Count
 		}
 	}
-	return 0
+	return n
 }
 
 // hwWhile runs code in a jail and calls sample every few milliseconds

@@ -71,6 +71,8 @@ const (
 	sigchld             = 17
 	sockNonblockCloexec = 0x800 | 0x80000
 	enosys              = retErrno | uint32(syscall.ENOSYS)
+	eafnosupport        = retErrno | uint32(syscall.EAFNOSUPPORT)
+	eopnotsupp          = retErrno | uint32(syscall.EOPNOTSUPP)
 )
 
 var argCases = []argCase{
@@ -101,7 +103,12 @@ var argCases = []argCase{
 	{"socket AF_INET with high garbage in family", "socket", []uint64{1<<32 | afInet, sockStream, 0}, retAllow},
 	{"socket AF_VSOCK (reaches the host)", "socket", []uint64{40, sockStream, 0}, retForbid},
 	{"socket AF_VSOCK hidden under high bits", "socket", []uint64{1<<32 | 40, sockStream, 0}, retForbid},
-	{"socket AF_NETLINK ROUTE (N07)", "socket", []uint64{16, 3, 0}, retForbid},
+	{"socket AF_NETLINK ROUTE (getaddrinfo AI_ADDRCONFIG: quiet)", "socket", []uint64{16, 3 | 0x80000, 0}, eafnosupport},
+	{"socket AF_NETLINK DGRAM ROUTE (quiet)", "socket", []uint64{16, 2, 0}, eafnosupport},
+	{"socket AF_NETLINK ROUTE with high garbage", "socket", []uint64{1<<32 | 16, 3, 1 << 32}, eafnosupport},
+	{"socket AF_NETLINK SOCK_DIAG (N07)", "socket", []uint64{16, 3, 4}, retForbid},
+	{"socket AF_NETLINK AUDIT (N07)", "socket", []uint64{16, 3, 9}, retForbid},
+	{"socket AF_NETLINK KOBJECT_UEVENT (N07)", "socket", []uint64{16, 2, 15}, retForbid},
 	{"socket AF_NETLINK NETFILTER (N07)", "socket", []uint64{16, 3, 12}, retForbid},
 	{"socket AF_PACKET (N04)", "socket", []uint64{17, 3, 0x0300}, retForbid},
 	{"socket AF_INET SOCK_RAW ICMP (N04)", "socket", []uint64{afInet, 3, 1}, retForbid},
@@ -183,6 +190,15 @@ var argCases = []argCase{
 	{"shmctl SHM_LOCK (owner uid's RLIMIT_MEMLOCK)", "shmctl", []uint64{0, shmLock, 0}, retForbid},
 	{"shmctl (1<<32)|SHM_LOCK", "shmctl", []uint64{0, 1<<32 | shmLock, 0}, retForbid},
 	{"remap_file_pages", "remap_file_pages", []uint64{0, 4096, 0, 0, 0}, retForbid},
+
+	{"preadv2 flags 0", "preadv2", []uint64{3, 0, 1, 0, 0, 0}, retAllow},
+	{"preadv2 RWF_HIPRI", "preadv2", []uint64{3, 0, 1, 0, 0, 1}, retAllow},
+	{"preadv2 RWF_NOWAIT (I11: page cache probe)", "preadv2", []uint64{3, 0, 1, 0, 0, rwfNowait}, eopnotsupp},
+	{"preadv2 RWF_NOWAIT|RWF_HIPRI", "preadv2", []uint64{3, 0, 1, 0, 0, rwfNowait | 1}, eopnotsupp},
+	{"preadv2 RWF_NOWAIT with high garbage", "preadv2", []uint64{3, 0, 1, 0, 0, 1<<40 | rwfNowait}, eopnotsupp},
+	{"preadv2 RWF_NOWAIT in pos_h, not flags", "preadv2", []uint64{3, 0, 1, 0, rwfNowait, 0}, retAllow},
+	{"pwritev2 flags 0", "pwritev2", []uint64{3, 0, 1, 0, 0, 0}, retAllow},
+	{"pwritev2 RWF_NOWAIT", "pwritev2", []uint64{3, 0, 1, 0, 0, rwfNowait}, eopnotsupp},
 }
 
 // forbiddenAttackCalls are the calls that docs/security.md requires to fail

@@ -72,6 +72,15 @@
 //     protocol or family makes the kernel load its module (docs/security.md P12);
 //     AF_VSOCK reaches this VM's host. socketpair only for AF_UNIX (it takes
 //     the same module-loading path before failing for anything else).
+//   - Probes answered quietly (quiet.go, QuietProbes): a few calls fail
+//     with the error a kernel without the feature gives, in the filter
+//     (ERRNO), so they are neither reported nor fatal in ModeKill: a
+//     netlink route socket (glibc's getaddrinfo with AI_ADDRCONFIG probes
+//     it and falls back) → EAFNOSUPPORT; preadv2 and pwritev2 with
+//     RWF_NOWAIT → EOPNOTSUPP (a read that succeeds only from the page
+//     cache tells whether another jail or the host read a shared /usr file
+//     recently; the flags are the sixth argument on x86_64). Every other
+//     netlink protocol stays forbidden and reported.
 //   - ioctl: everything except TIOCSTI and TIOCLINUX, on the low 32 bits
 //     ((0x123<<32)|TIOCSTI is TIOCSTI to the kernel, CVE-2019-10063).
 //   - personality only 0, 8, 0x20000, 0x20008, 0xffffffff (as Docker).
@@ -214,10 +223,12 @@
 // answer ERRNO (or KILL, or TRAP) for a call that a stacked filter might
 // want to report: its ERRNO would win over the other filter's USER_NOTIF.
 // The program's only ERRNO answers are ENOSYS for numbers it does not know
-// and clone3 (a libc's fallback probes), and ERRNO(0) for Succeed (disk
+// and clone3 (a libc's fallback probes), the quiet probes (QuietProbes:
+// netlink route sockets, RWF_NOWAIT), and ERRNO(0) for Succeed (disk
 // flushes and fadvise, which must not reach the host); everything refused,
 // foreign ABIs included, is USER_NOTIF. Any new Errno or Succeed rule must
-// keep to that.
+// keep to that. (The zygote's filter, under a warm run's, has the same
+// ERRNO rules.)
 //
 // # Notification budget
 //
@@ -231,8 +242,8 @@
 // ends the jail (kill_reason "seccomp", with a feedback line saying that
 // the program made more than 1000 forbidden system calls). That caps the
 // daemon's work for one jail at 5 to 10 ms of CPU. Python programs make none
-// (the standard library's calls are all allowed) or a handful (an
-// AF_NETLINK probe per getaddrinfo with AI_ADDRCONFIG, os.sync).
+// (the standard library's calls are all allowed; getaddrinfo's netlink
+// probe is answered in the filter) or a handful (os.sync).
 //
 // The filter is installed with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 // (Linux 5.19+; Install falls back without it): once the supervisor has
@@ -312,11 +323,13 @@
 //     The thread that made the call stays blocked until then; the jail's
 //     other threads and processes run on for the round trip plus the kill
 //     (tens of microseconds).
-//   - In ModeKill some harmless library probes end the jail:
-//     getaddrinfo(AI_ADDRCONFIG) and socket.if_nameindex() open AF_NETLINK
-//     sockets, os.sync() calls sync.
-//     In ModeErrno they get EPERM, which glibc and CPython handle, and are
-//     reported.
+//   - In ModeKill os.sync() ends the jail (sync is forbidden); in ModeErrno
+//     it gets EPERM, which CPython raises, and is reported. The library
+//     probes found so far (netlink route sockets) are answered quietly:
+//     a survey of numpy, pandas, matplotlib, urllib, http.client, ssl,
+//     asyncio, multiprocessing (fork, spawn, forkserver, Manager),
+//     subprocess, uuid, socket, sqlite3 and concurrent.futures in ModeKill
+//     found no other (2026-11-28).
 //   - x86_64 only: the name table, the prefix and the rules use x86_64
 //     numbers; Compile refuses another native architecture.
 //   - Costs, measured on the development VM (AMD EPYC, Linux 6.18):

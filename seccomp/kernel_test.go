@@ -292,6 +292,10 @@ forked("ptrace", lambda: sc(101, 0x4206, 0x3fffffff, 0, 0))
 forked("keyctl", lambda: sc(250, 0, -4, 0))
 forked("vsock", lambda: t(socket.socket, 40, socket.SOCK_STREAM))
 forked("netlink", lambda: t(socket.socket, socket.AF_NETLINK, socket.SOCK_RAW, 0))
+forked("netlink-audit", lambda: t(socket.socket, socket.AF_NETLINK, socket.SOCK_RAW, 9))
+forked("gai-addrconfig", lambda: t(socket.getaddrinfo, "localhost", 80, 0, socket.SOCK_STREAM, 0, socket.AI_ADDRCONFIG))
+forked("preadv2", lambda: t(os.preadv, ro, [bytearray(8)], 0))
+forked("preadv2-nowait", lambda: t(os.preadv, ro, [bytearray(8)], 0, os.RWF_NOWAIT))
 forked("clone-newuser", lambda: child_safe(sc(56, 0x10000000 | 17, 0, 0, 0, 0)))
 forked("clone3", lambda: child_safe(sc(435, ctypes.create_string_buffer(struct.pack("8Q", 0, 0, 0, 0, 17, 0, 0, 0)), 64)))
 forked("tiocsti", lambda: sc(16, 0, 0x5412, buf))
@@ -347,7 +351,11 @@ var probes = []probe{
 	{"ptrace", "EPERM", true}, // ESRCH unfiltered
 	{"keyctl", "EPERM", true},
 	{"vsock", "EPERM", true},
-	{"netlink", "EPERM", true},
+	{"netlink", "EAFNOSUPPORT", true}, // quiet (quiet.go)
+	{"netlink-audit", "EPERM", true},
+	{"gai-addrconfig", "OK", false}, // its netlink probe fails quietly
+	{"preadv2", "OK", false},
+	{"preadv2-nowait", "ENOTSUP", true}, // quiet; reads from the page cache unfiltered
 	{"clone-newuser", "EPERM", true},
 	{"clone3", "ENOSYS", true},
 	{"tiocsti", "EPERM", true},      // ENOTTY unfiltered
@@ -382,28 +390,29 @@ var probes = []probe{
 
 // wantReport is what the supervisor must count for probeScript, in order.
 var wantReport = []CallCount{
-	{"unshare", 272, 1, ""},
-	{"ptrace", 101, 1, ""},
-	{"keyctl", 250, 1, ""},
-	{"socket", 41, 2, ""},
-	{"clone", 56, 1, ""},
-	{"ioctl", 16, 2, ""},
-	{"mknodat", 259, 1, ""},
-	{"seccomp", 317, 1, ""},
-	{"prctl", 157, 1, ""},
-	{"personality", 135, 1, ""},
-	{"io_uring_setup", 425, 1, ""},
-	{"bpf", 321, 1, ""},
-	{"", x32SyscallBit | 102, 1, "x32"},
-	{"", 20, 1, "i386"},
-	{"io_setup", 206, 1, ""},
-	{"inotify_init1", 294, 1, ""},
-	{"mq_open", 240, 1, ""},
-	{"membarrier", 324, 1, ""},
-	{"mmap", 9, 1, ""},
-	{"memfd_create", 319, 1, ""},
-	{"shmctl", 31, 1, ""},
-	{"remap_file_pages", 216, 1, ""},
+	{"unshare", 272, 1, "", ""},
+	{"ptrace", 101, 1, "", ""},
+	{"keyctl", 250, 1, "", ""},
+	{"socket", 41, 1, "", "AF_VSOCK"},
+	{"socket", 41, 1, "", "AF_NETLINK, NETLINK_AUDIT"},
+	{"clone", 56, 1, "", "CLONE_NEWUSER"},
+	{"ioctl", 16, 2, "", "TIOCSTI"},
+	{"mknodat", 259, 1, "", "S_IFCHR"},
+	{"seccomp", 317, 1, "", ""},
+	{"prctl", 157, 1, "", "PR_SET_SECCOMP"},
+	{"personality", 135, 1, "", "0x400000"},
+	{"io_uring_setup", 425, 1, "", ""},
+	{"bpf", 321, 1, "", ""},
+	{"", x32SyscallBit | 102, 1, "x32", ""},
+	{"", 20, 1, "i386", ""},
+	{"io_setup", 206, 1, "", ""},
+	{"inotify_init1", 294, 1, "", ""},
+	{"mq_open", 240, 1, "", ""},
+	{"membarrier", 324, 1, "", "MEMBARRIER_CMD_GLOBAL"},
+	{"mmap", 9, 1, "", "MAP_HUGETLB"},
+	{"memfd_create", 319, 1, "", "MFD_HUGETLB"},
+	{"shmctl", 31, 1, "", "SHM_LOCK"},
+	{"remap_file_pages", 216, 1, "", ""},
 }
 
 func parseProbes(t *testing.T, out string) map[string]string {
@@ -525,7 +534,7 @@ print("after", r, ctypes.get_errno(), flush=True)
 	require.Equal(t, "ptrace", v.Syscall)
 	require.Equal(t, 101, v.Number)
 	require.Equal(t, c.cmd.Process.Pid, v.Pid)
-	require.Equal(t, &Report{Syscall: "ptrace", Number: 101, Calls: []CallCount{{"ptrace", 101, 1, ""}}}, col.Report())
+	require.Equal(t, &Report{Syscall: "ptrace", Number: 101, Calls: []CallCount{{"ptrace", 101, 1, "", ""}}}, col.Report())
 }
 
 // TestKernelForeignABIIsNotified: an x32 call under the filter is a
@@ -567,7 +576,7 @@ func TestKernelForeignABIIsNotified(t *testing.T) {
 		require.Equal(t, 1, col.Total())
 		require.Equal(t, 1, col.Foreign())
 		require.Equal(t, &Report{Syscall: "", Number: x32SyscallBit | unix.SYS_GETPID, ABI: "x32",
-			Calls: []CallCount{{"", x32SyscallBit | unix.SYS_GETPID, 1, "x32"}}}, col.Report())
+			Calls: []CallCount{{"", x32SyscallBit | unix.SYS_GETPID, 1, "x32", ""}}}, col.Report())
 	})
 	t.Run("answered EPERM", func(t *testing.T) {
 		c := startChild(t, "x32", nil)

@@ -52,7 +52,8 @@ var (
 //
 //	kernel: the jail thread blocks in its call; the listener polls POLLIN
 //	Supervise: ioctl(SECCOMP_IOCTL_NOTIF_RECV) → {id, pid, nr, arch, args}
-//	Supervise: counts nr in c (a foreign ABI apart)
+//	Supervise: names the arguments the filter forbade it for (Detail) and
+//	           counts nr with them in c (a foreign ABI apart)
 //	Supervise: ioctl(SECCOMP_IOCTL_NOTIF_SEND, {id, error: -EPERM, flags: 0})
 //	kernel: the call returns -1/EPERM in the jail
 //
@@ -133,6 +134,7 @@ func Supervise(ctx context.Context, notifyFd int, mode Mode, c *Collector, onVio
 		v.Foreign = v.ABI() != ""
 		if !v.Foreign {
 			v.Syscall = SyscallName(v.Number)
+			v.Detail = Detail(v.Syscall, v.Args)
 		}
 		v.OverBudget = c.AddViolation(v) > MaxNotifications
 		// Before the answer: in ModeKill, and in either mode for a

@@ -20,7 +20,8 @@ const (
 	// Allow: the call runs.
 	Allow
 	// Errno: the call fails with Rule.Errno and is not reported. Only for
-	// calls that libraries probe and fall back from (clone3 → clone).
+	// calls that libraries probe and fall back from (clone3 → clone; the
+	// argument-conditional ones are in quiet.go).
 	Errno
 	// Succeed: the call does not run and returns 0 to the caller, unreported.
 	// The filter returns SECCOMP_RET_ERRNO with errno 0, which the kernel
@@ -70,7 +71,7 @@ type Rule struct {
 	Action  Action
 	// Errno is the error of an Errno rule (e.g. ENOSYS); unused otherwise.
 	Errno syscall.Errno
-	// When makes an Allow or Succeed rule conditional: it applies only to
+	// When makes an Allow, Succeed or Errno rule conditional: it applies only to
 	// calls whose arguments meet every condition. Several conditional rules
 	// of one system call are alternatives (their conditions must not overlap
 	// when their actions differ); a call that meets none is forbidden.
@@ -204,8 +205,8 @@ func (p *Policy) Validate() error {
 		default:
 			return fmt.Errorf("%s: invalid action %d", where, int(r.Action))
 		}
-		if len(r.When) > 0 && r.Action != Allow && r.Action != Succeed {
-			return fmt.Errorf("%s: conditions on a %s rule (only Allow and Succeed rules may have them)", where, r.Action)
+		if len(r.When) > 0 && r.Action == Forbid {
+			return fmt.Errorf("%s: conditions on a %s rule (only Allow, Succeed and Errno rules may have them)", where, r.Action)
 		}
 		if len(r.When) > 0 && r.Except != nil {
 			return fmt.Errorf("%s: both When and Except", where)
@@ -307,15 +308,16 @@ func (p *Policy) decide(nr int, args [6]uint64) uint32 {
 		return retForbid
 	}
 	for _, r := range rules {
+		var ret uint32
 		switch r.Action {
 		case Forbid:
 			return retForbid
 		case Errno:
-			return retErrno | uint32(r.Errno)
-		}
-		ret := uint32(retAllow)
-		if r.Action == Succeed {
+			ret = retErrno | uint32(r.Errno)
+		case Succeed:
 			ret = retSucceed
+		default:
+			ret = retAllow
 		}
 		if r.Except != nil {
 			for _, v := range r.Except.Values {
@@ -462,7 +464,7 @@ func DefaultPolicy() *Policy {
 	add(
 		// Descriptors, files and directories.
 		allow("read", "write", "open", "close", "stat", "fstat", "lstat", "lseek",
-			"pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2",
+			"pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
 			"access", "faccessat", "faccessat2", "pipe", "pipe2", "dup", "dup2", "dup3",
 			"flock",
 			"truncate", "ftruncate", "fallocate", "readahead",
@@ -597,6 +599,9 @@ func DefaultPolicy() *Policy {
 		// socketpair goes through the same protocol lookup (and module
 		// autoload) before failing for anything but AF_UNIX.
 		allowWhen("socketpair", 0, mask32, afUnix),
+		// Probes answered quietly (netlink route sockets), preadv2's and
+		// pwritev2's RWF_NOWAIT: quiet.go.
+		quietRules(),
 	)
 
 	// Explicitly forbidden: docs/security.md and Docker's reasons. Validate

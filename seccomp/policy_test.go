@@ -41,7 +41,9 @@ func TestValidateRejects(t *testing.T) {
 			Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xff, Value: 1}}}), "together with other rules"},
 		{"conditional then forbid", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xff, Value: 1}}},
 			Rule{Syscall: "socket", Action: Forbid}), "together with other rules"},
-		{"condition on forbid", base(Rule{Syscall: "socket", Action: Forbid, When: []Cond{{Arg: 0, Mask: 1, Value: 1}}}), "only Allow and Succeed rules"},
+		{"condition on forbid", base(Rule{Syscall: "socket", Action: Forbid, When: []Cond{{Arg: 0, Mask: 1, Value: 1}}}), "only Allow, Succeed and Errno rules"},
+		{"errno and allow overlap", base(Rule{Syscall: "preadv2", Action: Allow, When: []Cond{{Arg: 5, Mask: 8, Value: 0}}},
+			Rule{Syscall: "preadv2", Action: Errno, Errno: syscall.EOPNOTSUPP, When: []Cond{{Arg: 5, Mask: 1, Value: 1}}}), "overlap"},
 		{"mask 0", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0, Value: 0}}}), "mask 0"},
 		{"value outside mask", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 0, Mask: 0xf, Value: 0x10}}}), "can never hold"},
 		{"arg 6", base(Rule{Syscall: "socket", Action: Allow, When: []Cond{{Arg: 6, Mask: 1, Value: 1}}}), "argument index 6"},
@@ -173,7 +175,7 @@ func TestCollectorForeignAndTotal(t *testing.T) {
 	var f Collector
 	f.AddViolation(Violation{Number: 20, Arch: auditArchI386, Foreign: true})
 	r := f.Report()
-	require.Equal(t, &Report{Syscall: "", Number: 20, ABI: "i386", Calls: []CallCount{{"", 20, 1, "i386"}}}, r)
+	require.Equal(t, &Report{Syscall: "", Number: 20, ABI: "i386", Calls: []CallCount{{"", 20, 1, "i386", ""}}}, r)
 	require.Equal(t, "", Violation{Number: 39, Arch: auditArchX86_64}.ABI())
 }
 

@@ -33,6 +33,10 @@ type Violation struct {
 	Number  int       // system call number as the kernel gave it (x32: with bit 0x40000000)
 	Pid     int       // thread that made the call, in the supervisor's pid namespace
 	Args    [6]uint64 // raw argument registers (pointers are not followed)
+	// Detail names the arguments that made the filter forbid the call
+	// (Detail(Syscall, Args)): "AF_NETLINK, NETLINK_AUDIT"; "" for a call
+	// forbidden whatever its arguments, and for a foreign one.
+	Detail string
 	// Foreign: the call came through another ABI than x86_64's: i386
 	// (`int 0x80`, Arch AUDIT_ARCH_I386), x32 (Arch AUDIT_ARCH_X86_64 with
 	// bit 0x40000000 in Number), or any other architecture. No program of
@@ -70,6 +74,11 @@ type CallCount struct {
 	// ABI is "" for a native x86_64 call, else the foreign ABI it came
 	// through ("x32", "i386", "arch 0x…"); Syscall is then "".
 	ABI string `json:"abi,omitempty"`
+	// Detail names the arguments the filter forbade the call for
+	// (Violation.Detail): socket's family, and type and protocol where
+	// they decided; absent when the call is forbidden whatever its
+	// arguments. One call with two details is two entries.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Report is the `seccomp` field of a run result (docs/contract.md): the first
@@ -81,6 +90,8 @@ type Report struct {
 	Calls   []CallCount `json:"calls"`
 	// ABI is the first call's ABI ("" for native x86_64), as in CallCount.
 	ABI string `json:"abi,omitempty"`
+	// Detail is the first call's Detail, as in CallCount.
+	Detail string `json:"detail,omitempty"`
 }
 
 // Collector counts violations; it is safe for concurrent use. The zero value
@@ -94,22 +105,26 @@ type Collector struct {
 }
 
 type callKey struct {
-	arch uint32
-	nr   int
+	arch   uint32
+	nr     int
+	detail string
 }
 
 // Add counts one attempt of the native x86_64 system call nr.
-func (c *Collector) Add(nr int) { c.add(auditArchX86_64, nr) }
+func (c *Collector) Add(nr int) { c.add(auditArchX86_64, nr, "") }
 
 // AddViolation counts v, keeping a foreign-ABI call apart from the native
-// call of the same number.
+// call of the same number, and a native call with one Detail apart from
+// the same call with another.
 // It returns the new Total.
-func (c *Collector) AddViolation(v Violation) int { return c.add(v.Arch, v.Number) }
+func (c *Collector) AddViolation(v Violation) int { return c.add(v.Arch, v.Number, v.Detail) }
 
-func (c *Collector) add(arch uint32, nr int) int {
+func (c *Collector) add(arch uint32, nr int, detail string) int {
 	abi := abiName(arch, nr)
 	if abi == "" {
 		arch = auditArchX86_64
+	} else {
+		detail = ""
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -117,7 +132,7 @@ func (c *Collector) add(arch uint32, nr int) int {
 	if abi != "" {
 		c.foreign++
 	}
-	k := callKey{arch, nr}
+	k := callKey{arch, nr, detail}
 	if i, ok := c.index[k]; ok {
 		c.calls[i].Count++
 		return c.total
@@ -126,7 +141,7 @@ func (c *Collector) add(arch uint32, nr int) int {
 		c.index = map[callKey]int{}
 	}
 	c.index[k] = len(c.calls)
-	cc := CallCount{Number: nr, Count: 1, ABI: abi}
+	cc := CallCount{Number: nr, Count: 1, ABI: abi, Detail: detail}
 	if abi == "" {
 		cc.Syscall = SyscallName(nr)
 	}
@@ -159,7 +174,7 @@ func (c *Collector) Report() *Report {
 		return nil
 	}
 	calls := append([]CallCount(nil), c.calls...)
-	return &Report{Syscall: calls[0].Syscall, Number: calls[0].Number, ABI: calls[0].ABI, Calls: calls}
+	return newReport(calls)
 }
 
 // Since is what r counted beyond before (an earlier Report of the same
@@ -172,16 +187,17 @@ func (r *Report) Since(before *Report) *Report {
 		return r
 	}
 	type key struct {
-		abi string // a native call and a foreign one may share a number
-		nr  int
+		abi    string // a native call and a foreign one may share a number
+		nr     int
+		detail string
 	}
 	was := make(map[key]int, len(before.Calls))
 	for _, c := range before.Calls {
-		was[key{c.ABI, c.Number}] = c.Count
+		was[key{c.ABI, c.Number, c.Detail}] = c.Count
 	}
 	var calls []CallCount
 	for _, c := range r.Calls {
-		if n := c.Count - was[key{c.ABI, c.Number}]; n > 0 {
+		if n := c.Count - was[key{c.ABI, c.Number, c.Detail}]; n > 0 {
 			c.Count = n
 			calls = append(calls, c)
 		}
@@ -189,5 +205,10 @@ func (r *Report) Since(before *Report) *Report {
 	if len(calls) == 0 {
 		return nil
 	}
-	return &Report{Syscall: calls[0].Syscall, Number: calls[0].Number, ABI: calls[0].ABI, Calls: calls}
+	return newReport(calls)
+}
+
+// newReport is the Report of calls (not empty): the first one on top.
+func newReport(calls []CallCount) *Report {
+	return &Report{Syscall: calls[0].Syscall, Number: calls[0].Number, ABI: calls[0].ABI, Detail: calls[0].Detail, Calls: calls}
 }

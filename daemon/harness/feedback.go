@@ -357,7 +357,7 @@ func JailFeedback(r *nsjail.Result) []string {
 		fb = append(fb, fmt.Sprintf("The program crashed with signal %s.", unix.SignalName(r.Signal)))
 	}
 	if r.Seccomp != nil && r.KillReason != nsjail.KillSeccomp {
-		fb = append(fb, fmt.Sprintf("The forbidden system call %s failed with EPERM (PermissionError); the sandbox does not allow it, so do without it.", callName(r.Seccomp.Syscall, r.Seccomp.Number)))
+		fb = append(fb, fmt.Sprintf("The forbidden system call %s failed with EPERM (PermissionError); the sandbox does not allow it, so do without it.", callName(r.Seccomp.Syscall, r.Seccomp.Number, r.Seccomp.Detail)))
 	}
 	if r.PidsMaxHits > 0 {
 		fb = append(fb, fmt.Sprintf("Starting a process or thread failed %d time(s) because the jail's process limit was reached; start fewer processes or threads.", r.PidsMaxHits))
@@ -385,7 +385,7 @@ func seccompKill(rep *seccomp.Report) string {
 	case total > seccomp.MaxNotifications:
 		return fmt.Sprintf("The program was killed because it made more than %d forbidden system calls (%d, the most frequent %s); each fails with EPERM, so stop retrying it.", seccomp.MaxNotifications, total, mostFrequent(rep))
 	case rep != nil:
-		return fmt.Sprintf("The program was killed because it made the forbidden system call %s; the sandbox does not allow it, so do without it.", callName(rep.Syscall, rep.Number))
+		return fmt.Sprintf("The program was killed because it made the forbidden system call %s; the sandbox does not allow it, so do without it.", callName(rep.Syscall, rep.Number, rep.Detail))
 	}
 	return "The program was killed by the sandbox's system call filter."
 }
@@ -397,12 +397,17 @@ func mostFrequent(rep *seccomp.Report) string {
 			best = c
 		}
 	}
-	return callName(best.Syscall, best.Number)
+	return callName(best.Syscall, best.Number, best.Detail)
 }
 
-func callName(name string, nr int) string {
-	if name == "" {
+// callName names a forbidden call with the arguments the filter forbade
+// it for: socket(AF_INET, SOCK_RAW).
+func callName(name string, nr int, detail string) string {
+	switch {
+	case name == "":
 		return fmt.Sprintf("number %d", nr)
+	case detail != "":
+		return name + "(" + detail + ")"
 	}
 	return name
 }

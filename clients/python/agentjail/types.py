@@ -441,9 +441,14 @@ class CollectedFile:
 
 @dataclass
 class SyscallCount:
+    """One forbidden call and how often it was made; `detail` names the
+    arguments it was forbidden for ("AF_INET, SOCK_RAW"), "" when any
+    arguments are."""
+
     syscall: str = ""
     number: int = -1
     count: int = 0
+    detail: str = ""
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -454,11 +459,12 @@ class SyscallCount:
 @dataclass
 class SeccompReport:
     """The forbidden system calls the program made: the first one in
-    `syscall`/`number` (`syscall` is "" when the daemon cannot name it),
-    every one counted in `calls`."""
+    `syscall`/`number`/`detail` (`syscall` is "" when the daemon cannot
+    name it), every one counted in `calls`."""
 
     syscall: str = ""
     number: int = -1
+    detail: str = ""
     calls: List[SyscallCount] = field(default_factory=list)
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

@@ -95,7 +95,8 @@ class ResultTest(unittest.TestCase):
                 {"name": "raises", "passed": False, "output": "", "detail": "expected TypeError, got ValueError: x",
                  "duration_ms": 0.02}]},
             seccomp={"syscall": "ptrace", "number": 101, "calls": [
-                {"syscall": "ptrace", "number": 101, "count": 2}, {"syscall": "", "number": 999, "count": 1}]},
+                {"syscall": "ptrace", "number": 101, "count": 2}, {"syscall": "", "number": 999, "count": 1},
+                {"syscall": "socket", "number": 41, "count": 1, "detail": "AF_INET, SOCK_RAW"}]},
             files=[{"path": "out/p.png", "size": 3, "encoding": "base64", "content": base64.b64encode(b"PNG").decode()},
                    {"path": "r.json", "size": 2, "encoding": "utf-8", "content": "{}"},
                    {"path": "link", "error": "a symbolic link"}],
@@ -111,7 +112,9 @@ class ResultTest(unittest.TestCase):
         self.assertEqual((r.tests.total, r.tests.passed, r.tests.failed, r.tests.all_passed), (2, 1, 1, False))
         self.assertEqual(r.tests.results[1].detail, "expected TypeError, got ValueError: x")
         self.assertEqual(r.seccomp.syscall, "ptrace")
-        self.assertEqual([(c.syscall, c.number, c.count) for c in r.seccomp.calls], [("ptrace", 101, 2), ("", 999, 1)])
+        self.assertEqual([(c.syscall, c.number, c.count, c.detail) for c in r.seccomp.calls],
+                         [("ptrace", 101, 2, ""), ("", 999, 1, ""), ("socket", 41, 1, "AF_INET, SOCK_RAW")])
+        self.assertEqual(r.seccomp.detail, "")
         self.assertEqual(r.file("out/p.png").read_bytes(), b"PNG")
         self.assertEqual(r.file("r.json").read_text(), "{}")
         with self.assertRaisesRegex(OSError, "symbolic link"):

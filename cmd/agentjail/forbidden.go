@@ -12,7 +12,7 @@ import (
 const maxForbiddenShown = 3
 
 // forbiddenSummary is the summary line's part for the forbidden system
-// calls a run made (the result's seccomp): "forbidden: socket ×2, sync",
+// calls a run made (the result's seccomp): "forbidden: socket(AF_PACKET) ×2, sync",
 // in the order of their first attempt, a count when above one; "" for
 // none. In errno mode the program went on (the calls failed with EPERM),
 // so without it a run that exits 0 would not show them at all.
@@ -32,6 +32,8 @@ func forbiddenSummary(r *seccomp.Report) string {
 			name = fmt.Sprintf("%s #%d", c.ABI, c.Number)
 		case name == "":
 			name = fmt.Sprintf("#%d", c.Number)
+		case c.Detail != "": // the arguments the filter refused it for
+			name += "(" + c.Detail + ")"
 		}
 		if c.Count > 1 {
 			name += fmt.Sprintf(" ×%d", c.Count)

@@ -31,8 +31,8 @@ import (
 //	daemon                                  session program (fd 3)
 //	  <-- {"t":"ready"} ---------------------- set up: its stdio is /dev/null
 //	  -- {"t":"call","n":N} + fds: the
-//	     call's payload (a sealed memfd),
-//	     stdin, stdout, stderr, report ------>
+//	     call's payload, stdin (feeds, or
+//	     /dev/null), stdout, stderr, report -->
 //	                                           the payload's files, the fds on
 //	                                           0-2, the code; the report to the
 //	                                           report pipe; stdio back to /dev/null
@@ -565,6 +565,7 @@ type call struct {
 	n int
 
 	payload, stdin   *childFD // what the program gets: sent, then closed here
+	feeds            []*feed  // of the payload and stdin (feed_linux.go), stopped at the call's end
 	outW, errW, repW *childFD
 	outR, errR, repR *os.File // this process's ends of the call's pipes
 
@@ -574,15 +575,15 @@ type call struct {
 	finished bool
 }
 
-// open makes the call's files: its payload and stdin (sealed memfds, or
+// open makes the call's files: its payload and stdin (feeds, or
 // /dev/null), its stdout and stderr pipes (the jail's uid owns their
 // write ends, as a run's), its report pipe.
 func (k *call) open(c *CallSpec) error {
 	var err error
-	if k.payload, err = sealedFD("call", c.Payload); err != nil {
+	if k.payload, err = feedFD(c.Payload, &k.feeds); err != nil {
 		return stageErr("call payload", err)
 	}
-	if k.stdin, err = stdinFD(c.Stdin); err != nil {
+	if k.stdin, err = feedFD(c.Stdin, &k.feeds); err != nil {
 		return stageErr("stdin", err)
 	}
 	for _, p := range []struct {
@@ -625,6 +626,9 @@ func (k *call) send() error {
 }
 
 func (k *call) closeFiles() {
+	for _, f := range k.feeds {
+		f.stop()
+	}
 	for _, f := range []*childFD{k.payload, k.stdin, k.outW, k.errW, k.repW} {
 		f.Close() // nil, or sent and closed already: nothing
 	}

@@ -320,7 +320,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
 	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) {
 		started = time.Now()
-		js, err = starter.StartSession(ctx, spec)
+		js, err = startSessionWithFiles(ctx, starter, spec)
 		cause = context.Cause(ctx)
 	})
 	if !ok {

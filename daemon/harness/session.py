@@ -187,7 +187,7 @@ class _Feed:
         return self.end - self.pos
 
     def _take(self, n):
-        v = memoryview(self.buf)[self.pos:self.pos + n]
+        v = memoryview(self.buf)[self.pos:min(self.pos + n, self.end)]
         self.pos += len(v)
         return v
 
@@ -210,7 +210,7 @@ class _Feed:
         """Writes the next n bytes (all, up to EOF, when n is None) to fd;
         False when they ended early."""
         while (n is None or n > 0) and self._fill():
-            v = self._take(self.end - self.pos if n is None else n)
+            v = self._take(self.end if n is None else n)
             if n is not None:
                 n -= len(v)
             while v:

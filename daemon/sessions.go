@@ -279,6 +279,8 @@ func endedWhy(r nsjail.EndReason) string {
 		return "a forbidden system call ended it"
 	case nsjail.EndControlLost:
 		return "its interpreter closed agentjail's control channel (fd 3)"
+	case nsjail.EndRuntime:
+		return "its warm runtime (the environment's zygote) died or stalled, not by the program's doing; a new zygote is being started"
 	}
 	return "its interpreter ended"
 }

@@ -159,6 +159,7 @@ func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []F
 	lim := spec.Limits
 	s.watchers.Go(func() { j.watchCPU(0, lim.CPUTime, lim.CPUs, s.stopWatch, func() { j.kill(KillCPUTimeout) }) })
 	j.watchMemory(&s.watchers, s.stopWatch)
+	go j.watchZygote(s.stopWatch)
 	go s.life()
 
 	err = s.awaitReady(ctx)
@@ -212,6 +213,7 @@ func (s *Session) life() {
 	default:
 		ws = j.state.Sys().(syscall.WaitStatus)
 	}
+	zfail := j.zygoteFailure(ok) != nil // before s.mu: it may wait for the zygote's end
 	stats, serr := j.cg.Stats()
 	s.mu.Lock()
 	s.exit = ws
@@ -219,6 +221,9 @@ func (s *Session) life() {
 	if serr == nil {
 		s.foldPeak(stats.PeakMemoryBytes)
 		s.final = SessionStats{PeakMemoryBytes: s.peak, CPUTime: stats.CPUTime}
+	}
+	if zfail && s.reason == "" {
+		s.reason = EndRuntime
 	}
 	if s.reason == "" {
 		var res Result
@@ -411,6 +416,9 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	watchers.Wait()
 	if end == nil {
 		s.awaitDeath() // no end record: the session ended during the call
+		if err := j.zygoteError(); err != nil {
+			return nil, err
+		}
 	}
 	tail := outputTail
 	if s.Ended() != "" {

@@ -56,6 +56,13 @@ func TestSessionFilesCountAgainstIt(t *testing.T) {
 		"files": []map[string]string{{"path": "a.txt", "content": strings.Repeat("z", 40<<20)}}})
 	assert.Equal(t, http.StatusBadRequest, code, string(b))
 	assert.Contains(t, string(b), "limits.memory_bytes")
+
+	// The session's own rlimits hold for them, as for a call's files.
+	code, b = do(t, c, http.MethodPost, "/v1/sessions", map[string]any{"limits": map[string]any{"file_size_bytes": 1 << 20},
+		"files": []map[string]string{{"path": "a.txt", "content": strings.Repeat("z", 2<<20)}}})
+	assert.Equal(t, http.StatusBadRequest, code, string(b))
+	assert.Contains(t, string(b), "files[0].path")
+	assert.Contains(t, string(b), "limits.file_size_bytes")
 }
 
 // A call's files are streamed to /workspace: a session holds one message

@@ -244,7 +244,10 @@ def _write_files(ws, files, feed):
         try:
             _write_beneath(ws, rel, lambda fd: feed.copy(fd, size) or _cut())
         except OSError as e:
-            return {"i": i, "error": "cannot write /workspace/%s in this session: %s" % (rel, e.strerror or e)}
+            why = e.strerror or e
+            if e.errno == errno.EFBIG:
+                why = "it is larger than the session's file_size_bytes (limits.file_size_bytes)"
+            return {"i": i, "error": "cannot write /workspace/%s in this session: %s" % (rel, why)}
     return None
 
 

@@ -26,7 +26,7 @@ func TestIdleSessionDoesNotRun(t *testing.T) {
 	// answers as before.
 	r = sessionCall(t, s, "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\nthreading.active_count()", nil)
 	require.Equal(t, StatusOK, r.Status, "%s", r.Stderr)
-	assert.Less(t, r.WallTime, 3*time.Second)
+	assert.Less(t, r.WallTime, 20*time.Second, "0.3 s of CPU (shared with the thread, on a loaded host): throttled, it would take 300 s")
 	assert.GreaterOrEqual(t, r.CPUTime, 300*time.Millisecond)
 	assert.Equal(t, EndReason(""), r.Ended)
 

@@ -35,3 +35,5 @@ func (g *Group) Kill() error                                { return ErrUnsuppor
 func (g *Group) Delete() error                              { return nil }
 func (g *Group) OOMEvents() (<-chan struct{}, error)        { return nil, ErrUnsupported }
 func (g *Group) OOMKills() (int64, error)                   { return 0, ErrUnsupported }
+
+func (g *Group) SetIdle(bool) error { return ErrUnsupported }

@@ -281,6 +281,8 @@ func endedWhy(r nsjail.EndReason) string {
 		return "its interpreter closed agentjail's control channel (fd 3)"
 	case nsjail.EndProtocol:
 		return "its interpreter sent on agentjail's control channel (fd 3) what the protocol does not allow"
+	case nsjail.EndRuntime:
+		return "its warm runtime (the environment's zygote) died or stalled, not by the program's doing; a new zygote is being started"
 	}
 	return "its interpreter ended"
 }
@@ -322,7 +324,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	started := time.Now()
 	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) {
 		started = time.Now()
-		js, err = starter.StartSession(ctx, spec)
+		js, err = startSessionWithFiles(ctx, starter, spec)
 		cause = context.Cause(ctx)
 	})
 	if !ok {

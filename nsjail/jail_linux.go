@@ -101,6 +101,7 @@ type jail struct {
 	// waited for (its zygote's jail's init reaps it).
 	pidfd *os.File
 	ended bool
+	zw    zygoteWatch // its zygote's failure (zygote_watch_linux.go)
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail

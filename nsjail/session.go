@@ -83,10 +83,10 @@ func (l CallLimits) Validate() error {
 // CallSpec is one call of a session: plain data.
 type CallSpec struct {
 	ID string // the call's result ID; Call assigns one ("j-…") when empty
-	// Payload is what the session's program reads for the call, in a
-	// sealed memfd: its own format (the daemon's: harness.CallPayload).
+	// Payload is what the session's program reads for the call, from a
+	// feed (feed_linux.go): its own format (the daemon's: harness.CallPayload).
 	Payload       []byte
-	Stdin         []byte // nil: /dev/null
+	Stdin         []byte // a feed as well; nil: /dev/null
 	Limits        CallLimits
 	Collect       []string // as Spec.Collect, read after the call
 	CollectLimits CollectLimits

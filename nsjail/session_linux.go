@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,8 +29,8 @@ import (
 //	daemon                                  session program (fd 3)
 //	  <-- {"t":"ready"} ---------------------- set up: its stdio is /dev/null
 //	  -- {"t":"call","n":N} + fds: the
-//	     call's payload (a sealed memfd),
-//	     stdin, stdout, stderr, report ------>
+//	     call's payload, stdin (feeds, or
+//	     /dev/null), stdout, stderr, report -->
 //	                                           the payload's files, the fds on
 //	                                           0-2, the code; the report to the
 //	                                           report pipe; stdio back to /dev/null
@@ -112,105 +111,6 @@ func (r *Runner) StartSession(ctx context.Context, s *Spec) (*Session, error) {
 	}
 }
 
-// lease is a started jail that a session holds for its whole life, and how
-// to give it back once it has been waited for and cleaned up.
-type lease struct {
-	j       *jail
-	start   StartMode
-	release func()
-}
-
-// leaseJail is a jail for a session: a warm run (forked ahead, or now)
-// when the spec asks for one and a zygote of its runtime is up; else a
-// prepared jail; else one started now (fresh: only that). rest are the
-// files of code the jail does not hold yet. A jail taken from a pool is
-// replaced at once: a session holds it for long.
-func (r *Runner) leaseJail(spec *Spec, b []string, code []File, fresh bool) (*lease, []File, error) {
-	if spec.Start == StartWarm && !fresh {
-		if w := r.warmFor(b, spec.Etc); w != nil {
-			if rest, fits := withoutShared(code, w.base.shared); fits {
-				if pj := w.pool.take(); pj != nil {
-					w.pool.fill(r)
-					return pj.lease(StartWarm), rest, nil
-				}
-				uid, err := r.UIDs.Acquire()
-				if err != nil {
-					return nil, nil, err
-				}
-				j := &jail{runner: r, uid: uid}
-				end, err := j.startOwned(func() error { return w.startRun(j, w.pool.build) })
-				if err == nil {
-					return &lease{j: j, start: StartWarm, release: func() { close(end); r.UIDs.Release(uid) }}, rest, nil
-				}
-				r.UIDs.Release(uid)
-				if !errors.Is(err, errNoZygote) {
-					return nil, nil, err
-				}
-				w.fallback.Add(1)
-			}
-		}
-	}
-	if p := r.poolFor(b, spec.Etc); p != nil && !fresh {
-		if rest, fits := withoutShared(code, p.base.shared); fits {
-			if pj := p.take(); pj != nil {
-				p.fill(r)
-				return pj.lease(StartCold), rest, nil
-			}
-		}
-	}
-	uid, err := r.UIDs.Acquire()
-	if err != nil {
-		return nil, nil, err
-	}
-	j := &jail{runner: r, uid: uid}
-	built := r.build(jailBase{binds: b, etc: spec.Etc}, spec.Limits.TmpBytes)
-	end, err := j.startOwned(func() error { return j.start(built) })
-	if err != nil {
-		r.UIDs.Release(uid)
-		return nil, nil, err
-	}
-	return &lease{j: j, start: StartCold, release: func() { close(end); r.UIDs.Release(uid) }}, code, nil
-}
-
-// lease hands a prepared jail to a session: its keeper (preparedPool.keep)
-// waits until the session gives it back.
-func (pj *preparedJail) lease(start StartMode) *lease {
-	return &lease{j: pj.j, start: start, release: func() {
-		pj.j.runner.UIDs.Release(pj.j.uid)
-		pj.ended <- true
-	}}
-}
-
-// startOwned starts j (start: jail.start, or a warm run's startRun) on a
-// goroutine of its own with its OS thread locked, for a jail that
-// outlives the call that starts it. If the jail's parent-death signal is
-// tied to that thread (jail.threadBound), the goroutine keeps it locked
-// until end is closed; else it ends after the start. A start that fails
-// is cleaned up there.
-func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
-	started := make(chan error, 1)
-	end = make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		err := start()
-		if err != nil {
-			err = errors.Join(err, j.cleanup())
-		}
-		// Read before the jail is the caller's: a warm one needs this
-		// thread no more, and the goroutine ends now.
-		bound := err == nil && j.threadBound()
-		started <- err
-		if bound {
-			<-end
-		}
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return end, nil
-}
-
 // startupOutputBytes is what a session's program may print before it is
 // ready: kept for the error of a start that fails.
 const startupOutputBytes = 16 << 10
@@ -258,9 +158,11 @@ func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []F
 	lim := spec.Limits
 	s.watchers.Go(func() { j.watchCPU(0, lim.CPUTime, lim.CPUs, s.stopWatch, func() { j.kill(KillCPUTimeout) }) })
 	j.watchMemory(&s.watchers, s.stopWatch)
+	go j.watchZygote(s.stopWatch)
 	go s.life()
 
 	err = s.awaitReady(ctx)
+	s.idle() // until its first call (session_idle_linux.go)
 	// Ready, the program has put /dev/null on its stdio: EOF now.
 	startup.wait(100*time.Millisecond, pio.out, pio.err)
 	if err != nil {
@@ -310,6 +212,7 @@ func (s *Session) life() {
 	default:
 		ws = j.state.Sys().(syscall.WaitStatus)
 	}
+	zfail := j.zygoteFailure(ok) != nil // before s.mu: it may wait for the zygote's end
 	stats, serr := j.cg.Stats()
 	s.mu.Lock()
 	s.exit = ws
@@ -317,6 +220,9 @@ func (s *Session) life() {
 	if serr == nil {
 		s.foldPeak(stats.PeakMemoryBytes)
 		s.final = SessionStats{PeakMemoryBytes: s.peak, CPUTime: stats.CPUTime}
+	}
+	if zfail && s.reason == "" {
+		s.reason = EndRuntime
 	}
 	if s.reason == "" {
 		var res Result
@@ -355,6 +261,7 @@ func (s *Session) End(reason EndReason) {
 	if s.reason == "" {
 		s.reason = reason
 	}
+	_ = s.j.cg.SetIdle(false) // its processes die at once (session_idle_linux.go)
 	s.j.kill(killFor(reason))
 }
 
@@ -470,7 +377,10 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	// The call's own peak where the kernel can reset the mark (v1, v2 on
 	// Linux 6.12+); else Stats says its peak is the group's since creation.
 	peakKnown := j.cg.ResetPeak() == nil
-
+	if err := s.wake(); err != nil {
+		return nil, err
+	}
+	defer s.idle()
 	sent := time.Now()
 	if err := k.send(); err != nil {
 		s.awaitDeath() // the program's end of the socket is gone
@@ -505,6 +415,9 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	watchers.Wait()
 	if end == nil {
 		s.awaitDeath() // no end record: the session ended during the call
+		if err := j.zygoteError(); err != nil {
+			return nil, err
+		}
 	}
 	tail := outputTail
 	if s.Ended() != "" {
@@ -566,6 +479,7 @@ type call struct {
 	n int
 
 	payload, stdin   *childFD // what the program gets: sent, then closed here
+	feeds            []*feed  // of the payload and stdin (feed_linux.go), stopped at the call's end
 	outW, errW, repW *childFD
 	outR, errR, repR *os.File // this process's ends of the call's pipes
 
@@ -575,15 +489,15 @@ type call struct {
 	finished bool
 }
 
-// open makes the call's files: its payload and stdin (sealed memfds, or
+// open makes the call's files: its payload and stdin (feeds, or
 // /dev/null), its stdout and stderr pipes (the jail's uid owns their
 // write ends, as a run's), its report pipe.
 func (k *call) open(c *CallSpec) error {
 	var err error
-	if k.payload, err = sealedFD("call", c.Payload); err != nil {
+	if k.payload, err = feedFD(c.Payload, &k.feeds); err != nil {
 		return stageErr("call payload", err)
 	}
-	if k.stdin, err = stdinFD(c.Stdin); err != nil {
+	if k.stdin, err = feedFD(c.Stdin, &k.feeds); err != nil {
 		return stageErr("stdin", err)
 	}
 	for _, p := range []struct {
@@ -626,6 +540,9 @@ func (k *call) send() error {
 }
 
 func (k *call) closeFiles() {
+	for _, f := range k.feeds {
+		f.stop()
+	}
 	for _, f := range []*childFD{k.payload, k.stdin, k.outW, k.errW, k.repW} {
 		f.Close() // nil, or sent and closed already: nothing
 	}

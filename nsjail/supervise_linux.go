@@ -61,6 +61,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		}
 	}()
 	j.watchMemory(&watchers, done)
+	go j.watchZygote(done) // a warm run's: ends with the program, or the jail's clean-up
 
 	werr := j.wait()
 	end := time.Now()
@@ -100,6 +101,9 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		ws = syscall.WaitStatus(syscall.SIGKILL)
 	default:
 		ws = j.state.Sys().(syscall.WaitStatus)
+	}
+	if err := j.zygoteFailure(ok); err != nil {
+		return nil, err
 	}
 	res.decide(ws, j.killReason())
 	return res, nil

@@ -19,6 +19,7 @@ import sys
 CTL = 3  # the control socket (SOCK_SEQPACKET)
 # /code and /workspace; only tests give others (arguments 1 and 2)
 CODE, WORKSPACE = sys.argv[1:3] if len(sys.argv) == 3 else ("/code", "/workspace")
+FEED_BUF = 64 << 10  # twice the largest message of a feed (feed_linux.go's feedChunk)
 MAX_VALUE = 16384  # characters of a value's repr; a longer one is cut (the daemon's record bound is far above)
 
 _pid = os.getpid()  # a process a call forks runs this code too, and must never answer for the session
@@ -121,19 +122,21 @@ def _call(lib, ns, ws, null, fds):
     _interrupted = False  # this call's alone, even when its code never starts
     payload, stdin, out, err, report = fds
     try:
-        head, body = _payload(lib, payload)
+        feed = _Feed(payload)
+        head = lib["_loads"](feed.line().decode("utf-8").removesuffix("\n"))
+        name, n_code, n_tests = head["name"], head["code"], head["tests"]
+        code = feed.read(n_code).decode("utf-8")
+        tests = feed.read(n_tests) if n_tests >= 0 else None
+        refused = _write_files(ws, head["files"], feed)
     finally:
         os.close(payload)
-    name, n_code, n_tests = head["name"], head["code"], head["tests"]
-    code = body[:n_code].decode("utf-8")
-    tests = body[n_code:n_code + n_tests] if n_tests >= 0 else None
-    refused = _write_files(ws, head["files"], body, n_code + max(n_tests, 0))
     if refused is not None:
         for fd in (stdin, out, err, report):
             os.close(fd)
         return 0, None, refused
     if head["files"]:
         _fresh_imports()
+    stdin = _own_stdin(stdin)
     for fd, target in ((stdin, 0), (out, 1), (err, 2)):
         os.dup2(fd, target)
         os.close(fd)
@@ -176,35 +179,94 @@ def _call(lib, ns, ws, null, fds):
     return status, value, None
 
 
-def _payload(lib, fd):
-    """The call's payload (session.go's CallPayload): one line of JSON,
-    then the code, the tests' JSON and the files' bytes, back to back."""
-    size = os.fstat(fd).st_size
-    data = bytearray()
-    while len(data) < size:
-        chunk = os.pread(fd, size - len(data), len(data))
-        if not chunk:
-            break
-        data += chunk
-    head, _, body = bytes(data).partition(b"\n")
-    return lib["_loads"](head.decode("utf-8")), body
+class _Feed:
+    """A call's payload or stdin as it comes (nsjail/feed_linux.go): the
+    messages of a SOCK_SEQPACKET socket, up to its EOF, read one at a
+    time into one buffer, so that what a call brings is never held here
+    whole: code and tests are read, files and stdin copied a message at
+    a time to where they go. What is copied is this session's memory
+    (/workspace, a memfd of its own), counted against its limit."""
+
+    def __init__(self, fd):
+        self.fd, self.buf, self.pos, self.end = fd, bytearray(FEED_BUF), 0, 0
+
+    def _fill(self):
+        if self.pos == self.end:
+            self.pos, self.end = 0, os.readv(self.fd, [self.buf])
+        return self.end - self.pos
+
+    def _take(self, n):
+        v = memoryview(self.buf)[self.pos:min(self.pos + n, self.end)]
+        self.pos += len(v)
+        return v
+
+    def line(self):
+        out = bytearray()
+        while self._fill():
+            i = self.buf.find(b"\n", self.pos, self.end)
+            out += self._take((i + 1 if i >= 0 else self.end) - self.pos)
+            if i >= 0:
+                break
+        return bytes(out)
+
+    def read(self, n):
+        out = bytearray()
+        while len(out) < n and self._fill():
+            out += self._take(n - len(out))
+        return bytes(out)
+
+    def copy(self, fd, n):
+        """Writes the next n bytes (all, up to EOF, when n is None) to fd;
+        False when they ended early."""
+        while (n is None or n > 0) and self._fill():
+            v = self._take(self.end if n is None else n)
+            if n is not None:
+                n -= len(v)
+            while v:
+                v = v[os.write(fd, v):]
+        return not n
 
 
-def _write_files(ws, files, body, off):
-    """Writes the call's files below /workspace; a message for its end
-    record when one cannot be (the files before it are written)."""
+def _own_stdin(fd):
+    """The call's stdin: /dev/null as it came, or its feed copied into a
+    memfd of this session's own, read from its start (a file, as a run's
+    stdin is)."""
+    if os.fstat(fd).st_mode & 0o170000 != 0o140000:  # not a socket
+        return fd
+    mem = os.memfd_create("stdin", os.MFD_CLOEXEC)
+    try:
+        _Feed(fd).copy(mem, None)
+        os.lseek(mem, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(mem)
+        raise
+    finally:
+        os.close(fd)
+    return mem
+
+
+def _write_files(ws, files, feed):
+    """Writes the call's files below /workspace from its feed; a message
+    for its end record when one cannot be (the files before it are
+    written)."""
     for i, (rel, size) in enumerate(files):
         try:
-            _write_beneath(ws, rel, body[off:off + size])
+            _write_beneath(ws, rel, lambda fd: feed.copy(fd, size) or _cut())
         except OSError as e:
-            return {"i": i, "error": "cannot write /workspace/%s in this session: %s" % (rel, e.strerror or e)}
-        off += size
+            why = e.strerror or e
+            if e.errno == errno.EFBIG:
+                why = "it is larger than the session's file_size_bytes (limits.file_size_bytes)"
+            return {"i": i, "error": "cannot write /workspace/%s in this session: %s" % (rel, why)}
     return None
 
 
-def _write_beneath(ws, rel, content):
+def _cut():
+    raise OSError(0, "its bytes ended early")
+
+
+def _write_beneath(ws, rel, fill):
     """Writes one file below the directory fd ws, making the directories on
-    its way. The calls' code may have left anything there: no symbolic link
+    its way; fill(fd) writes its bytes. The calls' code may have left anything there: no symbolic link
     is followed (O_NOFOLLOW at each step), no FIFO is waited on
     (O_NONBLOCK), nothing but a regular file is written."""
     *dirs, name = rel.split("/")
@@ -225,9 +287,7 @@ def _write_beneath(ws, rel, content):
         if os.fstat(fd).st_mode & 0o170000 != 0o100000:
             raise OSError(0, "it is not a regular file")
         os.ftruncate(fd, 0)
-        view = memoryview(content)
-        while view:
-            view = view[os.write(fd, view):]
+        fill(fd)
     finally:
         os.close(fd)
 

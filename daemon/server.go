@@ -34,6 +34,7 @@ type Options struct {
 	MaxRequestBytes int64    // request body cap (413 above it)
 	MaxQueuedBytes  int64    // request bytes the waiting requests hold together (429 above it); 0 = no bound
 	Version         string   // reported by /v1/health
+	Node, Advertise string   // this node's name (Agentjail-Node; default the host name) and address (remote.go)
 	CgroupVersion   string   // "v1" or "v2", reported by /v1/health
 	Logger          *slog.Logger
 	// PreparedReady, when set, tells how many prepared jails wait now
@@ -75,6 +76,7 @@ type Server struct {
 	m      *metrics
 	sess   *sessions
 	hs     *http.Server
+	mux    *http.ServeMux // the API, behind checkPeer here and checkToken on the remote listener
 
 	decoding *byteSem // bodies being read and decoded: max_queued_bytes together
 	draining atomic.Bool
@@ -113,6 +115,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	o.SessionIdleTimeout = cmp.Or(o.SessionIdleTimeout, time.Duration(def.IdleTimeout))
 	o.SessionMaxIdleTimeout = max(cmp.Or(o.SessionMaxIdleTimeout, time.Duration(def.MaxIdleTimeout)), o.SessionIdleTimeout)
 	o.SessionMaxLifetime = cmp.Or(o.SessionMaxLifetime, time.Duration(def.MaxLifetime))
+	o.Node = cmp.Or(o.Node, (&Config{}).NodeName())
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
 	budget := o.MaxQueuedBytes
@@ -129,12 +132,14 @@ func NewServer(o Options, jailer Jailer) *Server {
 	mux.HandleFunc("/v1/environments", s.handleEnvironments)
 	mux.HandleFunc("/v1/sessions", s.handleSessions)
 	mux.HandleFunc("/v1/sessions/", s.handleSession)
+	mux.HandleFunc("/v1/capacity", s.handleCapacity)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see docs/contract.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, /v1/sessions, GET /metrics)", r.Method, r.URL.Path))
 	})
+	s.mux = mux
 	s.hs = &http.Server{
-		Handler:           s.checkPeer(mux),
+		Handler:           s.nodeHeaders(s.checkPeer(mux)),
 		ConnContext:       withPeer,
 		ReadHeaderTimeout: 10 * time.Second,
 		// An idle connection holds a daemon fd: a client that keeps none

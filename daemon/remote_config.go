@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // RemoteConfig is [remote]: a TCP listener, with TLS and bearer tokens,
@@ -31,7 +32,7 @@ func (c *Config) NodeName() string {
 		return c.Remote.Node
 	}
 	h, err := os.Hostname()
-	if err != nil || !nodeNameRe.MatchString(h) {
+	if err != nil || !nodeNameRe.MatchString(h) || strings.Contains(h, "..") {
 		return "localhost"
 	}
 	return h
@@ -76,7 +77,7 @@ func (c *Config) validateRemote(bad func(key, format string, a ...any)) {
 	if r.TokensFile == "" {
 		bad("remote.tokens_file", "is required: every remote request but GET /v1/health needs a bearer token; set it to a file of \"NAME TOKEN\" lines")
 	}
-	if r.Node != "" && !nodeNameRe.MatchString(r.Node) {
+	if r.Node != "" && (!nodeNameRe.MatchString(r.Node) || strings.Contains(r.Node, "..")) {
 		bad("remote.node", "%q is not a node name: letters, digits, '.' and '-', at most 63, starting and ending with a letter or digit", r.Node)
 	}
 	if r.Advertise != "" {

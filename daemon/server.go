@@ -131,7 +131,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	mux.HandleFunc("/v1/health", s.handleHealth)
 	mux.HandleFunc("/v1/environments", s.handleEnvironments)
 	mux.HandleFunc("/v1/sessions", s.handleSessions)
-	mux.HandleFunc("/v1/sessions/", s.handleSession)
+	mux.Handle("/v1/sessions/", s.sessionHere(http.HandlerFunc(s.handleSession)))
 	mux.HandleFunc("/v1/capacity", s.handleCapacity)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -75,6 +75,8 @@ type SessionCreated struct {
 	Limits        SessionLimits `json:"limits"`
 	IdleTimeoutMs int64         `json:"idle_timeout_ms"`
 	ExpiresAt     string        `json:"expires_at"` // when it ends unless a call comes (RFC 3339, UTC)
+	Node          string        `json:"node"`       // the node that holds it (remote_node.go)
+	Endpoint      string        `json:"endpoint"`   // that node's remote.advertise; "" without [remote]
 }
 
 // SessionInfo is GET /v1/sessions/{id}, and each entry of GET /v1/sessions.
@@ -93,6 +95,8 @@ type SessionInfo struct {
 	CPUTimeMs       float64       `json:"cpu_time_ms"`       // since it started, every process
 	Limits          SessionLimits `json:"limits"`
 	IdleTimeoutMs   int64         `json:"idle_timeout_ms"`
+	Node            string        `json:"node"`
+	Endpoint        string        `json:"endpoint"`
 }
 
 // SessionState is where a session stands after a call.
@@ -380,7 +384,7 @@ func (q *SessionRequest) spec(o Options) (*nsjail.Spec, *Environment, time.Durat
 		}
 		idle = time.Duration(*v) * time.Millisecond
 	}
-	spec := &nsjail.Spec{ID: nsjail.NewSessionID(), Python: env.Python, ReadOnlyMounts: env.ReadOnlyMounts, Etc: env.CurrentEtc(),
+	spec := &nsjail.Spec{ID: newSessionID(o.Node), Python: env.Python, ReadOnlyMounts: env.ReadOnlyMounts, Etc: env.CurrentEtc(),
 		DefaultEnv: env.Env, Env: q.Env, Start: start, Limits: limits, OnForbiddenSyscall: p.OnForbiddenSyscall}
 	spec.Program, spec.ProgramName, spec.CodeFiles = harness.SessionProgram()
 	if spec.Files, err = decodeFiles(q.Files); err != nil {
@@ -854,7 +858,7 @@ func (s *session) sessionLimits() SessionLimits {
 
 func (s *session) created() SessionCreated {
 	return SessionCreated{ID: s.js.ID, Environment: s.env.Name, Start: string(s.js.Start), Limits: s.sessionLimits(),
-		IdleTimeoutMs: s.idle.Milliseconds(), ExpiresAt: rfc3339(s.expiresAt())}
+		IdleTimeoutMs: s.idle.Milliseconds(), ExpiresAt: rfc3339(s.expiresAt()), Node: s.t.srv.opts.Node, Endpoint: s.t.srv.opts.Advertise}
 }
 
 // info is the session's state now (its figures read from its cgroup).
@@ -866,7 +870,8 @@ func (s *session) info() SessionInfo {
 	s.mu.Unlock()
 	info := SessionInfo{ID: s.js.ID, Environment: s.env.Name, Start: string(s.js.Start), Created: rfc3339(s.js.Created),
 		LastUsed: rfc3339(last), ExpiresAt: rfc3339(s.expiresAt()), Calls: calls, Alive: reason == "", EndedReason: string(reason),
-		CPUTimeMs: ms(st.CPUTime), Limits: s.sessionLimits(), IdleTimeoutMs: s.idle.Milliseconds()}
+		CPUTimeMs: ms(st.CPUTime), Limits: s.sessionLimits(), IdleTimeoutMs: s.idle.Milliseconds(),
+		Node: s.t.srv.opts.Node, Endpoint: s.t.srv.opts.Advertise}
 	if st.MemoryBytes >= 0 {
 		info.MemoryBytes = &st.MemoryBytes
 	}

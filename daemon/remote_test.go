@@ -40,7 +40,7 @@ type testPKI struct {
 	dir               string
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func newTestPKI(t *testing.T) *testPKI {
 }
 
 // issue writes a new server certificate with the serial number serial.
-func (p *testPKI) issue(t *testing.T, serial int64) {
+func (p *testPKI) issue(t testing.TB, serial int64) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func (p *testPKI) issue(t *testing.T, serial int64) {
 
 // kubeSecret writes files the way the kubelet does for a Secret volume:
 // dir/NAME -> ..data/NAME, ..data -> ..TIMESTAMP; update swaps ..data.
-func kubeSecret(t *testing.T, dir, name, content string) {
+func kubeSecret(t testing.TB, dir, name, content string) {
 	t.Helper()
 	ts := filepath.Join(dir, "..ts-"+strings.ReplaceAll(time.Now().Format("150405.000000000"), ".", "_"))
 	require.NoError(t, os.MkdirAll(ts, 0o755))
@@ -102,13 +102,14 @@ type remoteEnv struct {
 	tokens *TokenStore
 	pki    *testPKI
 	addr   string
+	sock   *http.Client // the server's Unix socket
 }
 
 // startRemote serves o on a socket and on a TLS listener on loopback
 // whose tokens are tokenA (alice) and tokenB (bob).
-func startRemote(t *testing.T, o Options, j Jailer, mod func(*Server, *RemoteOptions)) *remoteEnv {
+func startRemote(t testing.TB, o Options, j Jailer, mod func(*Server, *RemoteOptions)) *remoteEnv {
 	t.Helper()
-	s, _, _ := startServer(t, o, j)
+	s, _, sock := startServer(t, o, j)
 	pki := newTestPKI(t)
 	tdir := t.TempDir()
 	kubeSecret(t, tdir, "tokens", "alice "+tokenA+"\nbob "+tokenB+"\n")
@@ -126,12 +127,12 @@ func startRemote(t *testing.T, o Options, j Jailer, mod func(*Server, *RemoteOpt
 	go func() { _ = s.ServeRemote(l, ro) }()
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool}}, Timeout: 30 * time.Second}
 	t.Cleanup(c.CloseIdleConnections)
-	return &remoteEnv{s: s, base: "https://" + l.Addr().String(), client: c, tokens: tokens, pki: pki, addr: l.Addr().String()}
+	return &remoteEnv{s: s, base: "https://" + l.Addr().String(), client: c, tokens: tokens, pki: pki, addr: l.Addr().String(), sock: sock}
 }
 
 // call sends method path with body as token's; it returns the answer
 // with its body read.
-func (e *remoteEnv) call(t *testing.T, token, method, path, body string) (*http.Response, string) {
+func (e *remoteEnv) call(t testing.TB, token, method, path, body string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, e.base+path, strings.NewReader(body))
 	require.NoError(t, err)

@@ -80,7 +80,9 @@ type Server struct {
 
 	decoding *byteSem // bodies being read and decoded: max_queued_bytes together
 	draining atomic.Bool
-	refusals atomic.Int64
+	// drainAsked: Drain was called (remote_drain.go); stopping: Shutdown was.
+	drainAsked, stopping atomic.Bool
+	refusals             atomic.Int64
 	// killAll ends every running jail with nsjail.KillShutdown when the
 	// grace period of Shutdown is over.
 	killCtx context.Context
@@ -139,7 +141,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	})
 	s.mux = mux
 	s.hs = &http.Server{
-		Handler:           s.nodeHeaders(s.checkPeer(mux)),
+		Handler:           s.nodeHeaders(s.checkPeer(s.drainRoute(mux))),
 		ConnContext:       withPeer,
 		ReadHeaderTimeout: 10 * time.Second,
 		// An idle connection holds a daemon fd: a client that keeps none
@@ -161,7 +163,8 @@ func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
 // every jail is gone (its cgroup removed).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.jobsMu.Lock()
-	already := s.draining.Swap(true)
+	already := s.stopping.Swap(true)
+	s.draining.Store(true)
 	s.jobsMu.Unlock()
 	if already {
 		return errors.New("already shutting down")
@@ -235,14 +238,18 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use GET /v1/health")
 		return
 	}
-	status := "ok"
-	if s.draining.Load() {
-		status = "shutting_down"
+	status, code := "ok", http.StatusOK
+	if s.draining.Load() { // the engine takes the node out of its endpoints
+		status, code = "draining", http.StatusServiceUnavailable
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"status": status, "version": s.opts.Version, "cgroup": s.opts.CgroupVersion,
 		"running": s.adm.running(), "queued": s.adm.waiting(),
-	})
+	}
+	if code != http.StatusOK {
+		body["error"] = map[string]string{"code": "draining", "message": "this node is draining: it takes no new work"}
+	}
+	writeJSON(w, code, body)
 }
 
 // EnvironmentInfo is one environment in GET /v1/environments.
@@ -579,7 +586,8 @@ func (s *Server) queueFull(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) shuttingDown(w http.ResponseWriter, r *http.Request) {
-	s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
+	code, msg := s.refusedCode()
+	s.fail(w, r, http.StatusServiceUnavailable, code, msg)
 }
 
 // fail answers with the error object of docs/contract.md §2.

@@ -117,6 +117,13 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		log.Warn("removed a jail left by a previous instance", "id", name)
 	}
 
+	rl, ro, err := daemon.OpenRemote(cfg, log) // [remote]: TCP with TLS and tokens; before the socket, which a failure would leave
+	if err != nil {
+		return err
+	}
+	if rl != nil {
+		defer rl.Close()
+	}
 	// Listen relies on the socket's directory being writable by root only
 	// (RuntimeDirectory=), or another user could swap the socket between
 	// the bind and the rename. (The umask it sets for the bind does not
@@ -131,13 +138,6 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	}
 	if ml != nil {
 		defer ml.Close()
-	}
-	rl, ro, err := daemon.OpenRemote(cfg, log) // [remote]: TCP with TLS and tokens
-	if err != nil {
-		return err
-	}
-	if rl != nil {
-		defer rl.Close()
 	}
 	// Each environment: the host's /etc its libraries need, a trial jail
 	// (python's version, preload, matplotlib's font cache), then its

@@ -93,6 +93,29 @@ func TestServeRemote(t *testing.T) {
 	assert.Contains(t, body, `"stdout":"42\n"`)
 	assert.NotEmpty(t, resp.Header.Get("Agentjail-Free-Slots"))
 
+	// agentjail run --url: the same result as through the socket.
+	tokFile := filepath.Join(dir, "my.token")
+	require.NoError(t, os.WriteFile(tokFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	cli := func(args ...string) (string, string, int) {
+		cmd := exec.Command("/proc/self/exe", append([]string{"run", "--url", "https://" + addr, "--ca", certFile}, args...)...)
+		cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=")
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	out, errs, code := cli("--token-file", tokFile, "-c", "print(6*7)")
+	assert.Equal(t, 0, code, errs)
+	assert.Equal(t, "42\n", out)
+	wrong := filepath.Join(dir, "wrong.token")
+	require.NoError(t, os.WriteFile(wrong, []byte("not-the-token-0123456789abcdef\n"), 0o600))
+	_, errs, code = cli("--token-file", wrong, "-c", "print(6*7)")
+	assert.Equal(t, 125, code, errs)
+	assert.Contains(t, errs, "401 unauthorized")
+	_, errs, code = cli("-c", "print(1)")
+	assert.Equal(t, 2, code, errs)
+	assert.Contains(t, errs, "--token-file")
+
 	dr, err := d.client().Post("http://agentjail/v1/drain", "", nil)
 	require.NoError(t, err)
 	dr.Body.Close()

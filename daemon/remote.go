@@ -1,16 +1,20 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // The remote listener (docs/contract.md §7): the API of the Unix socket on
@@ -72,7 +76,7 @@ func (s *Server) ServeRemote(l net.Listener, ro RemoteOptions) error {
 		ReadHeaderTimeout: s.hs.ReadHeaderTimeout, // also bounds the TLS handshake
 		IdleTimeout:       s.hs.IdleTimeout,
 		MaxHeaderBytes:    remoteMaxHeaderBytes,
-		ErrorLog:          s.hs.ErrorLog,
+		ErrorLog:          log.New(&handshakeErrors{next: s.hs.ErrorLog.Writer()}, "", 0),
 	}
 	l = newLimitListener(l, cmpOrInt(ro.MaxConns, DefaultRemoteConns))
 	if ro.TLS != nil {
@@ -240,4 +244,21 @@ func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.release()
 	return err
+}
+
+// handshakeErrors passes net/http's error log on, but of the failed TLS
+// handshakes (anyone who reaches the port can make them) only the first
+// and every 1000th: a flood of them does not flood the log.
+type handshakeErrors struct {
+	next io.Writer
+	n    atomic.Int64
+}
+
+func (h *handshakeErrors) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("TLS handshake error")) {
+		if n := h.n.Add(1); n%1000 != 1 {
+			return len(p), nil
+		}
+	}
+	return h.next.Write(p)
 }

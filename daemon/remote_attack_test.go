@@ -294,3 +294,16 @@ func TestRemoteCertificateReload(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestHandshakeErrorsDoNotFloodTheLog: of 2500 failed handshakes three
+// lines are logged; other errors all are.
+func TestHandshakeErrorsDoNotFloodTheLog(t *testing.T) {
+	var b strings.Builder
+	h := &handshakeErrors{next: &b}
+	for range 2500 {
+		_, _ = h.Write([]byte("http: TLS handshake error from 127.0.0.1:1: EOF\n"))
+	}
+	_, _ = h.Write([]byte("http: other\n"))
+	assert.Equal(t, 3, strings.Count(b.String(), "TLS handshake error"))
+	assert.Contains(t, b.String(), "http: other")
+}

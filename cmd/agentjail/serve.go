@@ -121,9 +121,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	if rl != nil {
-		defer rl.Close()
-	}
+	defer closeIfAny(rl)
 	// Listen relies on the socket's directory being writable by root only
 	// (RuntimeDirectory=), or another user could swap the socket between
 	// the bind and the rename. (The umask it sets for the bind does not
@@ -257,4 +255,10 @@ func serveRemote(srv *daemon.Server, rl net.Listener, ro *daemon.RemoteOptions, 
 		}
 	}()
 	return done
+}
+
+func closeIfAny(l net.Listener) {
+	if l != nil {
+		_ = l.Close()
+	}
 }

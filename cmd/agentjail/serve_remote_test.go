@@ -116,10 +116,11 @@ func TestServeRemote(t *testing.T) {
 	assert.Equal(t, 2, code, errs)
 	assert.Contains(t, errs, "--token-file")
 
-	dr, err := d.client().Post("http://agentjail/v1/drain", "", nil)
-	require.NoError(t, err)
-	dr.Body.Close()
-	assert.Equal(t, http.StatusOK, dr.StatusCode)
+	drain := exec.Command("/proc/self/exe", "drain", "--socket", d.sock, "--wait", "10s")
+	drain.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
+	dout, err := drain.CombinedOutput()
+	require.NoError(t, err, string(dout))
+	assert.Contains(t, string(dout), "draining; nothing runs")
 	resp, body = call("GET", "/v1/health", "", "")
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 
@@ -157,4 +158,30 @@ func TestServeRemoteRefusesWithoutTLS(t *testing.T) {
 			assert.Contains(t, string(out), w)
 		}
 	}
+}
+
+// TestDrainWait: `agentjail drain --wait` while a run goes on says so and
+// exits 1 when the wait is over; the run is not disturbed by the drain.
+func TestDrainWait(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\nshutdown_grace = \"300ms\"\n")
+	_, answer := startSleeper(t, d)
+	drain := exec.Command("/proc/self/exe", "drain", "--socket", d.sock, "--wait", "500ms")
+	drain.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
+	t0 := time.Now()
+	out, _ := drain.CombinedOutput()
+	assert.Equal(t, 1, drain.ProcessState.ExitCode(), string(out))
+	assert.Contains(t, string(out), "draining; 1 running, 0 queued")
+	assert.GreaterOrEqual(t, time.Since(t0), 500*time.Millisecond)
+	select {
+	case res := <-answer:
+		t.Fatalf("the run ended at the drain: %+v", res)
+	default:
+	}
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	res := <-answer
+	require.NotNil(t, res)
+	assert.Equal(t, "shutdown", res.KillReason, "SIGTERM after the drain ends it at the grace")
+	<-d.done
 }

@@ -46,6 +46,7 @@ type Config struct {
 	Sessions     SessionsConfig               `toml:"sessions"`
 	Log          LogConfig                    `toml:"log"`
 	Metrics      MetricsConfig                `toml:"metrics"` // metricslisten.go
+	Remote       RemoteConfig                 `toml:"remote"`  // remote_config.go
 
 	// oldSpelling: the environment "default" comes from [jail] python
 	// and read_only_mounts (errors about it name those keys).
@@ -654,6 +655,7 @@ func (c *Config) Validate() error {
 		bad("log.format", "must be \"text\" or \"json\", got %q", c.Log.Format)
 	}
 	c.validateMetrics(bad)
+	c.validateRemote(bad)
 	return joinErrors(errs)
 }
 

@@ -158,6 +158,15 @@ level = "debug"
 format = "json"
 [metrics]
 listen = "127.0.0.1:9464"
+[remote]
+listen = "0.0.0.0:8443"
+tls_cert = "/etc/agentjail/tls/tls.crt"
+tls_key = "/etc/agentjail/tls/tls.key"
+client_ca = "/etc/agentjail/tls/ca.crt"
+tokens_file = "/etc/agentjail/tokens"
+node = "node-1"
+advertise = "node-1.agentjail:8443"
+insecure_plaintext = false
 `
 	c, err := parseConfig([]byte(doc))
 	require.NoError(t, err)
@@ -176,10 +185,12 @@ listen = "127.0.0.1:9464"
 			"sci": {Python: "/opt/sci/bin/python3", ReadOnlyMounts: []string{"/opt/sci"}, Env: map[string]string{"OMP_NUM_THREADS": "2", "LANG": "C.UTF-8"},
 				Preload: []string{"numpy", "matplotlib.pyplot"}},
 		},
-		Collect:     CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
-		Sessions:    SessionsConfig{IdleTimeout: ConfigDuration(2 * time.Minute), MaxIdleTimeout: ConfigDuration(30 * time.Minute), MaxLifetime: ConfigDuration(time.Hour)},
-		Log:         LogConfig{Level: "debug", Format: "json"},
-		Metrics:     MetricsConfig{Listen: "127.0.0.1:9464"},
+		Collect:  CollectConfig{FileBytes: 1024, TotalBytes: 4096, Files: 0},
+		Sessions: SessionsConfig{IdleTimeout: ConfigDuration(2 * time.Minute), MaxIdleTimeout: ConfigDuration(30 * time.Minute), MaxLifetime: ConfigDuration(time.Hour)},
+		Log:      LogConfig{Level: "debug", Format: "json"},
+		Metrics:  MetricsConfig{Listen: "127.0.0.1:9464"},
+		Remote: RemoteConfig{Listen: "0.0.0.0:8443", TLSCert: "/etc/agentjail/tls/tls.crt", TLSKey: "/etc/agentjail/tls/tls.key",
+			ClientCA: "/etc/agentjail/tls/ca.crt", TokensFile: "/etc/agentjail/tokens", Node: "node-1", Advertise: "node-1.agentjail:8443"},
 		oldSpelling: true,
 	}, c)
 	assert.Equal(t, []string{"default", "sci"}, c.EnvironmentNames())

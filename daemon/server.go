@@ -34,6 +34,7 @@ type Options struct {
 	MaxRequestBytes int64    // request body cap (413 above it)
 	MaxQueuedBytes  int64    // request bytes the waiting requests hold together (429 above it); 0 = no bound
 	Version         string   // reported by /v1/health
+	Node, Advertise string   // this node's name (Agentjail-Node; default the host name) and address (remote.go)
 	CgroupVersion   string   // "v1" or "v2", reported by /v1/health
 	Logger          *slog.Logger
 	// PreparedReady, when set, tells how many prepared jails wait now
@@ -75,10 +76,13 @@ type Server struct {
 	m      *metrics
 	sess   *sessions
 	hs     *http.Server
+	mux    *http.ServeMux // the API, behind checkPeer here and checkToken on the remote listener
 
 	decoding *byteSem // bodies being read and decoded: max_queued_bytes together
 	draining atomic.Bool
-	refusals atomic.Int64
+	// drainAsked: Drain was called (remote_drain.go); stopping: Shutdown was.
+	drainAsked, stopping atomic.Bool
+	refusals             atomic.Int64
 	// killAll ends every running jail with nsjail.KillShutdown when the
 	// grace period of Shutdown is over.
 	killCtx context.Context
@@ -113,6 +117,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	o.SessionIdleTimeout = cmp.Or(o.SessionIdleTimeout, time.Duration(def.IdleTimeout))
 	o.SessionMaxIdleTimeout = max(cmp.Or(o.SessionMaxIdleTimeout, time.Duration(def.MaxIdleTimeout)), o.SessionIdleTimeout)
 	o.SessionMaxLifetime = cmp.Or(o.SessionMaxLifetime, time.Duration(def.MaxLifetime))
+	o.Node = cmp.Or(o.Node, (&Config{}).NodeName())
 	s := &Server{opts: o, jailer: jailer, log: o.Logger}
 	s.adm = newAdmission(o.MaxConcurrent, o.QueueLength, o.MaxQueuedBytes)
 	budget := o.MaxQueuedBytes
@@ -128,13 +133,15 @@ func NewServer(o Options, jailer Jailer) *Server {
 	mux.HandleFunc("/v1/health", s.handleHealth)
 	mux.HandleFunc("/v1/environments", s.handleEnvironments)
 	mux.HandleFunc("/v1/sessions", s.handleSessions)
-	mux.HandleFunc("/v1/sessions/", s.handleSession)
+	mux.Handle("/v1/sessions/", s.sessionHere(http.HandlerFunc(s.handleSession)))
+	mux.HandleFunc("/v1/capacity", s.handleCapacity)
 	mux.Handle("/metrics", s.m.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s %s (see docs/contract.md §2: POST /v1/run, GET /v1/health, GET /v1/environments, /v1/sessions, GET /metrics)", r.Method, r.URL.Path))
 	})
+	s.mux = mux
 	s.hs = &http.Server{
-		Handler:           s.checkPeer(mux),
+		Handler:           s.nodeHeaders(s.checkPeer(s.drainRoute(mux))),
 		ConnContext:       withPeer,
 		ReadHeaderTimeout: 10 * time.Second,
 		// An idle connection holds a daemon fd: a client that keeps none
@@ -156,7 +163,8 @@ func (s *Server) Serve(l net.Listener) error { return s.hs.Serve(l) }
 // every jail is gone (its cgroup removed).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.jobsMu.Lock()
-	already := s.draining.Swap(true)
+	already := s.stopping.Swap(true)
+	s.draining.Store(true)
 	s.jobsMu.Unlock()
 	if already {
 		return errors.New("already shutting down")
@@ -230,14 +238,18 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use GET /v1/health")
 		return
 	}
-	status := "ok"
-	if s.draining.Load() {
-		status = "shutting_down"
+	status, code := "ok", http.StatusOK
+	if s.draining.Load() { // the engine takes the node out of its endpoints
+		status, code = "draining", http.StatusServiceUnavailable
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"status": status, "version": s.opts.Version, "cgroup": s.opts.CgroupVersion,
 		"running": s.adm.running(), "queued": s.adm.waiting(),
-	})
+	}
+	if code != http.StatusOK {
+		body["error"] = map[string]string{"code": "draining", "message": "this node is draining: it takes no new work"}
+	}
+	writeJSON(w, code, body)
 }
 
 // EnvironmentInfo is one environment in GET /v1/environments.
@@ -576,7 +588,8 @@ func (s *Server) queueFull(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func (s *Server) shuttingDown(w http.ResponseWriter, r *http.Request) {
-	s.fail(w, r, http.StatusServiceUnavailable, "shutting_down", "the daemon is shutting down; retry against its next instance")
+	code, msg := s.refusedCode()
+	s.fail(w, r, http.StatusServiceUnavailable, code, msg)
 }
 
 // fail answers with the error object of docs/contract.md §2.

@@ -75,6 +75,8 @@ type SessionCreated struct {
 	Limits        SessionLimits `json:"limits"`
 	IdleTimeoutMs int64         `json:"idle_timeout_ms"`
 	ExpiresAt     string        `json:"expires_at"` // when it ends unless a call comes (RFC 3339, UTC)
+	Node          string        `json:"node"`       // the node that holds it (remote_node.go)
+	Endpoint      string        `json:"endpoint"`   // that node's remote.advertise; "" without [remote]
 }
 
 // SessionInfo is GET /v1/sessions/{id}, and each entry of GET /v1/sessions.
@@ -93,6 +95,8 @@ type SessionInfo struct {
 	CPUTimeMs       float64       `json:"cpu_time_ms"`       // since it started, every process
 	Limits          SessionLimits `json:"limits"`
 	IdleTimeoutMs   int64         `json:"idle_timeout_ms"`
+	Node            string        `json:"node"`
+	Endpoint        string        `json:"endpoint"`
 }
 
 // SessionState is where a session stands after a call.
@@ -152,7 +156,7 @@ type sessions struct {
 type session struct {
 	t      *sessions
 	js     *nsjail.Session
-	owner  uint32
+	owner  string // principalOf its creator: "uid:N" or "token:NAME"
 	env    *Environment
 	limits nsjail.Limits
 	idle   time.Duration
@@ -169,7 +173,7 @@ type session struct {
 
 // endedSession is what the daemon remembers of an ended session.
 type endedSession struct {
-	owner uint32
+	owner string
 	info  SessionInfo
 	at    time.Time
 }
@@ -195,7 +199,7 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 		s.createSession(w, r)
 	case http.MethodGet, http.MethodHead:
-		writeJSON(w, http.StatusOK, map[string]any{"sessions": s.sess.list(peerOf(r).Uid)})
+		writeJSON(w, http.StatusOK, map[string]any{"sessions": s.sess.list(principalOf(r))})
 	default:
 		w.Header().Set("Allow", "GET, POST")
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "use POST /v1/sessions to start a session, GET /v1/sessions to list yours")
@@ -215,7 +219,7 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("use %s %s", want[0], r.URL.Path))
 		return
 	}
-	live, ended := s.sess.find(id, peerOf(r).Uid)
+	live, ended := s.sess.find(id, principalOf(r))
 	if r.Method == http.MethodDelete && live != nil {
 		// Removed before the answer, also when it had ended by itself
 		// and its removal is under way (a failed clean-up is logged by
@@ -341,10 +345,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	reserved = false
-	sess := s.sess.add(js, peerOf(r).Uid, env, spec.Limits, idle)
-	c := peerOf(r)
+	sess := s.sess.add(js, principalOf(r), env, spec.Limits, idle)
 	s.log.Info("session started", "id", js.ID, "environment", env.Name, "start", js.Start, "jail_uid", js.HostUID(),
-		"start_ms", time.Since(started).Milliseconds(), "queue_ms", queued.Milliseconds(), "peer_pid", c.Pid, "peer_uid", c.Uid)
+		"start_ms", time.Since(started).Milliseconds(), "queue_ms", queued.Milliseconds(), "owner", sess.owner)
 	writeJSON(w, http.StatusCreated, sess.created())
 }
 
@@ -385,7 +388,7 @@ func (q *SessionRequest) spec(o Options) (*nsjail.Spec, *Environment, time.Durat
 		}
 		idle = time.Duration(*v) * time.Millisecond
 	}
-	spec := &nsjail.Spec{ID: nsjail.NewSessionID(), Python: env.Python, ReadOnlyMounts: env.ReadOnlyMounts, Etc: env.CurrentEtc(),
+	spec := &nsjail.Spec{ID: newSessionID(o.Node), Python: env.Python, ReadOnlyMounts: env.ReadOnlyMounts, Etc: env.CurrentEtc(),
 		DefaultEnv: env.Env, Env: q.Env, Start: start, Limits: limits, OnForbiddenSyscall: p.OnForbiddenSyscall}
 	spec.Program, spec.ProgramName, spec.CodeFiles = harness.SessionProgram()
 	if spec.Files, err = decodeFiles(q.Files); err != nil {
@@ -656,7 +659,7 @@ func (t *sessions) retryAfter() int {
 
 // add registers a started session (reserved before), arms its timers and
 // watches for its end.
-func (t *sessions) add(js *nsjail.Session, owner uint32, env *Environment, limits nsjail.Limits, idle time.Duration) *session {
+func (t *sessions) add(js *nsjail.Session, owner string, env *Environment, limits nsjail.Limits, idle time.Duration) *session {
 	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created}
 	s.idler = time.AfterFunc(idle, func() { s.expire(nsjail.EndIdle) })
 	s.lifer = time.AfterFunc(max(t.srv.opts.SessionMaxLifetime-time.Since(js.Created), 0), func() { s.expire(nsjail.EndLifetime) })
@@ -710,12 +713,13 @@ func (t *sessions) forget() {
 
 // find is the session id of owner: live (its jail may have ended, not
 // yet removed), or remembered ended. Another owner's is not found.
-func (t *sessions) find(id string, owner uint32) (*session, *endedSession) {
+func (t *sessions) find(id string, owner string) (*session, *endedSession) {
 	t.mu.Lock()
 	t.forget()
 	s, e := t.live[id], t.ended[id]
 	t.mu.Unlock()
 	switch {
+	case owner == "": // no principal: nobody's
 	case s != nil && s.owner == owner:
 		return s, nil
 	case e != nil && e.owner == owner:
@@ -726,7 +730,7 @@ func (t *sessions) find(id string, owner uint32) (*session, *endedSession) {
 
 // list is owner's sessions: the live ones and the remembered ended ones
 // (not those deleted), oldest first.
-func (t *sessions) list(owner uint32) []SessionInfo {
+func (t *sessions) list(owner string) []SessionInfo {
 	t.mu.Lock()
 	t.forget()
 	var live []*session
@@ -861,7 +865,7 @@ func (s *session) sessionLimits() SessionLimits {
 
 func (s *session) created() SessionCreated {
 	return SessionCreated{ID: s.js.ID, Environment: s.env.Name, Start: string(s.js.Start), Limits: s.sessionLimits(),
-		IdleTimeoutMs: s.idle.Milliseconds(), ExpiresAt: rfc3339(s.expiresAt())}
+		IdleTimeoutMs: s.idle.Milliseconds(), ExpiresAt: rfc3339(s.expiresAt()), Node: s.t.srv.opts.Node, Endpoint: s.t.srv.opts.Advertise}
 }
 
 // info is the session's state now (its figures read from its cgroup).
@@ -873,7 +877,8 @@ func (s *session) info() SessionInfo {
 	s.mu.Unlock()
 	info := SessionInfo{ID: s.js.ID, Environment: s.env.Name, Start: string(s.js.Start), Created: rfc3339(s.js.Created),
 		LastUsed: rfc3339(last), ExpiresAt: rfc3339(s.expiresAt()), Calls: calls, Alive: reason == "", EndedReason: string(reason),
-		CPUTimeMs: ms(st.CPUTime), Limits: s.sessionLimits(), IdleTimeoutMs: s.idle.Milliseconds()}
+		CPUTimeMs: ms(st.CPUTime), Limits: s.sessionLimits(), IdleTimeoutMs: s.idle.Milliseconds(),
+		Node: s.t.srv.opts.Node, Endpoint: s.t.srv.opts.Advertise}
 	if st.MemoryBytes >= 0 {
 		info.MemoryBytes = &st.MemoryBytes
 	}

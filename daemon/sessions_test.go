@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -147,11 +148,11 @@ func TestSessionLifecycle(t *testing.T) {
 	code, b := do(t, c, http.MethodPost, "/v1/sessions", map[string]any{"limits": map[string]any{"memory_bytes": 128 << 20, "pids": 32},
 		"idle_timeout_ms": 60000, "env": map[string]string{"MY_FLAG": "on"}, "files": []map[string]string{{"path": "data/in.csv", "content": "a,b\n1,2\n"}}})
 	require.Equal(t, http.StatusCreated, code, string(b))
-	assert.Equal(t, []string{"environment", "expires_at", "id", "idle_timeout_ms", "limits", "start"}, keys(t, b))
+	assert.Equal(t, []string{"endpoint", "environment", "expires_at", "id", "idle_timeout_ms", "limits", "node", "start"}, keys(t, b))
 	var sc SessionCreated
 	require.NoError(t, json.Unmarshal(b, &sc))
 	uid := hostUID(t, s, sc.ID)
-	assert.Regexp(t, `^s-[0-9A-HJKMNP-TV-Z]{26}$`, sc.ID)
+	assert.Regexp(t, `^s-[0-9A-HJKMNP-TV-Z]{26}\.`+regexp.QuoteMeta(s.opts.Node)+`$`, sc.ID, "s-, a ULID, \".\" and the node")
 	assert.Equal(t, "default", sc.Environment)
 	assert.Equal(t, SessionLimits{MemoryBytes: 128 << 20, Pids: 32, TmpBytes: 64 << 20, CPUTimeMs: testOptions().Policy.Max.CPUTime.Milliseconds(),
 		OpenFiles: 256, FileSizeBytes: 32 << 20}, sc.Limits)
@@ -169,8 +170,8 @@ func TestSessionLifecycle(t *testing.T) {
 
 	code, b = do(t, c, http.MethodGet, "/v1/sessions/"+sc.ID, nil)
 	require.Equal(t, http.StatusOK, code, string(b))
-	assert.Equal(t, []string{"alive", "calls", "cpu_time_ms", "created", "ended_reason", "environment", "expires_at", "id",
-		"idle_timeout_ms", "last_used", "limits", "memory_bytes", "peak_memory_bytes", "start"}, keys(t, b))
+	assert.Equal(t, []string{"alive", "calls", "cpu_time_ms", "created", "ended_reason", "endpoint", "environment", "expires_at", "id",
+		"idle_timeout_ms", "last_used", "limits", "memory_bytes", "node", "peak_memory_bytes", "start"}, keys(t, b))
 	var info SessionInfo
 	require.NoError(t, json.Unmarshal(b, &info))
 	assert.Equal(t, 2, info.Calls)

@@ -39,6 +39,7 @@ const usage = `usage:
   agentjail check  [--json] [--python PATH]
   agentjail session start|run|show|end|list ... (run "agentjail session help")
   agentjail mcp    [--socket PATH] [--config FILE]    # a Model Context Protocol server on stdio
+  agentjail drain  [--socket PATH] [--wait DURATION]  # take no new work (a preStop hook)
   agentjail version
 
 Run "agentjail run --help" for its flags, the limits' defaults and the exit statuses.
@@ -60,6 +61,8 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdSession(args[1:], stdin, stdout, stderr)
 	case "mcp":
 		return cmdMCP(args[1:], stdin, stdout, stderr)
+	case "drain":
+		return cmdDrain(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "agentjail %s\n", version)
 		return 0

@@ -69,6 +69,8 @@ type runArgs struct {
 	req         daemon.Request
 	job         *daemon.Job // the request validated as local mode would run it
 
+	remote remoteURL // --url, --token-file, --ca: a daemon's TCP listener (remote_url.go)
+
 	// What the flags gave, read once every flag is known.
 	code       *string // -c
 	stdinPath  string
@@ -80,7 +82,7 @@ type runArgs struct {
 // parseRun reads the command line (runflags.go) and makes the request.
 // help reports --help, which it printed on stdout.
 func parseRun(args []string, stdin io.Reader, stdout io.Writer) (ra *runArgs, help bool, err error) {
-	ra = &runArgs{socket: os.Getenv("AGENTJAIL_SOCKET")}
+	ra = &runArgs{socket: os.Getenv("AGENTJAIL_SOCKET"), remote: remoteURL{url: os.Getenv("AGENTJAIL_URL")}}
 	if help, err := parseFlags(runFlags(), args, ra); help || err != nil {
 		if help {
 			runHelp(stdout)
@@ -96,6 +98,12 @@ func parseRun(args []string, stdin io.Reader, stdout io.Writer) (ra *runArgs, he
 // build makes the request from what the flags gave, and validates it.
 func (ra *runArgs) build(stdin io.Reader) error {
 	r := &ra.req
+	if ra.remote.url != "" {
+		if err := ra.remote.check(); err != nil {
+			return err
+		}
+		ra.socket = ra.remote.url // through a daemon, as with --socket (the URL wins over AGENTJAIL_SOCKET)
+	}
 	if ra.socket != "" && ra.python != "" {
 		return usagef("--python: the daemon runs the interpreter of its configuration (jail.python), not the caller's")
 	}
@@ -315,9 +323,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		res *daemon.Result
 		raw []byte // the daemon's answer, as it came
 	)
-	if ra.socket != "" {
+	switch {
+	case ra.remote.url != "":
+		res, raw, err = ra.remote.run(ctx, &ra.req)
+	case ra.socket != "":
 		res, raw, err = remoteRun(ctx, ra.socket, &ra.req)
-	} else {
+	default:
 		res, err = localRun(ctx, ra)
 	}
 	if res == nil {

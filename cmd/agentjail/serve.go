@@ -117,6 +117,11 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		log.Warn("removed a jail left by a previous instance", "id", name)
 	}
 
+	rl, ro, err := daemon.OpenRemote(cfg, log) // [remote]: TCP with TLS and tokens; before the socket, which a failure would leave
+	if err != nil {
+		return err
+	}
+	defer closeIfAny(rl)
 	// Listen relies on the socket's directory being writable by root only
 	// (RuntimeDirectory=), or another user could swap the socket between
 	// the bind and the rename. (The umask it sets for the bind does not
@@ -152,6 +157,8 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		MaxRequestBytes: cfg.Admission.MaxRequestBytes,
 		MaxQueuedBytes:  cfg.Admission.MaxQueuedBytes,
 		Version:         version,
+		Node:            cfg.NodeName(),
+		Advertise:       cfg.AdvertiseAddr(),
 		CgroupVersion:   string(runner.Cgroups.Version()),
 		Logger:          log,
 		PreparedReady:   func() int { n, _ := runner.PreparedStats(); return n },
@@ -165,6 +172,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	}, runner)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
+	remoteDone := serveRemote(srv, rl, ro, served, log)
 	defer serveMetrics(srv, ml, log)()
 
 	sigs := make(chan os.Signal, 1)
@@ -194,6 +202,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
 			err = errors.Join(err, serr)
 		}
+		<-remoteDone
 		if err != nil {
 			return fmt.Errorf("shutdown: %w", err)
 		}
@@ -224,4 +233,32 @@ func listener(cfg *daemon.Config) (l net.Listener, owned bool, err error) {
 		return nil, false, err
 	}
 	return l, true, nil
+}
+
+// serveRemote serves the remote listener rl (nil: none) beside the socket;
+// the channel closes when it has stopped. If it fails while the daemon
+// runs, the failure goes to served and the daemon stops.
+func serveRemote(srv *daemon.Server, rl net.Listener, ro *daemon.RemoteOptions, served chan<- error, log *slog.Logger) <-chan struct{} {
+	done := make(chan struct{})
+	if rl == nil {
+		close(done)
+		return done
+	}
+	log.Info("serving remote", "listen", rl.Addr().String(), "tls", ro.TLS != nil, "mtls", ro.TLS != nil && ro.TLS.ClientCAs != nil)
+	go func() {
+		defer close(done)
+		if err := srv.ServeRemote(rl, *ro); !errors.Is(err, http.ErrServerClosed) {
+			select {
+			case served <- fmt.Errorf("remote: %w", err):
+			default:
+			}
+		}
+	}()
+	return done
+}
+
+func closeIfAny(l net.Listener) {
+	if l != nil {
+		_ = l.Close()
+	}
 }

@@ -25,7 +25,7 @@ func TestSessionCommands(t *testing.T) {
 	code, stdout, stderr := run(t, "", "session", "start", "--memory", "128MiB", "--idle-timeout", "1m", "--env", "WHO=cli")
 	require.Equal(t, 0, code, stderr)
 	id := strings.TrimSpace(stdout)
-	assert.Regexp(t, `^s-[0-9A-Z]{26}$`, id)
+	assert.Regexp(t, `^s-[0-9A-Z]{26}\.[A-Za-z0-9.-]+$`, id)
 	assert.Contains(t, stderr, "memory 128.0 MiB")
 
 	code, stdout, stderr = run(t, "", "session", "run", id, "-c", "import os\nx = 41\nprint(os.environ['WHO'])\nx + 1")

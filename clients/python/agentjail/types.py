@@ -620,6 +620,8 @@ class SessionInfo:
     cpu_time_ms: Optional[float] = None
     limits: Dict[str, Any] = field(default_factory=dict)
     idle_timeout_ms: Optional[int] = None
+    node: str = ""  # the node that holds it (docs/contract.md §7)
+    endpoint: str = ""  # that node's address, host:port; "" without a remote listener
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod

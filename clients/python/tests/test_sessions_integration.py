@@ -151,7 +151,7 @@ class Base(unittest.TestCase):
 class SessionLifecycleTest(Base):
     def test_create_and_describe(self):
         with self.client.session(limits=Limits(memory_bytes=128 << 20, pids=32), idle_timeout_ms=60000) as s:
-            self.assertRegex(s.id, r"^s-[0-9A-HJKMNP-TV-Z]{26}$")  # s- and a ULID
+            self.assertRegex(s.id, r"^s-[0-9A-HJKMNP-TV-Z]{26}\.[A-Za-z0-9.-]+$")  # s-, a ULID, "." and the node
             self.assertEqual(s.environment, "default")
             self.assertIn(s.start, ("warm", "cold"))
             self.assertEqual((s.limits["memory_bytes"], s.limits["pids"]), (128 << 20, 32))

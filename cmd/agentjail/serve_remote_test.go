@@ -1,0 +1,187 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"agentjail/internal/systest"
+)
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// into dir; it returns their paths and a pool that trusts it.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	kb, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestServeRemote: `agentjail serve` with [remote] answers runs through
+// TLS to a token, refuses them without, names its node, drains on
+// POST /v1/drain and stops on SIGTERM.
+func TestServeRemote(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	tokens := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
+	addr := freePort(t)
+	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\nnode = \"node-t\"\n",
+		addr, certFile, keyFile, tokens))
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 30 * time.Second}
+	call := func(method, path, token, body string) (*http.Response, string) {
+		req, err := http.NewRequest(method, "https://"+addr+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	resp, body := call("GET", "/v1/health", "", "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Equal(t, "node-t", resp.Header.Get("Agentjail-Node"))
+	resp, body = call("POST", "/v1/run", "", `{"code":"print(6*7)"}`)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+	resp, body = call("POST", "/v1/run", "0123456789abcdef0123456789abcdef", `{"code":"print(6*7)"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"stdout":"42\n"`)
+	assert.NotEmpty(t, resp.Header.Get("Agentjail-Free-Slots"))
+
+	// agentjail run --url: the same result as through the socket.
+	tokFile := filepath.Join(dir, "my.token")
+	require.NoError(t, os.WriteFile(tokFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	cli := func(args ...string) (string, string, int) {
+		cmd := exec.Command("/proc/self/exe", append([]string{"run", "--url", "https://" + addr, "--ca", certFile}, args...)...)
+		cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=")
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	out, errs, code := cli("--token-file", tokFile, "-c", "print(6*7)")
+	assert.Equal(t, 0, code, errs)
+	assert.Equal(t, "42\n", out)
+	wrong := filepath.Join(dir, "wrong.token")
+	require.NoError(t, os.WriteFile(wrong, []byte("not-the-token-0123456789abcdef\n"), 0o600))
+	_, errs, code = cli("--token-file", wrong, "-c", "print(6*7)")
+	assert.Equal(t, 125, code, errs)
+	assert.Contains(t, errs, "401 unauthorized")
+	_, errs, code = cli("-c", "print(1)")
+	assert.Equal(t, 2, code, errs)
+	assert.Contains(t, errs, "--token-file")
+
+	drain := exec.Command("/proc/self/exe", "drain", "--socket", d.sock, "--wait", "10s")
+	drain.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
+	dout, err := drain.CombinedOutput()
+	require.NoError(t, err, string(dout))
+	assert.Contains(t, string(dout), "draining; nothing runs")
+	resp, body = call("GET", "/v1/health", "", "")
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
+
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-d.done:
+		assert.NoError(t, err, "exit status 0")
+	case <-time.After(15 * time.Second):
+		t.Fatal("the daemon did not exit after SIGTERM")
+	}
+	_, err = net.DialTimeout("tcp", addr, time.Second)
+	assert.Error(t, err, "the remote listener is closed")
+}
+
+// TestServeRemoteRefusesWithoutTLS: [remote] without a certificate and
+// without insecure_plaintext does not start, and says which keys to set;
+// nor does one whose tokens file is empty.
+func TestServeRemoteRefusesWithoutTLS(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(empty, nil, 0o600))
+	certFile, keyFile, _ := selfSigned(t, dir)
+	addr := freePort(t)
+	for config, want := range map[string][]string{
+		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\n", addr, empty):                                                 {"remote.tls_cert", "remote.tls_key", "insecure_plaintext"},
+		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\ntls_cert = %q\ntls_key = %q\n", addr, empty, certFile, keyFile): {"remote.tokens_file", "has no"},
+	} {
+		cfg := filepath.Join(dir, "config.toml")
+		require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))
+		cmd := exec.Command("/proc/self/exe", "serve", "--config", cfg, "--socket", filepath.Join(dir, "s.sock"))
+		cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, string(out))
+		for _, w := range want {
+			assert.Contains(t, string(out), w)
+		}
+	}
+}
+
+// TestDrainWait: `agentjail drain --wait` while a run goes on says so and
+// exits 1 when the wait is over; the run is not disturbed by the drain.
+func TestDrainWait(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	dir := t.TempDir()
+	d := startDaemon(t, dir, "[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\nshutdown_grace = \"300ms\"\n")
+	_, answer := startSleeper(t, d)
+	drain := exec.Command("/proc/self/exe", "drain", "--socket", d.sock, "--wait", "500ms")
+	drain.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
+	t0 := time.Now()
+	out, _ := drain.CombinedOutput()
+	assert.Equal(t, 1, drain.ProcessState.ExitCode(), string(out))
+	assert.Contains(t, string(out), "draining; 1 running, 0 queued")
+	assert.GreaterOrEqual(t, time.Since(t0), 500*time.Millisecond)
+	select {
+	case res := <-answer:
+		t.Fatalf("the run ended at the drain: %+v", res)
+	default:
+	}
+	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
+	res := <-answer
+	require.NotNil(t, res)
+	assert.Equal(t, "shutdown", res.KillReason, "SIGTERM after the drain ends it at the grace")
+	<-d.done
+}

@@ -135,6 +135,15 @@ func TestRealJailSaysItHasNoNetwork(t *testing.T) {
 			assert.Equal(t, "error", res.Status, code)
 			assert.True(t, hasFeedback(res.Feedback, "The jail has no network access"), "%s: %s %q", start, res.Stderr, res.Feedback)
 		}
+	}
+}
+
+// pip, which a program may try when a module is missing, fails for want
+// of a network, and the feedback says that nothing can be installed.
+func TestRealJailSaysPipCannotInstall(t *testing.T) {
+	r := realRunner(t)
+	_, _, c := startServer(t, testOptions(), r)
+	for _, start := range []string{"cold", "warm"} {
 		res := runJSON(t, c, map[string]any{"start": start,
 			"code": "import subprocess, sys\nsys.exit(subprocess.run([sys.executable, '-m', 'pip', 'install', 'requests']).returncode)"})
 		if strings.Contains(res.Stderr, "No module named pip") {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
@@ -234,8 +235,14 @@ func (st *streamer) event(bw *bufio.Writer, stream int, b []byte, final bool) {
 				to = min(end, from+maxEventData)
 			}
 		}
+		seg := b[from:to]
 		bw.WriteString(name)
-		jsontext.WriteString(bw, string(b[from:to]))
+		jsontext.WriteString(bw, string(seg))
+		if !utf8.Valid(seg) { // the exact bytes beside the text, as the result's twins
+			bw.WriteString(`,"data_base64":"`)
+			bw.WriteString(base64.StdEncoding.EncodeToString(seg))
+			bw.WriteByte('"')
+		}
 		bw.WriteString("}\n")
 		from = to
 	}

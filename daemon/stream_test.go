@@ -215,3 +215,13 @@ func TestStreamErrors(t *testing.T) {
 	assert.Equal(t, "application/x-ndjson", resp.Header.Get("Content-Type"))
 	assert.True(t, strings.HasPrefix(string(b), `{"event":"stdout","data":"partial\n"}`+"\n"), string(b))
 }
+
+// Bytes that are not UTF-8 come as U+FFFD in the text, and exactly in
+// data_base64 beside it.
+func TestStreamInvalidUTF8HasItsBytes(t *testing.T) {
+	_, _, c := startServer(t, testOptions(), playJailer([]string{"a\xff\n"}, &nsjail.Result{ID: "j-x", Status: nsjail.StatusOK}, nil))
+	_, _, events := postStream(t, c, "/v1/run", map[string]any{"code": "pass"})
+	require.Len(t, events, 2)
+	assert.Equal(t, "a\uFFFD\n", events[0].Data)
+	assert.Contains(t, string(events[0].raw), `"data_base64":"Yf8K"`)
+}

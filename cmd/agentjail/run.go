@@ -315,8 +315,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		res *daemon.Result
 		raw []byte // the daemon's answer, as it came
 	)
+	var live *liveOutput // through a daemon, the output is printed as it comes
+	if ra.socket != "" && !ra.json {
+		live = &liveOutput{stdout, stderr}
+	}
 	if ra.socket != "" {
-		res, raw, err = remoteRun(ctx, ra.socket, &ra.req)
+		res, raw, err = remoteRun(ctx, ra.socket, &ra.req, live)
 	} else {
 		res, err = localRun(ctx, ra)
 	}
@@ -349,9 +353,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		// The exact bytes the program wrote, in both modes.
-		_, _ = io.WriteString(stdout, res.Stdout)
-		_, _ = io.WriteString(stderr, res.Stderr)
+		// The exact bytes the program wrote, in both modes (printed
+		// already when they came live).
+		if live == nil {
+			_, _ = io.WriteString(stdout, res.Stdout)
+			_, _ = io.WriteString(stderr, res.Stderr)
+		}
 		if needsNewline(stdout, stderr, res.Stdout, res.Stderr) {
 			_, _ = io.WriteString(stderr, "\n")
 		}

@@ -59,6 +59,9 @@ func wantsStream(r *http.Request, asked bool) bool {
 		return true
 	}
 	for _, a := range r.Header.Values("Accept") {
+		if !strings.Contains(a, "ndjson") { // the usual case: no work
+			continue
+		}
 		for _, part := range strings.Split(a, ",") {
 			mt, _, _ := strings.Cut(part, ";")
 			if strings.EqualFold(strings.TrimSpace(mt), ndjson) {

@@ -35,6 +35,9 @@ type Request struct {
 	Environment string `json:"environment,omitempty"`
 	// Start is "warm" or "cold"; "" takes the daemon's default.
 	Start string `json:"start,omitempty"`
+	// Stream asks for the answer as events, the output as it comes
+	// (stream.go); so does Accept: application/x-ndjson.
+	Stream bool `json:"stream,omitempty"`
 }
 
 // RequestFile is a file written into /workspace before the program starts.

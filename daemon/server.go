@@ -61,6 +61,9 @@ type Options struct {
 	// http.Server's ReadTimeout or WriteTimeout, which would count the
 	// run. Always 30 s and 1 min, but in tests.
 	bodyTimeout, answerTimeout time.Duration
+	// streamStall bounds one write of a streamed answer (stream.go);
+	// defaultStreamStall, but in tests.
+	streamStall time.Duration
 	// sessionMemory is how long an ended session is remembered (410,
 	// then 404): rememberEnded, but in tests.
 	sessionMemory time.Duration
@@ -113,6 +116,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 		o.answerTimeout = time.Minute
 	}
 	o.sessionMemory = cmp.Or(o.sessionMemory, rememberEnded)
+	o.streamStall = cmp.Or(o.streamStall, defaultStreamStall)
 	def := DefaultConfig().Sessions
 	o.SessionIdleTimeout = cmp.Or(o.SessionIdleTimeout, time.Duration(def.IdleTimeout))
 	o.SessionMaxIdleTimeout = max(cmp.Or(o.SessionMaxIdleTimeout, time.Duration(def.MaxIdleTimeout)), o.SessionIdleTimeout)
@@ -313,6 +317,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	w, st := s.streamAnswer(w, r, req.Stream) // stream.go
+	defer st.close()
 	if !s.track(w, r) {
 		return
 	}
@@ -321,7 +327,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	var jr *nsjail.Result
 	var err, cause error
 	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) {
-		res, jr, err = job.Run(ctx, s.jailer)
+		res, jr, err = job.Run(st.bind(ctx), s.jailer)
 		cause = context.Cause(ctx)
 	})
 	if !ok {

@@ -55,6 +55,7 @@ type CallRequest struct {
 	Collect []string       `json:"collect,omitempty"`
 	Tests   *harness.Tests `json:"tests,omitempty"`
 	Limits  *RequestLimits `json:"limits,omitempty"` // the call's: wall_time_ms, cpu_time_ms, output_bytes
+	Stream  bool           `json:"stream,omitempty"` // answer with events as the output comes (stream.go)
 }
 
 // SessionLimits are a session's limits in force, in the request's names.
@@ -472,6 +473,8 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 	if !ok {
 		return
 	}
+	w, st := s.streamAnswer(w, r, req.Stream)
+	defer st.close()
 	name, reason, busy := sess.begin()
 	switch {
 	case reason != "":
@@ -493,7 +496,7 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	defer s.jobs.Done()
 	var cr *nsjail.CallResult
-	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) { cr, err = sess.js.Call(ctx, c) })
+	queued, ok := s.withSlot(w, r, size, func(ctx context.Context) { cr, err = sess.js.Call(st.bind(ctx), c) })
 	if !ok {
 		return
 	}

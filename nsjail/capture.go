@@ -17,6 +17,9 @@ type capture struct {
 	truncated [2]bool
 	limitHit  bool
 	onLimit   func()
+	// tap, when set, is told of each kept chunk (OutputTap); buf only
+	// ever grows by append, so the bytes it is shown never change.
+	tap OutputTap
 
 	wg sync.WaitGroup
 }
@@ -26,8 +29,12 @@ func (c *capture) add(i int, p []byte) {
 	room := c.limit - c.total
 	if int64(len(p)) > room {
 		if room > 0 {
+			from := len(c.buf[i])
 			c.buf[i] = append(c.buf[i], p[:room]...)
 			c.total = c.limit
+			if c.tap != nil {
+				c.tap.Output(i, c.buf[i], from)
+			}
 		}
 		c.truncated[i] = true
 		first := !c.limitHit
@@ -38,8 +45,12 @@ func (c *capture) add(i int, p []byte) {
 		}
 		return
 	}
+	from := len(c.buf[i])
 	c.buf[i] = append(c.buf[i], p...)
 	c.total += int64(len(p))
+	if c.tap != nil { // under the lock: the tap sees the chunks in order
+		c.tap.Output(i, c.buf[i], from)
+	}
 	c.mu.Unlock()
 }
 

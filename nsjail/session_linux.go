@@ -385,7 +385,7 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	if err := k.send(); err != nil {
 		s.awaitDeath() // the program's end of the socket is gone
 	}
-	out := &capture{limit: c.Limits.OutputBytes, onLimit: func() { k.interrupt(KillOutputLimit) }}
+	out := &capture{limit: c.Limits.OutputBytes, onLimit: func() { k.interrupt(KillOutputLimit) }, tap: TapOf(ctx)}
 	out.start(0, k.outR)
 	out.start(1, k.errR)
 	report := &capture{limit: MaxReportBytes, onLimit: func() {}}

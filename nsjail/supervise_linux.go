@@ -31,7 +31,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	}
 
 	// From here on every path waits for the jail to end.
-	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }}
+	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }, tap: TapOf(ctx)}
 	out.start(0, pio.out)
 	out.start(1, pio.err)
 	// The report channel is drained like stdout, capped on its own and

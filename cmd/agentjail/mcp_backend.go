@@ -30,6 +30,9 @@ type jailBackend interface {
 	// returns the answer's status and body. Cancelling ctx closes the
 	// connection: the daemon ends a run in flight ("cancelled").
 	do(ctx context.Context, method, path string, body any) (int, []byte, error)
+	// stream is do for a POST whose body asks for a stream: the output
+	// goes to out as it comes (readStream).
+	stream(ctx context.Context, path string, body any, out *liveOutput) (int, []byte, error)
 	// where names the backend for people: "the daemon on PATH".
 	where() string
 	// close ends what the backend holds (a local daemon: every jail and
@@ -68,6 +71,10 @@ func newSocketBackend(sock string) *socketBackend {
 
 func (b *socketBackend) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
 	return httpDo(ctx, b.client, "daemon on "+b.sock, method, path, body)
+}
+
+func (b *socketBackend) stream(ctx context.Context, path string, body any, out *liveOutput) (int, []byte, error) {
+	return httpStream(ctx, b.client, "daemon on "+b.sock, path, body, out)
 }
 
 func (b *socketBackend) where() string { return "the agentjail daemon on " + b.sock }
@@ -156,15 +163,30 @@ func newLocalBackend(cfg *daemon.Config, path string, log *slog.Logger) *localBa
 }
 
 func (b *localBackend) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	if err := b.wait(ctx); err != nil {
+		return 0, nil, err
+	}
+	return httpDo(ctx, b.client, "the daemon in this process", method, path, body)
+}
+
+func (b *localBackend) stream(ctx context.Context, path string, body any, out *liveOutput) (int, []byte, error) {
+	if err := b.wait(ctx); err != nil {
+		return 0, nil, err
+	}
+	return httpStream(ctx, b.client, "the daemon in this process", path, body, out)
+}
+
+// wait waits until the daemon in this process has started.
+func (b *localBackend) wait(ctx context.Context) error {
 	select {
 	case <-b.ready:
 	case <-ctx.Done():
-		return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+		return fmt.Errorf("cancelled: %w", context.Cause(ctx))
 	}
 	if b.err != nil {
-		return 0, nil, fmt.Errorf("jails cannot run inside agentjail mcp: %w; give it the daemon's socket (--socket PATH or AGENTJAIL_SOCKET), or run it as root", b.err)
+		return fmt.Errorf("jails cannot run inside agentjail mcp: %w; give it the daemon's socket (--socket PATH or AGENTJAIL_SOCKET), or run it as root", b.err)
 	}
-	return httpDo(ctx, b.client, "the daemon in this process", method, path, body)
+	return nil
 }
 
 func (b *localBackend) where() string { return "the daemon inside `agentjail mcp`" }

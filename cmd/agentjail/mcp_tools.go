@@ -131,13 +131,24 @@ func textResult(text string) *mcp.CallToolResult {
 // also cancels, and returns the answer's body when its status is want.
 // Otherwise it returns the tool error that says why (what: "run").
 func (t *mcpTools) call(ctx context.Context, what, method, path string, body any, want ...int) (status int, b []byte, fail *mcp.CallToolResult) {
+	return t.callLive(ctx, nil, what, method, path, body, want...)
+}
+
+// callLive is call, with the output streamed to out as it comes (nil:
+// not streamed; the body must ask for the stream).
+func (t *mcpTools) callLive(ctx context.Context, out *liveOutput, what, method, path string, body any, want ...int) (status int, b []byte, fail *mcp.CallToolResult) {
 	t.inflight.Add(1)
 	defer t.inflight.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(t.stopping, cancel)
 	defer stop()
-	status, b, err := t.b.do(ctx, method, path, body)
+	var err error
+	if out != nil {
+		status, b, err = t.b.stream(ctx, path, body, out)
+	} else {
+		status, b, err = t.b.do(ctx, method, path, body)
+	}
 	if err != nil {
 		return 0, nil, toolError("agentjail could not %s: %v", what, err)
 	}
@@ -166,7 +177,7 @@ func refusal(b jailBackend, what string, status int, body []byte) string {
 	return msg
 }
 
-func (t *mcpTools) runPython(ctx context.Context, _ *mcp.CallToolRequest, in runPythonArgs) (*mcp.CallToolResult, any, error) {
+func (t *mcpTools) runPython(ctx context.Context, call *mcp.CallToolRequest, in runPythonArgs) (*mcp.CallToolResult, any, error) {
 	req := &daemon.Request{Code: &in.Code, Stdin: in.Stdin, Environment: in.Environment, Env: in.Env, Limits: in.Limits, Files: in.Files, Collect: in.Collect}
 	if len(in.Tests) > 0 && string(in.Tests) != "null" {
 		tests, err := daemon.DecodeTests(in.Tests)
@@ -175,7 +186,10 @@ func (t *mcpTools) runPython(ctx context.Context, _ *mcp.CallToolRequest, in run
 		}
 		req.Tests = tests
 	}
-	_, b, fail := t.call(ctx, "run the program", http.MethodPost, "/v1/run", req, http.StatusOK)
+	out, prog := liveProgress(ctx, call) // mcp_progress.go
+	req.Stream = out != nil
+	_, b, fail := t.callLive(ctx, out, "run the program", http.MethodPost, "/v1/run", req, http.StatusOK)
+	prog.flush()
 	if fail != nil {
 		return fail, nil, nil
 	}
@@ -227,7 +241,7 @@ func (t *mcpTools) forget(id string) {
 	t.mu.Unlock()
 }
 
-func (t *mcpTools) sessionRun(ctx context.Context, _ *mcp.CallToolRequest, in sessionRunArgs) (*mcp.CallToolResult, any, error) {
+func (t *mcpTools) sessionRun(ctx context.Context, call *mcp.CallToolRequest, in sessionRunArgs) (*mcp.CallToolResult, any, error) {
 	if fail := t.mine(in.SessionID); fail != nil {
 		return fail, nil, nil
 	}
@@ -239,7 +253,10 @@ func (t *mcpTools) sessionRun(ctx context.Context, _ *mcp.CallToolRequest, in se
 		}
 		req.Tests = tests
 	}
-	status, b, fail := t.call(ctx, "run the call", http.MethodPost, "/v1/sessions/"+in.SessionID+"/run", req, http.StatusOK)
+	out, prog := liveProgress(ctx, call)
+	req.Stream = out != nil
+	status, b, fail := t.callLive(ctx, out, "run the call", http.MethodPost, "/v1/sessions/"+in.SessionID+"/run", req, http.StatusOK)
+	prog.flush()
 	if status == http.StatusGone || status == http.StatusNotFound {
 		t.forget(in.SessionID)
 	}

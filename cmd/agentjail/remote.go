@@ -42,8 +42,19 @@ func (e *remoteError) Error() string {
 // daemon's user can create (the default /run/agentjail is root's), and
 // the process that listens must be root's or the caller's own (its
 // SO_PEERCRED, checked before anything is sent): a daemon runs as root.
-func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.Result, []byte, error) {
-	status, b, err := remoteDo(ctx, sock, http.MethodPost, "/v1/run", req)
+//
+// With live, the run's output is asked as a stream and written to live
+// as it comes (remoteStream).
+func remoteRun(ctx context.Context, sock string, req *daemon.Request, live *liveOutput) (*daemon.Result, []byte, error) {
+	var status int
+	var b []byte
+	var err error
+	if live != nil {
+		req.Stream = true
+		status, b, err = remoteStream(ctx, sock, "/v1/run", req, live)
+	} else {
+		status, b, err = remoteDo(ctx, sock, http.MethodPost, "/v1/run", req)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -61,11 +72,26 @@ func remoteRun(ctx context.Context, sock string, req *daemon.Request) (*daemon.R
 // (nil: none), and returns the answer's status and body, checking first
 // who listens (trustedServer). Cancelling ctx closes the connection.
 func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []byte, error) {
+	resp, err := remoteSend(ctx, sock, method, path, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("daemon on %s: reading the answer: %w", sock, err)
+	}
+	return resp.StatusCode, b, nil
+}
+
+// remoteSend is remoteDo up to the answer's header: the caller reads
+// the body and closes it.
+func remoteSend(ctx context.Context, sock, method, path string, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -86,7 +112,7 @@ func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []
 	}
 	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
@@ -94,20 +120,15 @@ func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []
 	resp, err := c.Do(hr)
 	if err != nil {
 		if ctx.Err() != nil {
-			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
+			return nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
 		}
 		var de *daemonAbsent
 		if errors.As(err, &de) {
-			return 0, nil, de
+			return nil, de
 		}
-		return 0, nil, fmt.Errorf("daemon on %s: %w", sock, err)
+		return nil, fmt.Errorf("daemon on %s: %w", sock, err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, nil, fmt.Errorf("daemon on %s: reading the answer: %w", sock, err)
-	}
-	return resp.StatusCode, b, nil
+	return resp, nil
 }
 
 // remoteFailure is the daemon's error answer to a request for what (""

@@ -323,11 +323,15 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		res *daemon.Result
 		raw []byte // the daemon's answer, as it came
 	)
+	var live *liveOutput // through a daemon's socket, the output is printed as it comes
+	if ra.remote.url == "" && ra.socket != "" && !ra.json {
+		live = &liveOutput{stdout, stderr}
+	}
 	switch {
 	case ra.remote.url != "":
 		res, raw, err = ra.remote.run(ctx, &ra.req)
 	case ra.socket != "":
-		res, raw, err = remoteRun(ctx, ra.socket, &ra.req)
+		res, raw, err = remoteRun(ctx, ra.socket, &ra.req, live)
 	default:
 		res, err = localRun(ctx, ra)
 	}
@@ -360,9 +364,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			}
 		}
 	} else {
-		// The exact bytes the program wrote, in both modes.
-		_, _ = io.WriteString(stdout, res.Stdout)
-		_, _ = io.WriteString(stderr, res.Stderr)
+		// The exact bytes the program wrote, in both modes (printed
+		// already when they came live).
+		if live == nil {
+			_, _ = io.WriteString(stdout, res.Stdout)
+			_, _ = io.WriteString(stderr, res.Stderr)
+		}
 		if needsNewline(stdout, stderr, res.Stdout, res.Stderr) {
 			_, _ = io.WriteString(stderr, "\n")
 		}

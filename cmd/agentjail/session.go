@@ -64,6 +64,7 @@ func cmdSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 type sessionCmd struct {
 	name string // "agentjail session run"
 	ra   *runArgs
+	live *liveOutput // a call's output is streamed here (remoteStream)
 }
 
 // parseSession parses args with run's rows of these names, and every limit
@@ -126,7 +127,13 @@ func (sc *sessionCmd) limitsOnly(keys []string, elsewhere string) error {
 // call sends one request to the daemon. A refusal is reported (exit 125,
 // or 2 for an invalid field named by its flag), ok false.
 func (sc *sessionCmd) call(ctx context.Context, method, path string, body any, want int, stdout, stderr io.Writer) (b []byte, code int, ok bool) {
-	status, b, err := remoteDo(ctx, sc.ra.socket, method, path, body)
+	var status int
+	var err error
+	if sc.live != nil {
+		status, b, err = remoteStream(ctx, sc.ra.socket, path, body, sc.live)
+	} else {
+		status, b, err = remoteDo(ctx, sc.ra.socket, method, path, body)
+	}
 	if err == nil && status != want {
 		err = sessionFailure(status, b)
 	}
@@ -228,6 +235,9 @@ func sessionRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	r := &ra.req
 	req := daemon.CallRequest{Code: r.Code, Stdin: r.Stdin, Files: r.Files, Collect: r.Collect, Tests: r.Tests, Limits: r.Limits}
+	if !ra.json { // the output is printed as it comes
+		req.Stream, sc.live = true, &liveOutput{stdout, stderr}
+	}
 	// Ctrl-C ends this command, and with it the connection: the daemon
 	// interrupts the call, and the session lives on.
 	b, code, ok := sc.call(context.Background(), http.MethodPost, "/v1/sessions/"+id+"/run", &req, http.StatusOK, stdout, stderr)
@@ -246,9 +256,7 @@ func sessionRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		show(stdout, b)
 		return res.ExitCode
 	}
-	_, _ = io.WriteString(stdout, res.Stdout)
-	_, _ = io.WriteString(stderr, res.Stderr)
-	if a.Value != nil {
+	if a.Value != nil { // the output came live
 		fmt.Fprintln(stdout, *a.Value)
 	}
 	if needsNewline(stdout, stderr, "", res.Stderr) {

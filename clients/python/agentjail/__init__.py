@@ -15,6 +15,7 @@ drop-in for the subprocess `CodeSandbox` shape. Standard library only.
 
 from .aio import AsyncClient, AsyncSession
 from .client import DEFAULT_SOCKET, Client, Session
+from .stream import Event
 from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, NotFound, ProtocolError, QueueFull,
                      SessionBusy, SessionEnded, SetupFailed, ShuttingDown, Timeout, TooLarge, TooManySessions)
 from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, Result, SeccompReport, SessionInfo,
@@ -23,7 +24,7 @@ from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, R
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "AsyncClient", "Session", "AsyncSession", "DEFAULT_SOCKET",
+    "Client", "AsyncClient", "Session", "AsyncSession", "DEFAULT_SOCKET", "Event",
     "Result", "ExceptionInfo", "TestReport", "TestResult", "CollectedFile", "SeccompReport", "SyscallCount",
     "SessionResult", "SessionState", "SessionInfo",
     "Limits", "Tests", "Case", "File", "NOT_SET",

@@ -117,6 +117,19 @@ class ResponseParser:
                 self._finish()
         return self.done
 
+    @property
+    def head(self) -> Optional[Tuple[int, str, List[Tuple[str, str]]]]:
+        """The status, reason and headers, once they have come."""
+        return self._head
+
+    def take_body(self) -> bytes:
+        """The body's bytes that came since the last take (a streamed
+        answer is read as it comes); the Response keeps only what was
+        not taken."""
+        b = bytes(self._body)
+        self._body.clear()
+        return b
+
     def eof(self) -> Response:
         if self.done is not None:
             return self.done

@@ -36,12 +36,13 @@ import collections.abc
 import os
 import socket as _socket
 from types import TracebackType
-from typing import (Any, Awaitable, Callable, Coroutine, Dict, Generator, Iterable, List, Mapping, Optional, Tuple,
-                    Type, Union)
+from typing import (Any, AsyncGenerator, Awaitable, Callable, Coroutine, Dict, Generator, Iterable, List, Mapping,
+                    Optional, Tuple, Type, Union)
 
 from . import _http
 from .client import (Client, check_server, closed_error, connect_error, session_path, sessions_of, socket_path)
-from .errors import AgentjailError, DaemonUnavailable, NotFound, SessionEnded, Timeout
+from .errors import AgentjailError, DaemonUnavailable, NotFound, ProtocolError, SessionEnded, Timeout
+from .stream import Event, EventParser
 from .types import (Limits, Result, SessionInfo, SessionResult, SessionState, Tests, build_request,
                     build_session_request, build_session_run)
 
@@ -120,16 +121,67 @@ class AsyncClient:
             env: Optional[Mapping[str, str]] = None,
             on_forbidden_syscall: Optional[str] = None,
             environment: Optional[str] = None,
-            start: Optional[str] = None) -> Coroutine[Any, Any, Result]:
+            start: Optional[str] = None,
+            on_output: Optional[Callable[[Event], Any]] = None) -> Coroutine[Any, Any, Result]:
         """Run one program; await it for its Result. Argument mistakes raise
-        here, at the call; daemon refusals raise when awaited."""
-        data = _http.request("POST", "/v1/run", build_request(
+        here, at the call; daemon refusals raise when awaited. `on_output`
+        (a function, or a coroutine function) is given each output Event as
+        the program writes it, as for `Client.run`."""
+        body = build_request(
             code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, env=env,
-            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start))
+            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start)
+        data = _http.request("POST", "/v1/run", body)
 
         async def run() -> Result:
+            if on_output is not None:
+                return await _with_callback(self._stream("/v1/run", body, Result.from_dict), on_output)
             return Result.from_dict(await self._call("POST", data))
         return _Call(run, "AsyncClient.run()")
+
+    def run_stream(self, code: str, **kwargs: Any) -> AsyncGenerator[Event, None]:
+        """`run` with its output as it comes: an async iterator of Events,
+        as `Client.run_stream`. Nothing is sent until it is iterated; close
+        it (contextlib.aclosing) to stop early: the connection closes and
+        the daemon cancels the run."""
+        return self._stream("/v1/run", build_request(code, **kwargs), Result.from_dict)
+
+    async def _stream(self, path: str, body: Dict[str, Any], make: Callable[[Any], Any]) -> AsyncGenerator[Event, None]:
+        """POST body asking for a stream and yield its events; the socket
+        is closed when the generator ends or is closed. The client's
+        timeout bounds the whole answer."""
+        body["stream"] = True
+        data = _http.request("POST", path, body)
+        loop = asyncio.get_running_loop()
+        deadline = None if self.timeout is None else loop.time() + self.timeout
+        parser = EventParser(make)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            await _connect(sock, self.socket)
+            try:
+                await loop.sock_sendall(sock, data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # an early answer (413) is still readable
+            while not parser.finished:
+                chunk = await self._recv(sock, deadline)
+                for e in (parser.feed(chunk) if chunk else parser.eof()):
+                    yield e
+        finally:
+            sock.close()
+
+    async def _recv(self, sock: _socket.socket, deadline: Optional[float]) -> bytes:
+        loop = asyncio.get_running_loop()
+        try:
+            if deadline is None:
+                return await loop.sock_recv(sock, 65536)
+            return await asyncio.wait_for(loop.sock_recv(sock, 65536), max(0.0, deadline - loop.time()))
+        except asyncio.TimeoutError:
+            raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
+                          "the connection is closed, so the run is cancelled") from None
+        except ConnectionResetError:
+            raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
+        except OSError as e:
+            raise DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}") from None
 
     def health(self) -> Coroutine[Any, Any, Dict[str, Any]]:
         """GET /v1/health."""
@@ -323,20 +375,41 @@ class AsyncSession:
     def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
             collect: Union[str, Iterable[str], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
-            limits: Union[Limits, Mapping[str, Any], None] = None) -> Coroutine[Any, Any, SessionResult]:
+            limits: Union[Limits, Mapping[str, Any], None] = None,
+            on_output: Optional[Callable[[Event], Any]] = None) -> Coroutine[Any, Any, SessionResult]:
         """Run `code` in the session; see `Session.run`. Cancelling it
-        closes its connection, as for `AsyncClient.run`."""
-        data = _http.request("POST", session_path(self.id, "/run"), build_session_run(
-            code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits))
+        closes its connection, as for `AsyncClient.run`; `on_output` is as
+        for `AsyncClient.run`."""
+        body = build_session_run(code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits)
+        data = _http.request("POST", session_path(self.id, "/run"), body)
 
         async def run() -> SessionResult:
             if self.closed:
                 raise closed_error(self.id)
+            if on_output is not None:
+                return await _with_callback(self._events(body), on_output)
             r = SessionResult.from_dict(await self._client._call("POST", data))
             if isinstance(r.session, SessionState):
                 self.state = r.session
             return r
         return _Call(run, "AsyncSession.run()")
+
+    def run_stream(self, code: str, **kwargs: Any) -> AsyncGenerator[Event, None]:
+        """`run` as an async iterator of Events, as `AsyncClient.run_stream`;
+        the last one's `result` is the SessionResult."""
+        return self._events(build_session_run(code, **kwargs))
+
+    async def _events(self, body: Dict[str, Any]) -> AsyncGenerator[Event, None]:
+        if self.closed:
+            raise closed_error(self.id)
+        events = self._client._stream(session_path(self.id, "/run"), body, SessionResult.from_dict)
+        try:
+            async for e in events:
+                if e.kind == "result" and isinstance(e.result.session, SessionState):
+                    self.state = e.result.session
+                yield e
+        finally:
+            await events.aclose()
 
     def info(self) -> Coroutine[Any, Any, SessionInfo]:
         """GET /v1/sessions/{id}."""
@@ -395,3 +468,19 @@ class AsyncSession:
         except AgentjailError:
             if typ is None:
                 raise
+
+
+async def _with_callback(events: AsyncGenerator[Event, None], on_output: Callable[[Event], Any]) -> Any:
+    """The result of a stream of events, each output event given to
+    on_output first (awaited when it returns an awaitable). The stream is
+    closed when this returns or raises."""
+    try:
+        async for e in events:
+            if e.kind == "result":
+                return e.result
+            r = on_output(e)
+            if isinstance(r, collections.abc.Awaitable):
+                await r
+    finally:
+        await events.aclose()
+    raise ProtocolError("the daemon's streamed answer ended without its result")

@@ -9,9 +9,10 @@ import struct
 import time
 import urllib.parse
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Type, Union
+from typing import Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Type, Union
 
 from . import _http
+from .stream import Event, EventParser
 from .errors import AgentjailError, DaemonUnavailable, Forbidden, NotFound, ProtocolError, SessionEnded, Timeout
 from .types import (Limits, Result, SessionInfo, SessionResult, SessionState, Tests, build_request,
                     build_session_request, build_session_run)
@@ -107,17 +108,39 @@ class Client:
             env: Optional[Mapping[str, str]] = None,
             on_forbidden_syscall: Optional[str] = None,
             environment: Optional[str] = None,
-            start: Optional[str] = None) -> Result:
+            start: Optional[str] = None,
+            on_output: Optional[Callable[[Event], Any]] = None) -> Result:
         """Run one program and return its Result (a program that fails or is
         killed is a Result, not an exception). Raises an AgentjailError when
         the daemon refuses the run or cannot be reached.
 
         `environment` names one of the daemon's environments (its default
-        when None); `start` asks for a "warm" or a "cold" start."""
+        when None); `start` asks for a "warm" or a "cold" start.
+        `on_output`, when given, is called with each output Event (stdout
+        or stderr) as the program writes it: the answer is streamed."""
         body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
                              tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall,
                              environment=environment, start=start)
+        if on_output is not None:
+            return _with_callback(self._stream("/v1/run", body, Result.from_dict), on_output)
         return Result.from_dict(self._call("POST", _http.request("POST", "/v1/run", body)))
+
+    def run_stream(self, code: str, **kwargs: Any) -> Generator[Event, None, None]:
+        """`run` with its output as it comes: an iterator of Events,
+        stdout and stderr as the program writes them, then one "result"
+        Event with the Result. Takes `run`'s arguments. Nothing is sent
+        until the first event is asked for; closing the iterator early (or
+        leaving the loop, once it is collected) closes the connection, and
+        the daemon cancels the run.
+
+            for e in client.run_stream("print(1)"):
+                if e.kind == "result":
+                    r = e.result
+                else:
+                    print(e.data, end="")
+        """
+        body = build_request(code, **kwargs)
+        return self._stream("/v1/run", body, Result.from_dict)
 
     def session(self, *, environment: Optional[str] = None,
                 limits: Union[Limits, Mapping[str, Any], None] = None,
@@ -192,16 +215,7 @@ class Client:
     def _exchange(self, sock: _socket.socket, data: bytes, parser: _http.ResponseParser,
                   deadline: Optional[float]) -> _http.Response:
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    self._settimeout(sock, deadline)
-                    n = sock.send(view)
-                    view = view[n:]
-            except (BrokenPipeError, ConnectionResetError):
-                # The daemon may answer early (413) and close without reading
-                # the whole body: its answer, if any, is still readable.
-                pass
+            self._send(sock, data, deadline)
             while True:
                 self._settimeout(sock, deadline)
                 chunk = sock.recv(65536)
@@ -210,6 +224,51 @@ class Client:
                 resp = parser.feed(chunk)
                 if resp is not None:
                     return resp
+        except _socket.timeout:
+            raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
+                          "the connection is closed, so the run is cancelled") from None
+        except ConnectionResetError:
+            raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
+        except OSError as e:
+            raise DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}") from None
+
+    def _send(self, sock: _socket.socket, data: bytes, deadline: Optional[float]) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                self._settimeout(sock, deadline)
+                n = sock.send(view)
+                view = view[n:]
+        except (BrokenPipeError, ConnectionResetError):
+            # The daemon may answer early (413) and close without reading
+            # the whole body: its answer, if any, is still readable.
+            pass
+
+    def _stream(self, path: str, body: Dict[str, Any], make: Callable[[Any], Any]) -> Generator[Event, None, None]:
+        """POST body, asking for a stream, and yield its events; the
+        socket is closed when the generator ends or is closed."""
+        body["stream"] = True
+        data = _http.request("POST", path, body)
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        parser = EventParser(make)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            self._connect(sock, deadline)
+            try:
+                self._send(sock, data, deadline)
+            except _socket.timeout:
+                raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
+                              "the connection is closed, so the run is cancelled") from None
+            while not parser.finished:
+                chunk = self._recv(sock, deadline)
+                yield from (parser.feed(chunk) if chunk else parser.eof())
+        finally:
+            sock.close()
+
+    def _recv(self, sock: _socket.socket, deadline: Optional[float]) -> bytes:
+        try:
+            self._settimeout(sock, deadline)
+            return sock.recv(65536)
         except _socket.timeout:
             raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
                           "the connection is closed, so the run is cancelled") from None
@@ -261,7 +320,8 @@ class Session:
     def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
             collect: Union[str, Iterable[str], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
-            limits: Union[Limits, Mapping[str, Any], None] = None) -> SessionResult:
+            limits: Union[Limits, Mapping[str, Any], None] = None,
+            on_output: Optional[Callable[[Event], Any]] = None) -> SessionResult:
         """Run `code` in the session's interpreter (POST /v1/sessions/{id}/run).
 
         `limits` are this call's: wall_time_ms, cpu_time_ms, output_bytes.
@@ -269,15 +329,30 @@ class Session:
         SessionResult like any other (`session.alive` says whether the
         session lives on). Raises SessionEnded (with `.reason`) when the
         session has ended, SessionBusy when another call is running,
-        NotFound when the daemon does not know the id."""
+        NotFound when the daemon does not know the id. `on_output` is as
+        for `Client.run`."""
         body = build_session_run(code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits)
         if self.closed:
             raise closed_error(self.id)
+        if on_output is not None:
+            return _with_callback(self.run_stream(code, stdin=stdin, files=files, collect=collect, tests=tests,
+                                                  limits=limits), on_output)
         r = SessionResult.from_dict(self._client._call(
             "POST", _http.request("POST", session_path(self.id, "/run"), body)))
         if isinstance(r.session, SessionState):
             self.state = r.session
         return r
+
+    def run_stream(self, code: str, **kwargs: Any) -> Generator[Event, None, None]:
+        """`run` as an iterator of Events, as `Client.run_stream`; the
+        last one's `result` is the SessionResult."""
+        body = build_session_run(code, **kwargs)
+        if self.closed:
+            raise closed_error(self.id)
+        for e in self._client._stream(session_path(self.id, "/run"), body, SessionResult.from_dict):
+            if e.kind == "result" and isinstance(e.result.session, SessionState):
+                self.state = e.result.session
+            yield e
 
     def info(self) -> SessionInfo:
         """GET /v1/sessions/{id}: calls, times, memory now and at its peak,
@@ -313,3 +388,16 @@ class Session:
             self.close()
         except AgentjailError:
             pass
+
+
+def _with_callback(events: Generator[Event, None, None], on_output: Callable[[Event], Any]) -> Any:
+    """The result of a stream of events, each output event given to
+    on_output first. The stream is closed when this returns or raises."""
+    try:
+        for e in events:
+            if e.kind == "result":
+                return e.result
+            on_output(e)
+    finally:
+        events.close()
+    raise ProtocolError("the daemon's streamed answer ended without its result")

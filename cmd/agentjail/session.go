@@ -36,7 +36,7 @@ const sessionUsage = `usage:
 // The limits a session has, and those each call has.
 var (
 	sessionLimitKeys = []string{"memory_bytes", "pids", "tmp_bytes", "cpu_time_ms", "open_files", "file_size_bytes"}
-	callLimitKeys    = []string{"wall_time_ms", "cpu_time_ms", "output_bytes"}
+	callLimitKeys    = []string{"wall_time_ms", "cpu_time_ms", "output_bytes", "display_bytes"}
 )
 
 func cmdSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

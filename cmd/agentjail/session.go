@@ -26,7 +26,7 @@ const sessionUsage = `usage:
   agentjail session start [--socket PATH] [--json] [--environment NAME] [--start warm|cold] [--idle-timeout DUR]
                           [--memory SIZE] [--pids N] [--tmp-size SIZE] [--cpu-time DUR] [--open-files N] [--file-size SIZE]
                           [--env NAME=VALUE]... [--file NAME=HOSTPATH]...
-  agentjail session run   ID [--socket PATH] [--json] [--timeout DUR] [--cpu-time DUR] [--output-limit SIZE]
+  agentjail session run   ID [--socket PATH] [--json] [--timeout DUR] [--cpu-time DUR] [--output-limit SIZE] [--display-bytes SIZE]
                           [--stdin FILE] [--file NAME=HOSTPATH]... [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)
   agentjail session show  ID [--socket PATH] [--json]
   agentjail session end   ID [--socket PATH]

@@ -68,7 +68,7 @@ var slowLimits = map[string]any{"wall_time_ms": 120000, "cpu_time_ms": 120000} /
 // says so.
 func TestDisplayFiguresInRuns(t *testing.T) {
 	_, c := displayServer(t)
-	open := "import matplotlib.pyplot as plt\nplt.figure(figsize=(4, 3), dpi=100)\nplt.plot([1, 2, 3])\n"
+	open := "import matplotlib.pyplot as plt\nprint(plt.get_fignums())\nplt.figure(figsize=(4, 3), dpi=100)\nplt.plot([1, 2, 3])\nprint(plt.gcf().number)\n"
 	twice := "import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 2), dpi=100); plt.plot([1, 2]); plt.show()\n" +
 		"plt.figure(figsize=(3, 2), dpi=100); plt.plot([2, 1]); plt.show()\nprint(plt.get_fignums())\n"
 	for _, env := range []string{"default", "science"} {
@@ -84,6 +84,7 @@ func TestDisplayFiguresInRuns(t *testing.T) {
 			require.Len(t, res.Display, 1, what)
 			assert.Equal(t, [2]uint32{400, 300}, pngSize(t, res.Display[0]), what)
 			assert.False(t, res.DisplayTruncated, what)
+			assert.Equal(t, "[]\n1\n", res.Stdout, what+": the zygote's own figure (warm.py) is gone")
 
 			res = run(twice, slowLimits)
 			require.Len(t, res.Display, 2, what)

@@ -57,11 +57,14 @@ func (r *Report) addDisplay(rec *record, err error) {
 // Display is the result's "display" for a display_bytes limit of limit
 // bytes, and whether entries were dropped (the harness's, the report's
 // or this limit's): the entries in order up to the first that does not
-// fit. Never nil.
+// fit. A limit of 0 is the default one. Never nil.
 func (r *Report) Display(limit int64) (entries []Display, truncated bool) {
 	entries = []Display{}
 	if r == nil {
 		return entries, false
+	}
+	if limit <= 0 {
+		limit = nsjail.DefaultLimits().DisplayBytes
 	}
 	var total int64
 	for i, d := range r.display {

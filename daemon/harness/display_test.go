@@ -38,6 +38,10 @@ func TestReportDisplay(t *testing.T) {
 	assert.True(t, cut)
 	assert.Equal(t, []Display{}, got)
 
+	got, cut = r.Display(0)
+	assert.Len(t, got, 3, "0: the default limit, 2 MiB")
+	assert.False(t, cut)
+
 	got, cut = ParseReport(nil, false, nil).Display(1 << 20)
 	assert.Equal(t, []Display{}, got, "never nil: [] in the result")
 	assert.False(t, cut)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -22,7 +24,7 @@ import (
 // displayServer serves the default environment and "science", which
 // preloads matplotlib.pyplot and pandas, once both zygotes are up (as
 // `agentjail serve` opens them), with sessions.
-func displayServer(t *testing.T) (*Server, *http.Client) {
+func displayServer(t testing.TB) (*Server, *http.Client) {
 	t.Helper()
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp, systest.Scientific)
 	cfg, err := parseConfig([]byte("[environments.science]\npreload = [\"numpy\", \"pandas\", \"matplotlib.pyplot\"]\n"))
@@ -46,6 +48,36 @@ func displayServer(t *testing.T) (*Server, *http.Client) {
 	o.MaxSessions = 4
 	s, _, c := startServer(t, o, r)
 	return s, c
+}
+
+// BenchmarkDisplayPlot: a line chart shown with plt.show() in the
+// environment that preloads matplotlib.pyplot, warm and cold, and a warm
+// `pass` there; wall-ms/op is the mean of the results' wall_time_ms
+// (docs/benchmarks/2026-11.md has the figures):
+// go test -run '^$' -bench DisplayPlot ./daemon
+func BenchmarkDisplayPlot(b *testing.B) {
+	_, c := displayServer(b)
+	plot := `{"code":"import matplotlib.pyplot as plt\nplt.plot([1, 2, 3, 2])\nplt.show()","environment":"science","start":"%s","limits":{"wall_time_ms":60000,"cpu_time_ms":60000}}`
+	for _, bc := range []struct{ name, body string }{
+		{"warm-pass", `{"code":"pass","environment":"science","start":"warm"}`},
+		{"warm-plot", fmt.Sprintf(plot, "warm")},
+		{"cold-plot", fmt.Sprintf(plot, "cold")},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var wall float64
+			n := 0
+			for b.Loop() {
+				resp, body := post(b, c, bc.body)
+				var res Result
+				if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &res) != nil || res.Status != "ok" {
+					b.Fatal(string(body))
+				}
+				wall += res.WallTimeMs
+				n++
+			}
+			b.ReportMetric(wall/float64(n), "wall-ms/op")
+		})
+	}
 }
 
 // pngSize is the width and height in a PNG's IHDR chunk.

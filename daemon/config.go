@@ -118,6 +118,7 @@ type LimitValues struct {
 	TmpBytes      int64   `toml:"tmp_bytes"`       // tmpfs for /workspace, /tmp, /dev/shm, in bytes; default 64 MiB
 	OpenFiles     int64   `toml:"open_files"`      // RLIMIT_NOFILE; default 256
 	FileSizeBytes int64   `toml:"file_size_bytes"` // RLIMIT_FSIZE in bytes; default 32 MiB
+	DisplayBytes  int64   `toml:"display_bytes"`   // the result's display entries, in bytes; default 2 MiB, at most 8 MiB
 	CPUs          float64 `toml:"cpus"`            // CPU bandwidth of one jail in CPUs (cgroup quota); default 1
 }
 

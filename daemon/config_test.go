@@ -50,7 +50,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, nsjail.DefaultLimits(), c.defaultLimits())
 	assert.Equal(t, nsjail.Limits{
 		MemoryBytes: 4 << 30, WallTime: 300 * time.Second, CPUTime: 300 * time.Second, Pids: 1024,
-		OutputBytes: 64 << 20, TmpBytes: 1 << 30, OpenFiles: 4096, FileSizeBytes: 1 << 30, CPUs: 1024,
+		OutputBytes: 64 << 20, TmpBytes: 1 << 30, OpenFiles: 4096, FileSizeBytes: 1 << 30, CPUs: 1024, DisplayBytes: 8 << 20,
 	}, c.maxLimits())
 	assert.Equal(t, os.FileMode(0o660), c.SocketMode())
 	gid, err := c.SocketGID()

@@ -33,6 +33,7 @@ func (j *Job) result(jr *nsjail.Result) *Result {
 	rep := harness.ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
 	res.Exception = rep.UncaughtException(jr)
 	res.Tests = rep.Verdicts(j.Tests, jr)
+	res.Display, res.DisplayTruncated = rep.Display(j.Spec.Limits.DisplayBytes)
 	// What the program did wrong first, then what the jail did to it.
 	var env *harness.Installed
 	if e := j.env; e != nil && e.PythonVersion != "" { // probed: its packages are known

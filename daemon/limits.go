@@ -36,6 +36,8 @@ var limitTable = []Limit{
 		jail: func(l *nsjail.Limits) any { return &l.OpenFiles }},
 	{Key: "file_size_bytes", Unit: UnitBytes, Flag: "file-size", Help: "largest file a process may write (e.g. 32MiB)", max: 1 << 30,
 		jail: func(l *nsjail.Limits) any { return &l.FileSizeBytes }},
+	{Key: "display_bytes", Unit: UnitBytes, Flag: "display-bytes", Help: "rich outputs (figures, HTML) kept in the result (e.g. 2MiB)", max: nsjail.MaxDisplayBytes,
+		jail: func(l *nsjail.Limits) any { return &l.DisplayBytes }},
 	// No flag and no request field: docs/contract.md has none, and the
 	// daemon's limits.default.cpus is every jail's share of the host. Its
 	// maximum only bounds limits.default.cpus.

@@ -94,7 +94,7 @@ func TestLimitTableConverts(t *testing.T) {
 	def := nsjail.DefaultLimits()
 	v := limitsOf(def)
 	assert.Equal(t, LimitValues{MemoryBytes: 256 << 20, WallTimeMs: 10000, CPUTimeMs: 10000, Pids: 64, OutputBytes: 1 << 20,
-		TmpBytes: 64 << 20, OpenFiles: 256, FileSizeBytes: 32 << 20, CPUs: 1}, v)
+		TmpBytes: 64 << 20, OpenFiles: 256, FileSizeBytes: 32 << 20, DisplayBytes: 2 << 20, CPUs: 1}, v)
 	assert.Equal(t, def, v.nsjail(LimitValues{}))
 	assert.Equal(t, def, LimitValues{}.nsjail(v), "a zero field takes the default's")
 
@@ -104,15 +104,24 @@ func TestLimitTableConverts(t *testing.T) {
 			assert.Error(t, d.Set(&r, 1), d.Key)
 			continue
 		}
-		require.NoError(t, d.Set(&r, int64(100+i)<<20))
-		assert.Equal(t, int64(100+i)<<20, **d.request(&r), d.Key)
+		require.NoError(t, d.Set(&r, testLimit(d, i)))
+		assert.Equal(t, testLimit(d, i), **d.request(&r), d.Key)
 	}
 	l, err := r.apply(def, nil)
 	require.NoError(t, err)
 	for i, d := range limitTable {
 		if d.Flag != "" {
-			assert.Equal(t, limitValue{n: int64(100+i) << 20}, d.get(&l), d.Key)
+			assert.Equal(t, limitValue{n: testLimit(d, i)}, d.get(&l), d.Key)
 		}
 	}
 	assert.Equal(t, def.CPUs, l.CPUs)
+}
+
+// testLimit is a value for row i that no other row has and that its
+// limit accepts: display_bytes is at most 8 MiB.
+func testLimit(d Limit, i int) int64 {
+	if d.Key == "display_bytes" {
+		return int64(1+i) << 10
+	}
+	return int64(100+i) << 20
 }

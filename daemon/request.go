@@ -59,6 +59,7 @@ type RequestLimits struct {
 	TmpBytes      *int64 `json:"tmp_bytes,omitempty"`
 	OpenFiles     *int64 `json:"open_files,omitempty"`
 	FileSizeBytes *int64 `json:"file_size_bytes,omitempty"`
+	DisplayBytes  *int64 `json:"display_bytes,omitempty"`
 	// No CPU bandwidth: docs/contract.md has none, and the daemon's
 	// limits.default.cpus is every jail's share of the host.
 }

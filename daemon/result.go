@@ -50,6 +50,12 @@ type Result struct {
 	Feedback  []string             `json:"feedback"`
 	Files     []ResultFile         `json:"files"`
 
+	// Display is what a notebook would show (figures, the trailing
+	// value's rich form), at most limits.display_bytes of it;
+	// DisplayTruncated says entries were dropped.
+	Display          []harness.Display `json:"display"`
+	DisplayTruncated bool              `json:"display_truncated"`
+
 	// Environment is the environment that ran it; Start how its
 	// interpreter started: "warm" (a fork of the environment's zygote) or
 	// "cold" (a fresh python3).
@@ -78,6 +84,7 @@ func fromJail(r *nsjail.Result) *Result {
 		PidsLimitHits:    r.PidsMaxHits,
 		Feedback:         harness.JailFeedback(r),
 		Files:            []ResultFile{},
+		Display:          []harness.Display{},
 	}
 	if r.Signal != 0 {
 		out.Signal = unix.SignalName(r.Signal)

@@ -54,7 +54,7 @@ type CallRequest struct {
 	Files   []RequestFile  `json:"files,omitempty"`
 	Collect []string       `json:"collect,omitempty"`
 	Tests   *harness.Tests `json:"tests,omitempty"`
-	Limits  *RequestLimits `json:"limits,omitempty"` // the call's: wall_time_ms, cpu_time_ms, output_bytes
+	Limits  *RequestLimits `json:"limits,omitempty"` // the call's: wall_time_ms, cpu_time_ms, output_bytes, display_bytes
 	Stream  bool           `json:"stream,omitempty"` // answer with events as the output comes (stream.go)
 }
 
@@ -365,7 +365,7 @@ func (q *SessionRequest) spec(o Options) (*nsjail.Spec, *Environment, time.Durat
 		return nil, nil, 0, err
 	}
 	if l := q.Limits; l != nil {
-		for key, set := range map[string]bool{"wall_time_ms": l.WallTimeMs != nil, "output_bytes": l.OutputBytes != nil} {
+		for key, set := range map[string]bool{"wall_time_ms": l.WallTimeMs != nil, "output_bytes": l.OutputBytes != nil, "display_bytes": l.DisplayBytes != nil} {
 			if set {
 				return nil, nil, 0, &nsjail.FieldError{Field: "limits." + key, Msg: "a limit of each call, not of the session: give it with each call (POST /v1/sessions/{id}/run)"}
 			}
@@ -428,7 +428,7 @@ func (q *CallRequest) callSpec(p Policy, sess *session, name string) (*nsjail.Ca
 		for key, set := range map[string]bool{"memory_bytes": l.MemoryBytes != nil, "pids": l.Pids != nil, "tmp_bytes": l.TmpBytes != nil,
 			"open_files": l.OpenFiles != nil, "file_size_bytes": l.FileSizeBytes != nil} {
 			if set {
-				return nil, &nsjail.FieldError{Field: "limits." + key, Msg: "a limit of the whole session, set when it is created (POST /v1/sessions); a call has wall_time_ms, cpu_time_ms and output_bytes"}
+				return nil, &nsjail.FieldError{Field: "limits." + key, Msg: "a limit of the whole session, set when it is created (POST /v1/sessions); a call has wall_time_ms, cpu_time_ms, output_bytes and display_bytes"}
 			}
 		}
 	}
@@ -454,7 +454,7 @@ func (q *CallRequest) callSpec(p Policy, sess *session, name string) (*nsjail.Ca
 	c := &nsjail.CallSpec{
 		ID:            nsjail.NewID(),
 		Payload:       harness.CallPayload(name, []byte(*q.Code), q.Tests, files),
-		Limits:        nsjail.CallLimits{WallTime: limits.WallTime, CPUTime: limits.CPUTime, OutputBytes: limits.OutputBytes},
+		Limits:        nsjail.CallLimits{WallTime: limits.WallTime, CPUTime: limits.CPUTime, OutputBytes: limits.OutputBytes, DisplayBytes: limits.DisplayBytes},
 		Collect:       q.Collect,
 		CollectLimits: p.Collect,
 	}
@@ -560,6 +560,7 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 	}
 	res.Exception = exc
 	res.Tests = rep.Verdicts(tests, jr)
+	res.Display, res.DisplayTruncated = rep.Display(limits.DisplayBytes)
 	sess.mu.Lock()
 	before := sess.calls // this call is not counted yet
 	sess.mu.Unlock()

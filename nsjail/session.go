@@ -64,6 +64,9 @@ type CallLimits struct {
 	WallTime    time.Duration // from the sending of the call to its end
 	CPUTime     time.Duration // the CPU time the session's group uses during the call
 	OutputBytes int64         // stdout and stderr of the call together
+	// DisplayBytes bounds the call's display entries (the daemon's, which
+	// the session does not read; Validate leaves it alone).
+	DisplayBytes int64
 }
 
 // Validate checks that every limit is usable; errors name the request's

@@ -22,7 +22,13 @@ type Limits struct {
 	OpenFiles     int64         // RLIMIT_NOFILE; default 256
 	FileSizeBytes int64         // RLIMIT_FSIZE; default 32 MiB
 	CPUs          float64       // CPU bandwidth in CPUs (cgroup quota); default 1
+	DisplayBytes  int64         // the result's display entries, in decoded bytes (the daemon's, not the jail's); default 2 MiB, at most MaxDisplayBytes
 }
+
+// MaxDisplayBytes bounds DisplayBytes: the display entries travel on the
+// report channel (base64: 4/3 of their bytes), which holds MaxReportBytes,
+// with room left there for the test records.
+const MaxDisplayBytes = 8 << 20
 
 // MinMemoryBytes is the smallest memory limit accepted: below it python3
 // cannot even start, and the answer would be a kill that explains nothing.
@@ -40,6 +46,7 @@ func DefaultLimits() Limits {
 		OpenFiles:     256,
 		FileSizeBytes: 32 << 20,
 		CPUs:          1,
+		DisplayBytes:  2 << 20,
 	}
 }
 
@@ -63,7 +70,7 @@ func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	for _, f := range []struct{ v, def *int64 }{
 		{&l.MemoryBytes, &d.MemoryBytes}, {&l.Pids, &d.Pids}, {&l.OutputBytes, &d.OutputBytes}, {&l.TmpBytes, &d.TmpBytes},
-		{&l.OpenFiles, &d.OpenFiles}, {&l.FileSizeBytes, &d.FileSizeBytes},
+		{&l.OpenFiles, &d.OpenFiles}, {&l.FileSizeBytes, &d.FileSizeBytes}, {&l.DisplayBytes, &d.DisplayBytes},
 	} {
 		if *f.v == 0 {
 			*f.v = *f.def
@@ -100,6 +107,8 @@ func (l Limits) Validate() error {
 		return fieldErr("limits.open_files", "must be at least 16 (python3 needs a few to start), got %d", l.OpenFiles)
 	case l.FileSizeBytes < 1:
 		return fieldErr("limits.file_size_bytes", "must be at least 1, got %d", l.FileSizeBytes)
+	case l.DisplayBytes < 1 || l.DisplayBytes > MaxDisplayBytes:
+		return fieldErr("limits.display_bytes", "must be at least 1 and at most %d (8 MiB), got %d", MaxDisplayBytes, l.DisplayBytes)
 	case !(l.CPUs > 0) || l.CPUs > 1024:
 		return fieldErr("limits.cpus", "must be above 0 and at most 1024, got %v", l.CPUs)
 	}

@@ -193,6 +193,8 @@ func resultSchema(call bool) *jsonschema.Schema {
 		"tests":             anyOfTypes("null, or the verdicts: total, passed, failed, all_passed, results [{name, passed, output, detail}].", "object", "null"),
 		"feedback":          {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: "Short sentences saying what went wrong and what to change; empty when all went well."},
 		"files":             {Type: "array", Items: &jsonschema.Schema{Type: "object"}, Description: "Collected files: path, size, encoding, content (or error)."},
+		"display":           {Type: "array", Items: &jsonschema.Schema{Type: "object"}, Description: "What a notebook would show, in order: matplotlib figures (image/png, data in base64) and the trailing value's HTML or Markdown: mime, data, bytes. The images are in the answer's content too."},
+		"display_truncated": {Type: "boolean", Description: "Entries were dropped past limits.display_bytes."},
 		"wall_time_ms":      {Type: "number", Description: "Wall-clock time of the run in milliseconds."},
 		"cpu_time_ms":       {Type: "number", Description: "CPU time of every process of the run in milliseconds."},
 		"peak_memory_bytes": anyOfTypes("The most memory the run held at once.", "integer", "null"),

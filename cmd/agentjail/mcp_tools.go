@@ -197,7 +197,7 @@ func (t *mcpTools) runPython(ctx context.Context, call *mcp.CallToolRequest, in 
 	if err != nil {
 		return toolError("%s answered with a result this build cannot read: %v", t.b.where(), err), nil, nil
 	}
-	return textResult(resultText(res, nil, nil)), json.RawMessage(b), nil
+	return withDisplay(textResult(resultText(res, nil, nil)), res), json.RawMessage(b), nil
 }
 
 func (t *mcpTools) sessionStart(ctx context.Context, _ *mcp.CallToolRequest, in sessionStartArgs) (*mcp.CallToolResult, any, error) {
@@ -274,7 +274,7 @@ func (t *mcpTools) sessionRun(ctx context.Context, call *mcp.CallToolRequest, in
 	if !a.Session.Alive {
 		t.forget(in.SessionID)
 	}
-	return textResult(resultText(res, a.Value, &a.Session)), json.RawMessage(b), nil
+	return withDisplay(textResult(resultText(res, a.Value, &a.Session)), res), json.RawMessage(b), nil
 }
 
 func (t *mcpTools) sessionEnd(ctx context.Context, _ *mcp.CallToolRequest, in sessionEndArgs) (*mcp.CallToolResult, any, error) {

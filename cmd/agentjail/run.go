@@ -347,7 +347,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var writes []collectWrite
 	if ra.collectDir != "" {
-		writes = writeCollected(ra.collectDir, res.Files, ra.overwrite)
+		writes = writeOutputs(ra.collectDir, res, ra.overwrite)
 	}
 	if ra.json {
 		if raw != nil { // the object as the daemon sent it, fields this build does not know included
@@ -484,6 +484,7 @@ func printVerdicts(w io.Writer, r *daemon.Result, writes []collectWrite) {
 			fmt.Fprintf(w, "agentjail: collected %s (%s; --collect-dir DIR writes it, --json returns its content)\n", shownText(f.Path), harness.Bytes(f.Size))
 		}
 	}
+	printDisplay(w, r, writes)
 	if r.Status != string(nsjail.StatusOK) || r.Tests != nil && !r.Tests.AllPassed {
 		for _, s := range r.Feedback {
 			fmt.Fprintf(w, "agentjail: %s\n", s)

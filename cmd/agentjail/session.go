@@ -26,7 +26,7 @@ const sessionUsage = `usage:
   agentjail session start [--socket PATH] [--json] [--environment NAME] [--start warm|cold] [--idle-timeout DUR]
                           [--memory SIZE] [--pids N] [--tmp-size SIZE] [--cpu-time DUR] [--open-files N] [--file-size SIZE]
                           [--env NAME=VALUE]... [--file NAME=HOSTPATH]...
-  agentjail session run   ID [--socket PATH] [--json] [--timeout DUR] [--cpu-time DUR] [--output-limit SIZE]
+  agentjail session run   ID [--socket PATH] [--json] [--timeout DUR] [--cpu-time DUR] [--output-limit SIZE] [--display-bytes SIZE]
                           [--stdin FILE] [--file NAME=HOSTPATH]... [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)
   agentjail session show  ID [--socket PATH] [--json]
   agentjail session end   ID [--socket PATH]
@@ -36,7 +36,7 @@ const sessionUsage = `usage:
 // The limits a session has, and those each call has.
 var (
 	sessionLimitKeys = []string{"memory_bytes", "pids", "tmp_bytes", "cpu_time_ms", "open_files", "file_size_bytes"}
-	callLimitKeys    = []string{"wall_time_ms", "cpu_time_ms", "output_bytes"}
+	callLimitKeys    = []string{"wall_time_ms", "cpu_time_ms", "output_bytes", "display_bytes"}
 )
 
 func cmdSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -80,6 +80,17 @@
 //	    most 32); line as for "exception".
 //	{"t":"end"}
 //	    Every case was called.
+//	{"t":"display","mime":"image/png","data":"iVBORw0…"}
+//	    A rich output, in order (display.go): a matplotlib figure that
+//	    plt.show() showed or that was open at the program's end (PNG, data
+//	    in base64), or, in a session's call, the trailing value's
+//	    _repr_png_, _repr_html_ or _repr_markdown_ (text/html and
+//	    text/markdown: data is the text). Past the harness's bounds (8 MiB,
+//	    32 entries) "data" is left out and "bytes" gives the entry's size:
+//	    the daemon reports the display as cut. matplotlib is never imported
+//	    for it: plt.show() is patched when the program imports pyplot (a
+//	    finder first on sys.meta_path), or at the start when a warm zygote
+//	    preloaded it.
 //
 // Nothing in the jail is trusted: the submitted code runs in the harness's
 // process and can write any of these records itself, or make the harness

@@ -16,10 +16,17 @@ def _run(pid):
     while f is not None:
         skip.add(f.f_code.co_filename)
         f = f.f_back
-    path, lib, code = _dir + "/main.py", None, None
+    path, code, got = _dir + "/main.py", None, []
     std = list(sys.path)  # python's own path, without the program's files: the harness imports from it
-    if os.path.exists(_dir + "/tests.json"):
-        lib = _lib(skip, pid, std)  # before the program runs: it cannot patch what the tests use
+
+    def lib():
+        if not got:
+            got.append(_lib(skip, pid, std))
+        return got[0]
+    tests = os.path.exists(_dir + "/tests.json")
+    if tests:
+        lib()  # before the program runs: it cannot patch what the tests use
+    _plots(lib)
     with open(path, "rb") as f:
         src = f.read()
     mod = type(sys)("__main__")
@@ -35,14 +42,52 @@ def _run(pid):
         _importable()
         exec(code, ns)
     except SystemExit:
+        _figures(lib)
         raise  # python prints its message, if any, and exits with its code
     except BaseException as e:
-        (lib or _lib(skip, pid, std)).uncaught(e, ns, src if code is None else None)
+        if code is not None:
+            _figures(lib)
+        lib().uncaught(e, ns, src if code is None else None)
         raise  # to python's own handler, through the hook uncaught installed
-    if lib is not None:
-        lib.run_tests(ns)
+    _figures(lib)
+    if tests:
+        lib().run_tests(ns)
     ns.pop("__file__", None)  # as CPython does once __main__ has run
     ns.pop("__cached__", None)
+
+
+class _Pyplot:
+    """First on sys.meta_path until the program imports matplotlib.pyplot
+    (never imported otherwise): then the harness's lib patches plt.show()
+    to send the open figures as display entries (harness_lib.py)."""
+
+    def __init__(self, lib):
+        self.lib = lib
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        return self.lib().pyplot_spec(name, path, target)
+
+
+def _plots(lib):
+    plt = sys.modules.get("matplotlib.pyplot")  # a warm zygote may have preloaded it
+    if plt is not None:
+        lib().patch_pyplot(plt)
+    else:
+        sys.meta_path.insert(0, _Pyplot(lib))
+
+
+def _figures(lib):
+    """The figures left open at the program's end, as display entries."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        try:
+            lib().figures(plt)
+        except BaseException:
+            pass
 
 
 def _compile(src, path):

@@ -22,6 +22,8 @@ MAX_REPR = 4000
 MAX_MESSAGE = 4000
 MAX_TRACEBACK = 64 << 10
 MAX_MRO = 32
+MAX_DISPLAY = 8 << 20  # bytes of display entries sent (daemon/harness/display.go's bound); past it, only their size
+MAX_DISPLAY_N = 32  # display entries sent; past it, only their size
 
 # python's own sys.path, before the program's directory was put first on it
 # (harness.py and session.py give it): the harness imports from it alone.
@@ -30,6 +32,7 @@ _write = os.write
 _getpid = os.getpid
 _display = sys.__excepthook__  # python's own: prints a traceback exactly as an uncaught exception's
 _MISSING = object()
+_shown = [None]  # the Harness whose report channel plt.show() writes to: a session's current call's
 
 
 class Harness:
@@ -43,6 +46,8 @@ class Harness:
         except OSError:
             self.fd = -1
         self.spec_error = None
+        self.display_left, self.display_n = MAX_DISPLAY, 0
+        _shown[0] = self
         self.stop = None  # a session's: when it returns true, no further case runs (the call was interrupted)
         if os.path.exists(code_dir + "/tests.json"):
             self.prepare()
@@ -155,6 +160,68 @@ class Harness:
         if o:
             return o[:len(o) - len(sys.argv)] + [self.main]
         return [sys.executable, "-I", "-u", self.main]
+
+    # The display: what a notebook would show.
+
+    def send_display(self, mime, data):
+        """One display entry: bytes (sent in base64) or text. Past the
+        harness's bounds only its size is sent, and the daemon says the
+        display was cut."""
+        n = len(data) if isinstance(data, bytes) else len(data.encode("utf-8", "surrogatepass"))
+        q = _quote()
+        if n > self.display_left or self.display_n >= MAX_DISPLAY_N:
+            self.display_left = 0
+            self.send('{"t":"display","mime":%s,"bytes":%d}' % (q(mime), n))
+            return
+        self.display_left -= n
+        self.display_n += 1
+        if isinstance(data, bytes):
+            data = _std("binascii").b2a_base64(data, newline=False).decode("ascii")
+        self.send('{"t":"display","mime":%s,"data":%s}' % (q(mime), q(data)))
+
+    def figures(self, plt):
+        """Sends each open figure of pyplot as PNG, in the order of their
+        numbers, and closes them, as a notebook's plt.show() does."""
+        try:
+            nums = plt.get_fignums()
+        except BaseException:
+            return
+        for num in nums:
+            try:
+                buf = io.BytesIO()
+                plt.figure(num).savefig(buf, format="png")
+                self.send_display("image/png", buf.getvalue())
+            except Exception:
+                pass
+        try:
+            plt.close("all")
+        except Exception:
+            pass
+
+    def patch_pyplot(self, plt):
+        _patch_pyplot(plt)
+
+    def pyplot_spec(self, name, path=None, target=None):
+        return PyplotFinder().find_spec(name, path, target)
+
+    def rich(self, v):
+        """The first rich form a notebook would show of a value: its
+        _repr_png_, _repr_html_ (a pandas DataFrame's table) or
+        _repr_markdown_."""
+        if v is None or isinstance(v, type):
+            return
+        for meth, mime, kind in (("_repr_png_", "image/png", bytes), ("_repr_html_", "text/html", str),
+                                 ("_repr_markdown_", "text/markdown", str)):
+            try:
+                f = getattr(v, meth, None)
+                out = f() if callable(f) else None
+                if isinstance(out, tuple) and out:
+                    out = out[0]  # (data, metadata)
+            except Exception:
+                continue
+            if isinstance(out, kind):
+                self.send_display(mime, out)
+                return
 
     # The tests.
 
@@ -270,6 +337,58 @@ class Harness:
             mro = mro[:1] + mro[1 - MAX_MRO:]
         return self.dumps({"t": "case", "i": i, "ms": round(ms, 4), "raised": {
             "type": mro[0], "mro": mro, "message": _cap(_str(e), MAX_MESSAGE), "line": self.line(e.__traceback__)}})
+
+
+def _patch_pyplot(plt):
+    """plt.show() sends the open figures to the current report channel
+    instead of Agg's warning that it cannot show them."""
+    def show(*args, **kwargs):
+        h = _shown[0]
+        if h is not None:
+            h.figures(plt)
+    try:
+        show.__doc__, show.__wrapped__ = plt.show.__doc__, plt.show
+        plt.show = show
+    except BaseException:
+        pass
+
+
+class PyplotFinder:
+    """A finder first on sys.meta_path until the program imports
+    matplotlib.pyplot: it patches plt.show once the module has run.
+    matplotlib is never imported for a program that does not."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        meta = sys.meta_path
+        if self in meta:
+            meta.remove(self)
+        for f in meta:
+            find = getattr(f, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _PatchingLoader(spec.loader)
+        return spec
+
+
+class _PatchingLoader:
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _patch_pyplot(module)
 
 
 # JSON without the json package: importing it (re, enum, collections...)

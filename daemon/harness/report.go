@@ -30,6 +30,10 @@ type Report struct {
 	started   *testsRecord // the "tests" record; nil when the tests never began
 	ended     bool         // an "end" record came
 	cases     []caseReport // one per case of the request's tests
+
+	display        []Display // the display records, in order, within the bounds of addDisplay
+	displayBytes   int64     // their bytes
+	displayDropped bool      // a display record was dropped
 }
 
 type testsRecord struct {
@@ -90,6 +94,9 @@ type record struct {
 	Repr   *string         `json:"repr"`
 	Why    string          `json:"why"`
 	Raised *raisedReport   `json:"raised"`
+
+	Mime string  `json:"mime"` // display: the entry's kind
+	Data *string `json:"data"` // its base64 or text; nil: dropped by the harness
 }
 
 // ParseReport reads the report channel's bytes (truncated: the daemon cut
@@ -145,6 +152,8 @@ func (r *Report) parseLine(line []byte) {
 		}
 	case "end":
 		r.ended = true
+	case "display":
+		r.addDisplay(&rec, err)
 	case "case":
 		i, ierr := strconv.Atoi(string(rec.I))
 		if ierr != nil || i < 0 || i >= len(r.cases) {

@@ -67,6 +67,11 @@ def main():
     lib = _lib()
     global _put, _std
     _put, _std = lib["_put"], lib["_std"]
+    plt = sys.modules.get("matplotlib.pyplot")  # a warm zygote may have preloaded it
+    if plt is not None:
+        lib["_patch_pyplot"](plt)
+    else:
+        sys.meta_path.insert(0, lib["PyplotFinder"]())  # plt.show() patched once a call imports pyplot
     main_mod = type(sys)("__main__")
     main_mod.__dict__.update(__builtins__=builtins, __annotations__={})
     sys.modules["__main__"] = main_mod
@@ -154,6 +159,7 @@ def _call(lib, ns, ws, null, fds):
             exec(main, ns)
             v = eval(last, ns) if last is not None else None
             _forked(0)
+            _display(h, v, last is not None)
             if tests is not None:
                 h.run_tests(ns)
                 if _interrupted:  # a case took the interrupt, and the cases stopped there
@@ -170,6 +176,7 @@ def _call(lib, ns, ws, null, fds):
         _disarm()
         _forked(e)
         status = 2 if isinstance(e, KeyboardInterrupt) else 1 << 8  # python dies of SIGINT, or exits 1
+        _close_figures()
         _show(h, e)
     _flush()
     _stdio(null)
@@ -225,6 +232,27 @@ class _Feed:
             while v:
                 v = v[os.write(fd, v):]
         return not n
+
+
+def _display(h, v, trailing):
+    """The call's display entries: the figures it left open (shown and
+    closed, as a notebook does at a cell's end), then the trailing value's
+    rich form."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        h.figures(plt)
+    if trailing:
+        h.rich(v)
+
+
+def _close_figures():
+    """A failed call's open figures are not the next call's to show."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    try:
+        if plt is not None:
+            plt.close("all")
+    except Exception:
+        pass
 
 
 def _own_stdin(fd):

@@ -2,7 +2,8 @@
 # warm run's zygote loads instead of running boot.py in every run. The
 # zygote calls zygote() once: the harness's code is loaded there, as boot.py
 # loads it (agentjail_harness.bin when it was compiled for this python's
-# bytecode, else the sources). Each warm run calls main(), which runs it as
+# bytecode, else the sources), and a preloaded pyplot draws one figure
+# (_draw_once). Each warm run calls main(), which runs it as
 # boot.py does, with _warm set: compile() has had its first call in the
 # zygote, so the harness compiles the program with it directly (its
 # first-call workaround only costs there). See daemon/harness/harness.go.
@@ -16,6 +17,31 @@ _codes = []
 
 
 def zygote():
+    _load()
+    plt = sys.modules.get("matplotlib.pyplot")  # preloaded by the environment
+    if plt is not None:
+        _draw_once(plt)
+
+
+def _draw_once(plt):
+    """Draws one small figure with text and saves it as PNG, then closes
+    it: the fonts, the Agg renderer and the PNG writer are then loaded in
+    the zygote, and a warm run's first figure costs what a later one does.
+    The next figure is Figure 1 again."""
+    try:
+        import io
+        fig = plt.figure(figsize=(1, 1), dpi=20)
+        ax = fig.add_subplot()
+        ax.plot([0, 1])
+        ax.set_title("x")
+        fig.savefig(io.BytesIO(), format="png")
+    except Exception:
+        pass
+    finally:
+        plt.close("all")
+
+
+def _load():
     try:
         with open(_dir + "/agentjail_harness.bin", "rb") as f:
             b = f.read()

@@ -18,14 +18,14 @@ from .client import DEFAULT_SOCKET, Client, Session
 from .stream import Event
 from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, NotFound, ProtocolError, QueueFull,
                      SessionBusy, SessionEnded, SetupFailed, ShuttingDown, Timeout, TooLarge, TooManySessions)
-from .types import (NOT_SET, Case, CollectedFile, ExceptionInfo, File, Limits, Result, SeccompReport, SessionInfo,
+from .types import (NOT_SET, Case, CollectedFile, Display, ExceptionInfo, File, Limits, Result, SeccompReport, SessionInfo,
                     SessionResult, SessionState, SyscallCount, TestReport, TestResult, Tests)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "AsyncClient", "Session", "AsyncSession", "DEFAULT_SOCKET", "Event",
-    "Result", "ExceptionInfo", "TestReport", "TestResult", "CollectedFile", "SeccompReport", "SyscallCount",
+    "Result", "ExceptionInfo", "TestReport", "TestResult", "CollectedFile", "Display", "SeccompReport", "SyscallCount",
     "SessionResult", "SessionState", "SessionInfo",
     "Limits", "Tests", "Case", "File", "NOT_SET",
     "AgentjailError", "InvalidRequest", "Forbidden", "TooLarge", "QueueFull", "ShuttingDown", "SetupFailed",

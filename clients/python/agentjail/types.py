@@ -77,6 +77,7 @@ class Limits:
     tmp_bytes: Optional[int] = None
     open_files: Optional[int] = None
     file_size_bytes: Optional[int] = None
+    display_bytes: Optional[int] = None
 
     def to_dict(self) -> Dict[str, int]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
@@ -440,6 +441,46 @@ class CollectedFile:
 
 
 @dataclass
+class Display:
+    """One rich output of the run, as a notebook would show it: a figure
+    (`mime` "image/png"), or a trailing value's HTML or Markdown.
+    `read_bytes()` is its content (an image decoded from base64, text as
+    UTF-8), `bytes` its size. In a notebook it shows itself."""
+
+    mime: str = ""
+    data: str = ""
+    bytes: int = 0
+    extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Display":
+        return _from_dict(cls, d)
+
+    @property
+    def is_text(self) -> bool:
+        return self.mime.startswith("text/")
+
+    def read_bytes(self) -> bytes:
+        """The content, byte for byte: the image, or the text as UTF-8."""
+        if self.is_text:
+            return self.data.encode("utf-8")
+        try:
+            return base64.b64decode(self.data, validate=True)
+        except binascii.Error as e:
+            raise ValueError(f"display {self.mime}: bad base64 from the daemon: {e}") from None
+
+    def _repr_png_(self) -> Optional[bytes]:
+        return self.read_bytes() if self.mime == "image/png" else None
+
+    def _repr_html_(self) -> Optional[str]:
+        return self.data if self.mime == "text/html" else None
+
+    def _repr_markdown_(self) -> Optional[str]:
+        return self.data if self.mime == "text/markdown" else None
+
+
+
+@dataclass
 class SyscallCount:
     """One forbidden call and how often it was made; `detail` names the
     arguments it was forbidden for ("AF_INET, SOCK_RAW"), "" when any
@@ -515,6 +556,11 @@ class Result:
     start: str = ""
     stdout_base64: Optional[str] = None
     stderr_base64: Optional[str] = None
+    #: What a notebook would show: matplotlib figures (PNG) and the trailing
+    #: value's rich form, in order, up to `limits.display_bytes`;
+    #: `display_truncated` says some were dropped.
+    display: List[Display] = field(default_factory=list)
+    display_truncated: bool = False
     #: Fields of a newer daemon that this client does not know, as sent.
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -525,7 +571,7 @@ class Result:
     @staticmethod
     def _convert() -> Dict[str, Any]:
         return dict(seccomp=_obj(SeccompReport), exception=_obj(ExceptionInfo), tests=_obj(TestReport),
-                    files=_list_of(CollectedFile))
+                    files=_list_of(CollectedFile), display=_list_of(Display))
 
     @staticmethod
     def _fix(r: Any) -> Any:
@@ -534,6 +580,8 @@ class Result:
             r.feedback = []
         if r.files is None:
             r.files = []
+        if r.display is None:
+            r.display = []
         return r
 
     @property

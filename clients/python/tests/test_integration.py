@@ -182,6 +182,17 @@ class IntegrationTest(unittest.TestCase):
         self.assertEqual(r.file("out.bin").read_bytes(), bytes(range(256)))
         self.assertEqual(r.file("note.txt").read_text(), "héllo")
 
+    def test_display(self):
+        r = self.client.run("import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 1), dpi=100)\nplt.plot([1, 2])\nplt.show()",
+                            limits={"wall_time_ms": 60000, "cpu_time_ms": 60000})
+        self.assertEqual(r.status, "ok", r.stderr)
+        self.assertEqual([d.mime for d in r.display], ["image/png"])
+        png = r.display[0].read_bytes()
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertEqual((int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")), (200, 100))
+        self.assertEqual(r.display[0].bytes, len(png))
+        self.assertFalse(r.display_truncated)
+
     def test_memory_limit(self):
         r = self.client.run("x = bytearray(200 << 20)", limits=Limits(memory_bytes=32 << 20))
         self.assertEqual((r.status, r.kill_reason), ("killed", "memory_limit"))

@@ -6,7 +6,7 @@ import os
 import pickle
 import unittest
 
-from agentjail import NOT_SET, Case, CollectedFile, File, Limits, Result, SessionInfo, SessionResult, SessionState, Tests
+from agentjail import NOT_SET, Case, CollectedFile, Display, File, Limits, Result, SessionInfo, SessionResult, SessionState, Tests
 from agentjail.types import build_request, build_session_request, build_session_run
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agentjail")
@@ -99,6 +99,26 @@ class ResultTest(unittest.TestCase):
         self.assertFalse(Result.from_dict({"status": "error"}).ok)
         failed = {"status": "ok", "tests": {"total": 1, "passed": 0, "failed": 1, "all_passed": False, "results": []}}
         self.assertFalse(Result.from_dict(failed).ok)
+
+    def test_display(self):
+        png = b"\x89PNG\r\n\x1a\n..."
+        r = SessionResult.from_dict({"status": "ok", "value": "df", "display_truncated": True, "display": [
+            {"mime": "image/png", "data": base64.b64encode(png).decode(), "bytes": len(png)},
+            {"mime": "text/html", "data": "<table>é</table>", "bytes": 17}]})
+        self.assertEqual([d.mime for d in r.display], ["image/png", "text/html"])
+        self.assertIsInstance(r.display[0], Display)
+        self.assertEqual(r.display[0].read_bytes(), png)
+        self.assertEqual(r.display[0]._repr_png_(), png)
+        self.assertEqual(r.display[1].read_bytes(), "<table>é</table>".encode())
+        self.assertEqual(r.display[1]._repr_html_(), "<table>é</table>")
+        self.assertIsNone(r.display[1]._repr_png_())
+        self.assertEqual(r.display[1].bytes, 17)
+        self.assertTrue(r.display_truncated)
+        self.assertEqual(Result.from_dict({"status": "ok"}).display, [], "an older daemon's result")
+        self.assertEqual(Result.from_dict({"status": "ok", "display": None}).display, [])
+        with self.assertRaises(ValueError):
+            Display(mime="image/png", data="***").read_bytes()
+        self.assertEqual(build_request("pass", limits=Limits(display_bytes=4096))["limits"], {"display_bytes": 4096})
 
     def test_collected_file(self):
         self.assertEqual(CollectedFile(path="a", encoding="base64", content="AAE=").read_bytes(), b"\x00\x01")

@@ -43,7 +43,7 @@ func TestMCPNodeClient(t *testing.T) {
 	t.Logf("node clients/mcp-test/test.mjs:\n%s", out)
 	require.NoError(t, err)
 	assert.True(t, strings.HasSuffix(strings.TrimSpace(string(out)), "done"))
-	noLeftovers(t, base)
+	noLeftovers(t, base, string(out))
 }
 
 // nodeModules is a directory with clients/mcp-test's packages installed

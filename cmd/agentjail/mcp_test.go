@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,12 +134,36 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 }
 
 // noLeftovers checks that no process of the uid range and no jail cgroup
-// below this test's is left.
-func noLeftovers(t *testing.T, base uint32) {
+// of this test's jails is left.
+func noLeftovers(t *testing.T, base uint32, logs ...string) {
 	t.Helper()
 	assert.Eventually(t, func() bool { return len(systest.ProcessesInRange(base, 100_000)) == 0 }, 5*time.Second, 20*time.Millisecond,
 		"processes of the jails outlived agentjail mcp: %v", systest.ProcessesInRange(base, 100_000))
-	assert.Empty(t, jailGroups(t), "jail cgroups outlived agentjail mcp")
+	assert.Empty(t, ownGroups(t, base, logs...), "jail cgroups outlived agentjail mcp")
+}
+
+// ownGroups are the jail cgroups (jailGroups) of this test's jails: those
+// that hold a process of its uid range, or whose name (the run's or the
+// session's id) is in one of logs. go test runs packages at once, and
+// their daemons' jails have groups beside these: they are not this
+// test's to judge.
+func ownGroups(t *testing.T, base uint32, logs ...string) map[string][]string {
+	t.Helper()
+	ours := map[string]bool{}
+	for _, pid := range systest.ProcessesInRange(base, 100_000) {
+		ours[strconv.Itoa(pid)] = true
+	}
+	own := map[string][]string{}
+	for name, procs := range jailGroups(t) {
+		mine := slices.ContainsFunc(logs, func(l string) bool { return strings.Contains(l, name) })
+		for _, p := range procs {
+			mine = mine || ours[p]
+		}
+		if mine {
+			own[name] = procs
+		}
+	}
+	return own
 }
 
 // exited waits for the process to end on its own (the client closed
@@ -224,7 +250,7 @@ func TestMCPLocal(t *testing.T) {
 	require.NotEmpty(t, systest.ProcessesInRange(base, 100_000), "the session's interpreter runs")
 	require.NoError(t, cs.Close())
 	exited(t, cmd, time.Second)
-	noLeftovers(t, base)
+	noLeftovers(t, base, log.String())
 	assert.NotContains(t, log.String(), "level=ERROR")
 }
 
@@ -325,7 +351,7 @@ func TestMCPClientGoesMidCall(t *testing.T) {
 	busy(t, base, before+1)
 	require.NoError(t, m.in.Close()) // the client goes, its call running
 	assert.Equal(t, 0, m.wait(t, 5*time.Second))
-	noLeftovers(t, base)
+	noLeftovers(t, base, m.log.String())
 }
 
 func TestMCPStopsAtSIGTERM(t *testing.T) {
@@ -336,7 +362,7 @@ func TestMCPStopsAtSIGTERM(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the call runs
 	require.NoError(t, m.cmd.Process.Signal(syscall.SIGTERM))
 	assert.Equal(t, 0, m.wait(t, 5*time.Second))
-	noLeftovers(t, base)
+	noLeftovers(t, base, m.log.String())
 	assert.Contains(t, m.log.String(), "why=signal")
 }
 
@@ -351,7 +377,7 @@ func TestMCPLineOverTheLimit(t *testing.T) {
 	}()
 	assert.Equal(t, 1, m.wait(t, 10*time.Second))
 	assert.Contains(t, m.log.String(), "level=ERROR")
-	noLeftovers(t, base)
+	noLeftovers(t, base, m.log.String())
 }
 
 func TestMCPThroughDaemon(t *testing.T) {
@@ -375,7 +401,7 @@ func TestMCPThroughDaemon(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 410, status, "the session ended: %s", b)
 	assert.Contains(t, string(b), "deleted")
-	noLeftoversOf(t, base)
+	noLeftoversOf(t, base, d.log.String())
 
 	// A client that goes mid-call: the daemon ends the jail ("cancelled").
 	m := startRawMCP(t, "--socket", d.sock)
@@ -399,7 +425,7 @@ func TestMCPThroughDaemon(t *testing.T) {
 	status, b, err = remoteDo(context.Background(), d.sock, "GET", "/v1/sessions/"+id, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 410, status, "the session ended at SIGTERM: %s", b)
-	noLeftoversOf(t, base)
+	noLeftoversOf(t, base, d.log.String())
 
 	// No daemon there: a tool error that says what to do.
 	cs2, _, _ := connectMCP(t, "--socket", filepath.Join(t.TempDir(), "none.sock"))
@@ -411,9 +437,9 @@ func TestMCPThroughDaemon(t *testing.T) {
 // noLeftoversOf checks the session's processes are gone while the daemon
 // still runs (its zygote and jails kept ahead stay: they are the
 // daemon's).
-func noLeftoversOf(t *testing.T, base uint32) {
+func noLeftoversOf(t *testing.T, base uint32, logs ...string) {
 	t.Helper()
-	for name := range jailGroups(t) {
+	for name := range ownGroups(t, base, logs...) {
 		assert.False(t, strings.HasPrefix(name, "s-"), "a session's cgroup %s outlived its end", name)
 	}
 }
@@ -434,7 +460,7 @@ func TestMCPCleansUpAfterAKilledOne(t *testing.T) {
 	assert.Contains(t, m2.log.String(), "removed a jail left by a process that died")
 	require.NoError(t, m2.in.Close())
 	assert.Equal(t, 0, m2.wait(t, 5*time.Second))
-	noLeftovers(t, base)
+	noLeftovers(t, base, m.log.String(), m2.log.String())
 }
 
 func TestMCPCancelledCall(t *testing.T) {
@@ -459,7 +485,7 @@ func TestMCPCancelledCall(t *testing.T) {
 	assert.Contains(t, line, `still here`)
 	require.NoError(t, m.in.Close())
 	assert.Equal(t, 0, m.wait(t, 5*time.Second))
-	noLeftovers(t, base)
+	noLeftovers(t, base, m.log.String())
 }
 
 // TestMCPSchemasDescribeEverything walks the tools' schemas: every

@@ -190,6 +190,10 @@ func checkValue(v any, t reflect.Type) string {
 		if _, ok := v.(string); !ok {
 			return "must be a string, got " + describe(v)
 		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return "must be true or false, got " + describe(v)
+		}
 	case reflect.Int, reflect.Int64:
 		n, ok := v.(int64)
 		if !ok {

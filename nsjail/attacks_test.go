@@ -1167,8 +1167,9 @@ print("F13 mknod", t(os.mknod, "/tmp/sda", 0o600 | 0o060000, os.makedev(8, 0)))
 				okRun(t, res)
 				// docs/security.md: null zero full random urandom and the fd
 				// links. agentjail adds /dev/shm, a bind of the job's own
-				// scratch tmpfs (nosuid,nodev, inside tmp_bytes).
-				assert.Equal(t, "['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'urandom', 'zero']", out.line(t, "F13 ls"))
+				// scratch tmpfs (nosuid,nodev, inside tmp_bytes), and the
+				// jail's own devpts (/dev/pts, /dev/ptmx: TestJailPtys).
+				assert.Equal(t, "['fd', 'full', 'null', 'ptmx', 'pts', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'urandom', 'zero']", out.line(t, "F13 ls"))
 				for _, d := range []string{"/dev/mem", "/dev/kmsg", "/dev/port", "/dev/sda", "/dev/vda", "/dev/nvme0n1", "/dev/console",
 					"/dev/fuse", "/dev/net/tun", "/dev/kvm", "/dev/nvidia0", "/dev/nvidiactl"} {
 					out.expect(t, "F13 "+d, "", "ENOENT", "EACCES", "EPERM")

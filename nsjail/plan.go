@@ -383,6 +383,26 @@ func (p *plan) dev(root string) {
 		p.op(opSymlink, "symlink /dev/"+l[0]).str(l[1]).str(d + "/" + l[0])
 	}
 	p.mkdir("mkdir /dev/shm", d+"/shm", 0o755, false)
+	p.ptys(d)
+}
+
+// jailPtys bounds the pseudo-terminals a jail's devpts holds at once.
+// Every devpts but the host's own shares kernel.pty.max minus
+// kernel.pty.reserve (4096 − 1024 by default): the host's ptys keep
+// their reserve whatever the jails take.
+const jailPtys = 16
+
+// ptys gives the jail pseudo-terminals of its own: a devpts instance
+// (newinstance) made in its mount namespace, whose ptys no other jail
+// and not the host can see, at /dev/pts, with /dev/ptmx a link to its
+// ptmx. Read-only: a pty is made by opening ptmx, never by writing the
+// file system, and a device node's read-only mount does not stop its
+// I/O; nothing can be created or renamed there.
+func (p *plan) ptys(dev string) {
+	p.mkdir("mkdir /dev/pts", dev+"/pts", 0o755, false)
+	p.mount("mount /dev/pts", "devpts", dev+"/pts", "devpts", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC,
+		fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", jailPtys))
+	p.op(opSymlink, "symlink /dev/ptmx").str("pts/ptmx").str(dev + "/ptmx")
 }
 
 // scratchBinds makes /workspace, /tmp and /dev/shm directories of the

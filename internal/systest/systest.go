@@ -38,6 +38,9 @@ const (
 	Scientific Need = "python3-numpy, python3-pandas and python3-matplotlib"
 	MultiCPU   Need = "at least 2 CPUs"
 	CC         Need = "a C compiler (gcc)"
+	// CPythonTests is CPython's own test suite for /usr/bin/python3
+	// (Debian's libpython3.11-testsuite; scripts/deps installs it).
+	CPythonTests Need = "CPython's test suite (libpython3.11-testsuite)"
 )
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
@@ -84,6 +87,10 @@ func missing(n Need) string {
 	case CC:
 		if _, err := exec.LookPath("gcc"); err != nil {
 			return err.Error()
+		}
+	case CPythonTests:
+		if _, err := os.Stat("/usr/lib/python3.11/test/test_pty.py"); err != nil {
+			return "Debian's libpython3.11-testsuite is not installed (scripts/deps)"
 		}
 	case MultiCPU:
 		if runtime.NumCPU() < 2 {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -82,10 +83,10 @@ print("mine", os.ttyname(s), os.stat("/dev/pts").st_dev)
 `
 )
 
-// A jail's ptys are its own: another jail running at the same time (in
-// warm mode, a fork of the same zygote) does not see them, cannot open
-// them, and has its own devpts, as the host has; a pty of the host's is
-// not reachable either.
+// A jail's ptys are its own: another jail running at the same time, a
+// run's or a session's (in warm mode, forks of the same zygote), does not
+// see them, cannot open them, and has its own devpts, as the host has; a
+// pty of the host's is not reachable either.
 func TestJailPtysAreItsOwn(t *testing.T) {
 	testRunner(t)
 	host, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
@@ -104,19 +105,27 @@ func TestJailPtysAreItsOwn(t *testing.T) {
 		holder = jailRun(t, ptyHolder, nil)
 	}()
 	time.Sleep(time.Second)
-	looker := jailRun(t, regexp.MustCompile("HOSTPTY").ReplaceAllString(ptyLooker, strconv.Itoa(n)), nil)
+	code := strings.ReplaceAll(ptyLooker, "HOSTPTY", strconv.Itoa(n))
+	looker := jailRun(t, code, nil)
+	okRun(t, looker)
+	// And a session's call, in a jail started meanwhile.
+	sess := startSession(t, nil)
+	call := sessionCall(t, sess, code, nil)
+	assert.Equal(t, StatusOK, call.Status)
 	wg.Wait()
 	okRun(t, holder)
-	okRun(t, looker)
 	h := regexp.MustCompile(`held /dev/pts/0 ([0-9.]+) (\d+)\nuntil ([0-9.]+)`).FindStringSubmatch(string(holder.Stdout))
 	require.NotNil(t, h, "holder: %s", holder.Stdout)
-	l := regexp.MustCompile(`at ([0-9.]+)\nls \['ptmx'\]\nopen ENOENT\nhost ENOENT\nmine /dev/pts/0 (\d+)\n`).FindStringSubmatch(string(looker.Stdout))
-	require.NotNil(t, l, "looker: %s", looker.Stdout)
 	from, _ := strconv.ParseFloat(h[1], 64)
 	until, _ := strconv.ParseFloat(h[3], 64)
-	at, _ := strconv.ParseFloat(l[1], 64)
-	require.True(t, from < at && at < until, "the looker looked while the holder held its pty: %v < %v < %v", from, at, until)
-	assert.NotEqual(t, h[2], l[2], "two jails, one devpts")
-	assert.NotEqual(t, strconv.FormatUint(st.Dev, 10), h[2], "a jail has the host's devpts")
-	assert.NotEqual(t, strconv.FormatUint(st.Dev, 10), l[2], "a jail has the host's devpts")
+	hostDev := strconv.FormatUint(st.Dev, 10)
+	assert.NotEqual(t, hostDev, h[2], "a jail has the host's devpts")
+	for _, out := range []string{string(looker.Stdout), string(call.Stdout)} {
+		l := regexp.MustCompile(`at ([0-9.]+)\nls \['ptmx'\]\nopen ENOENT\nhost ENOENT\nmine /dev/pts/0 (\d+)\n`).FindStringSubmatch(out)
+		require.NotNil(t, l, "looker: %s", out)
+		at, _ := strconv.ParseFloat(l[1], 64)
+		require.True(t, from < at && at < until, "the looker looked while the holder held its pty: %v < %v < %v", from, at, until)
+		assert.NotEqual(t, h[2], l[2], "two jails, one devpts")
+		assert.NotEqual(t, hostDev, l[2], "a jail has the host's devpts")
+	}
 }

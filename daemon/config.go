@@ -134,6 +134,7 @@ type JailConfig struct {
 	UIDCount           uint32   `toml:"uid_count"`            // how many, at least max_concurrent + prepared_jails + (per environment) 1 + warm_ahead; default 1000000
 	PreparedJails      *int     `toml:"prepared_jails"`       // cold jails started ahead of requests, 0 = off; default admission.max_concurrent when start is "cold", else 0
 	OnForbiddenSyscall string   `toml:"on_forbidden_syscall"` // "errno" (default) or "kill"; a request may override it
+	ScratchNoexec      bool     `toml:"scratch_noexec"`       // /workspace, /tmp and /dev/shm noexec: a program cannot run what it writes; default false
 }
 
 // CollectConfig caps the files a request collects from /workspace.

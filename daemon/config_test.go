@@ -136,6 +136,7 @@ uid_base = 100000
 uid_count = 1000
 prepared_jails = 1
 on_forbidden_syscall = "kill"
+scratch_noexec = true
 start = "cold"
 warm_ahead = 3
 zygote_max_forks = 50
@@ -179,7 +180,7 @@ insecure_plaintext = false
 			Max:     LimitValues{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
 		},
 		Jail: JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, PreparedJails: ptr(1), OnForbiddenSyscall: "kill",
-			Start: "cold", WarmAhead: ptr(3), ZygoteMaxForks: 50, ZygoteMemoryBytes: 1 << 30},
+			ScratchNoexec: true, Start: "cold", WarmAhead: ptr(3), ZygoteMaxForks: 50, ZygoteMemoryBytes: 1 << 30},
 		Environments: map[string]EnvironmentConfig{
 			"default": {Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, Env: map[string]string{}, Preload: []string{}},
 			"sci": {Python: "/opt/sci/bin/python3", ReadOnlyMounts: []string{"/opt/sci"}, Env: map[string]string{"OMP_NUM_THREADS": "2", "LANG": "C.UTF-8"},
@@ -318,6 +319,8 @@ func TestBadValuesNameTheirKey(t *testing.T) {
 		{"[jail]\nprepared_jails = -1", "line 2: jail.prepared_jails: must be from 0 (off) to 1024, got -1"},
 		{"[jail]\nprepared_jails = 1025", "line 2: jail.prepared_jails: must be from 0 (off) to 1024, got 1025"},
 		{"[jail]\non_forbidden_syscall = \"trap\"", `line 2: jail.on_forbidden_syscall: must be "errno" or "kill", got "trap"`},
+		{"[jail]\nscratch_noexec = \"yes\"", `line 2: jail.scratch_noexec: must be true or false, got`},
+		{"[jail]\nscratch_noexec = true", ""},
 		{"[collect]\nfile_bytes = 0", "line 2: collect.file_bytes: must be at least 1, got 0"},
 		{"[collect]\ntotal_bytes = 0", "line 2: collect.total_bytes: must be at least 1, got 0"},
 		{"[collect]\nfile_bytes = 2000\ntotal_bytes = 1000", "line 2: collect.file_bytes: 2000 is above collect.total_bytes (1000)"},

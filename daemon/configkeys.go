@@ -190,6 +190,10 @@ func checkValue(v any, t reflect.Type) string {
 		if _, ok := v.(string); !ok {
 			return "must be a string, got " + describe(v)
 		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			return "must be true or false, got " + describe(v)
+		}
 	case reflect.Int, reflect.Int64:
 		n, ok := v.(int64)
 		if !ok {
@@ -205,10 +209,6 @@ func checkValue(v any, t reflect.Type) string {
 		}
 		if n < 0 || n > math.MaxUint32 {
 			return fmt.Sprintf("%d is out of range (0 to %d)", n, uint32(math.MaxUint32))
-		}
-	case reflect.Bool:
-		if _, ok := v.(bool); !ok {
-			return "must be true or false, got " + describe(v)
 		}
 	case reflect.Float64:
 		switch v.(type) {

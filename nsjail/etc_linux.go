@@ -50,6 +50,16 @@ const (
 // /usr/share/fontconfig). Each is copied when the host has it.
 var etcTrees = []string{"matplotlibrc", "fonts"}
 
+// etcHostFiles are single files of the host's /etc that the standard
+// library and its users read: service and protocol names
+// (getservbyname, getaddrinfo with a service; Debian's netbase), media
+// types (mimetypes; media-types), and what TLS verifies with: OpenSSL's
+// configuration and the CA bundle (ca-certificates), which Python's ssl
+// finds as its default cafile (/usr/lib/ssl/cert.pem links there). The
+// hashed links of /etc/ssl/certs are not copied: the bundle holds every
+// certificate they name. Each is copied when the host has it.
+var etcHostFiles = []string{"services", "protocols", "mime.types", "ssl/openssl.cnf", "ssl/certs/ca-certificates.crt"}
+
 // HostEtc is the /etc a jail with these read-only mounts
 // (Spec.ReadOnlyMounts) needs from the host: every link of
 // /etc/alternatives that a library or program in its binds (/usr and the
@@ -88,6 +98,9 @@ func hostEtc(etc string, binds []string) (*Etc, error) {
 			}
 		}
 	}
+	if err := addHostFiles(etc, add); err != nil {
+		return nil, err
+	}
 	for _, tree := range etcTrees {
 		root := filepath.Join(etc, tree)
 		if _, err := os.Lstat(root); os.IsNotExist(err) {
@@ -121,6 +134,39 @@ func hostEtc(etc string, binds []string) (*Etc, error) {
 		}
 	}
 	return e, nil
+}
+
+// addHostFiles adds etcHostFiles that the host has, as regular files
+// (through links: /etc/ssl/certs/ca-certificates.crt may be one), each
+// directory on the way once, before what it holds.
+func addHostFiles(etc string, add func(EtcEntry) error) error {
+	dirs := map[string]bool{}
+	for _, f := range etcHostFiles {
+		p := filepath.Join(etc, f)
+		if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+			continue // not on this host: the jail goes without, as the host does
+		}
+		b, err := readSmall(p)
+		if err != nil {
+			return fmt.Errorf("copying /etc/%s into the jail's /etc: %w", f, err)
+		}
+		var parents []string
+		for d := filepath.Dir(f); d != "."; d = filepath.Dir(d) {
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			if !dirs[d] {
+				dirs[d] = true
+				if err := add(EtcEntry{Path: d, Dir: true}); err != nil {
+					return err
+				}
+			}
+		}
+		if err := add(EtcEntry{Path: f, Content: b}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // alternativesUsed are the links of etc/alternatives that a symbolic link

@@ -68,6 +68,7 @@ type jail struct {
 	lightTeardown bool
 	building      bool  // msgBuild sent, its msgReady not read yet
 	tmpBytes      int64 // the size of the scratch tmpfs msgBuild mounted
+	scratchNoexec bool  // and whether it is noexec (built.noexec)
 	// idMap, when set before start, is the uid and gid map this process
 	// writes for the jail (a zygote's, of its own uid and its runs'); by
 	// default the jail maps its own uid itself.
@@ -206,7 +207,7 @@ func (j *jail) start(b built) error {
 	if err != nil {
 		return err
 	}
-	j.tmpBytes = b.tmpBytes
+	j.tmpBytes, j.scratchNoexec = b.tmpBytes, b.noexec
 	var etc []int
 	if b.etc != nil {
 		fd, err := etcClone(b.etc)
@@ -401,6 +402,7 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 		stdio = append(stdio, reportW.fd)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
+	cfg.ScratchNoexec = j.scratchNoexec // a resize repeats the build's flags
 	plan, sent := requestPlan(cfg, j.tmpBytes), stdio
 	if j.zygote != nil { // a warm run's init: the files; the program's part goes with the fork
 		plan, sent = adoptPlan(cfg, j.tmpBytes), nil

@@ -122,7 +122,7 @@ func runIn(t *testing.T, r *Runner, s *Spec) *Result {
 	}
 	testMode(r, s)
 	mounts := systest.MountCount()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+s.Limits.WallTime)
 	defer cancel()
 	res, err := r.Run(ctx, s)
 	require.NoError(t, err)

@@ -123,16 +123,21 @@ type buildConfig struct {
 	// EtcTree: the whole /etc comes as a detached mount with msgBuild
 	// (Runner.etcTree), attached instead of written.
 	EtcTree  bool
-	TmpBytes int64  // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
-	Code     []File // read-only files under /code that every run has (the daemon's harness)
-	Seccomp  []byte // the filter (seccomp.Program.MarshalBinary); always present
+	TmpBytes int64 // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
+	// ScratchNoexec mounts the scratch tmpfs noexec (Runner.ScratchNoexec).
+	ScratchNoexec bool
+	Code          []File // read-only files under /code that every run has (the daemon's harness)
+	Seccomp       []byte // the filter (seccomp.Program.MarshalBinary); always present
 }
 
 // requestConfig is one request's part: requestPlan turns it into
 // msgRequest's plan, which goes with the program's stdio fds.
 type requestConfig struct {
-	TmpBytes int64  // scratch tmpfs size; remounted when it differs from buildConfig's
-	Code     []File // the rest of /code: the program and its own code files
+	TmpBytes int64 // scratch tmpfs size; remounted when it differs from buildConfig's
+	// ScratchNoexec is buildConfig's: a resize repeats the scratch
+	// tmpfs's flags.
+	ScratchNoexec bool
+	Code          []File // the rest of /code: the program and its own code files
 	// KeepCaps are the capabilities (bits of 1<<CAP_*) the program keeps
 	// in its user namespace, as ambient ones across its exec: a zygote's
 	// CAP_SETUID and CAP_SETGID, with which its forks become their runs'
@@ -191,7 +196,7 @@ func buildPlan(cfg *buildConfig) []byte {
 	p.dev(root)
 	p.mkdir("mkdir /proc", root+"/proc", 0o555, false)
 	p.proc(root) // after /dev: masks bind its /dev/null
-	p.scratch(root, cfg.TmpBytes)
+	p.scratch(root, cfg.TmpBytes, cfg.ScratchNoexec)
 	p.matplotlibCache(root, cfg.Etc)
 	p.op(opPivotRoot, "pivot_root").str(root)
 	p.op(opHostname, "sethostname").str("sandbox")
@@ -276,7 +281,7 @@ func (p *plan) files(cfg *requestConfig, builtTmp int64) {
 		// The scratch tmpfs (behind /workspace, /tmp and /dev/shm) is
 		// empty: resizing its superblock is one call. A non-bind remount
 		// also sets the mount's flags, so they are repeated.
-		p.mount("resize scratch tmpfs", "", "/workspace", "", unix.MS_REMOUNT|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+		p.mount("resize scratch tmpfs", "", "/workspace", "", unix.MS_REMOUNT|scratchFlags(cfg.ScratchNoexec),
 			fmt.Sprintf("size=%d", cfg.TmpBytes))
 	}
 	p.writeFiles("/workspace", cfg.Files, 0o644) // the scratch tmpfs's
@@ -378,6 +383,26 @@ func (p *plan) dev(root string) {
 		p.op(opSymlink, "symlink /dev/"+l[0]).str(l[1]).str(d + "/" + l[0])
 	}
 	p.mkdir("mkdir /dev/shm", d+"/shm", 0o755, false)
+	p.ptys(d)
+}
+
+// jailPtys bounds the pseudo-terminals a jail's devpts holds at once.
+// Every devpts but the host's own shares kernel.pty.max minus
+// kernel.pty.reserve (4096 − 1024 by default): the host's ptys keep
+// their reserve whatever the jails take.
+const jailPtys = 16
+
+// ptys gives the jail pseudo-terminals of its own: a devpts instance
+// (newinstance) made in its mount namespace, whose ptys no other jail
+// and not the host can see, at /dev/pts, with /dev/ptmx a link to its
+// ptmx. Read-only: a pty is made by opening ptmx, never by writing the
+// file system, and a device node's read-only mount does not stop its
+// I/O; nothing can be created or renamed there.
+func (p *plan) ptys(dev string) {
+	p.mkdir("mkdir /dev/pts", dev+"/pts", 0o755, false)
+	p.mount("mount /dev/pts", "devpts", dev+"/pts", "devpts", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC,
+		fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", jailPtys))
+	p.op(opSymlink, "symlink /dev/ptmx").str("pts/ptmx").str(dev + "/ptmx")
 }
 
 // scratchBinds makes /workspace, /tmp and /dev/shm directories of the
@@ -398,14 +423,28 @@ func (p *plan) scratchBinds(s, root string) {
 	}
 }
 
+// scratchFlags are the scratch tmpfs's mount flags: always nosuid and
+// nodev (a file there never gains privileges, no device node works
+// there); noexec only when the operator asks (jail.scratch_noexec). By
+// default a program may run what it writes (its scripts, a venv's pip):
+// it already runs anything under /usr, and Python can make executable
+// memory without a file, so noexec would stop little (docs/security.md).
+func scratchFlags(noexec bool) uintptr {
+	f := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if noexec {
+		f |= unix.MS_NOEXEC
+	}
+	return f
+}
+
 // scratch mounts one tmpfs of tmpBytes and binds three of its directories
 // at /workspace, /tmp and /dev/shm, so that one limit bounds everything
 // the program can store. Its pages are charged to the jail's memory
 // cgroup as the program writes them.
-func (p *plan) scratch(root string, tmpBytes int64) {
+func (p *plan) scratch(root string, tmpBytes int64, noexec bool) {
 	s := root + "/.scratch"
 	p.mkdir("mkdir scratch", s, 0o700, false)
-	p.mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+	p.mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", scratchFlags(noexec),
 		fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", tmpBytes, scratchInodes))
 	p.scratchBinds(s, root)
 	p.op(opUmount, "detach scratch").str(s).u32(unix.MNT_DETACH)

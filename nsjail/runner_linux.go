@@ -57,6 +57,11 @@ type Runner struct {
 	// links, and one dentry to release at its end instead of as many.
 	// Off (local mode, one jail a process): each jail writes its own.
 	ShareEtc bool
+	// ScratchNoexec mounts every jail's scratch tmpfs (/workspace, /tmp,
+	// /dev/shm) noexec (the daemon's jail.scratch_noexec): a program
+	// then cannot execute a file it wrote. Off by default: it can, and
+	// the mount stays nosuid and nodev (docs/security.md).
+	ScratchNoexec bool
 
 	etcMu    sync.Mutex
 	etcTrees map[*Etc]*os.File
@@ -303,6 +308,7 @@ func codeFiles(s *Spec) []File {
 type built struct {
 	plan     []byte
 	tmpBytes int64
+	noexec   bool     // the scratch tmpfs is noexec (buildConfig.ScratchNoexec)
 	etc      *os.File // the /etc tree a clone of which goes with the plan (opAttach); nil: none
 }
 
@@ -332,7 +338,7 @@ func (r *Runner) build(b jailBase, tmpBytes int64) built {
 			cfg.EtcTree = true
 		}
 	}
-	return built{plan: buildPlan(cfg), tmpBytes: tmpBytes, etc: etc}
+	return built{plan: buildPlan(cfg), tmpBytes: tmpBytes, noexec: cfg.ScratchNoexec, etc: etc}
 }
 
 // etcTree is the detached mount (fsmount: in no mount table) that holds
@@ -539,6 +545,8 @@ func (r *Runner) buildConfig(b jailBase, tmpBytes int64) *buildConfig {
 		TmpBytes: tmpBytes,
 		Code:     b.shared,
 		Seccomp:  b.seccomp(r),
+
+		ScratchNoexec: r.ScratchNoexec,
 	}
 }
 

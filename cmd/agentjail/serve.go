@@ -88,6 +88,7 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	}
 	runner.UIDs = cfg.UIDRange()
 	runner.ShareEtc = true // each environment's /etc written once for its jails
+	runner.ScratchNoexec = cfg.Jail.ScratchNoexec
 	if err := runner.UIDs.Validate(os.Getuid()); err != nil {
 		return fmt.Errorf("jail.uid_base/uid_count: %w", err)
 	}

@@ -39,6 +39,9 @@ const (
 	MultiCPU   Need = "at least 2 CPUs"
 	CC         Need = "a C compiler (gcc)"
 	Node       Need = "node and npm (scripts/deps installs Debian's nodejs and npm)"
+	// CPythonTests is CPython's own test suite for /usr/bin/python3
+	// (Debian's libpython3.11-testsuite; scripts/deps installs it).
+	CPythonTests Need = "CPython's test suite (libpython3.11-testsuite)"
 )
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
@@ -91,6 +94,10 @@ func missing(n Need) string {
 			if _, err := exec.LookPath(c); err != nil {
 				return err.Error()
 			}
+		}
+	case CPythonTests:
+		if _, err := os.Stat("/usr/lib/python3.11/test/test_pty.py"); err != nil {
+			return "Debian's libpython3.11-testsuite is not installed (scripts/deps)"
 		}
 	case MultiCPU:
 		if runtime.NumCPU() < 2 {

@@ -24,9 +24,9 @@ func depsList(t *testing.T, args ...string) []string {
 // the developer's tools; the test command installs those.
 func TestDepsRuntimeAndTestSets(t *testing.T) {
 	run := depsList(t)
-	assert.ElementsMatch(t, []string{"gcc", "libc6-dev", "python3", "ca-certificates"}, run)
+	assert.ElementsMatch(t, []string{"gcc", "libc6-dev", "python3", "ca-certificates", "netbase", "media-types"}, run)
 	test := depsList(t, "--test")
-	for _, p := range []string{"systemd", "strace", "git", "libseccomp-dev", "staticcheck (Go module)"} {
+	for _, p := range []string{"systemd", "strace", "git", "libseccomp-dev", "nodejs", "libpython3.11-testsuite", "staticcheck (Go module)"} {
 		assert.NotContains(t, run, p, "the runtime set")
 		assert.Contains(t, test, p, "the test set")
 	}

@@ -118,6 +118,7 @@ output_bytes = 65536
 tmp_bytes = 8388608
 open_files = 64
 file_size_bytes = 1048576
+display_bytes = 1048576
 cpus = 0.5
 [limits.max]
 memory_bytes = 1073741824
@@ -128,6 +129,7 @@ output_bytes = 1048576
 tmp_bytes = 16777216
 open_files = 512
 file_size_bytes = 8388608
+display_bytes = 4194304
 cpus = 2
 [jail]
 python = "/opt/venv/bin/python3"
@@ -176,8 +178,8 @@ insecure_plaintext = false
 		Peers:     PeersConfig{UIDs: []uint32{0, 1000}, GIDs: []uint32{1001}},
 		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, MaxQueuedBytes: 4 << 20, ShutdownGrace: ConfigDuration(90 * time.Second), MaxSessions: 5},
 		Limits: LimitsConfig{
-			Default: LimitValues{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, CPUs: 0.5},
-			Max:     LimitValues{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, CPUs: 2},
+			Default: LimitValues{MemoryBytes: 128 << 20, WallTimeMs: 5000, CPUTimeMs: 4000, Pids: 32, OutputBytes: 64 << 10, TmpBytes: 8 << 20, OpenFiles: 64, FileSizeBytes: 1 << 20, DisplayBytes: 1 << 20, CPUs: 0.5},
+			Max:     LimitValues{MemoryBytes: 1 << 30, WallTimeMs: 60000, CPUTimeMs: 60000, Pids: 128, OutputBytes: 1 << 20, TmpBytes: 16 << 20, OpenFiles: 512, FileSizeBytes: 8 << 20, DisplayBytes: 4 << 20, CPUs: 2},
 		},
 		Jail: JailConfig{Python: "/opt/venv/bin/python3", ReadOnlyMounts: []string{"/opt/venv"}, UIDBase: 100000, UIDCount: 1000, PreparedJails: ptr(1), OnForbiddenSyscall: "kill",
 			ScratchNoexec: true, Start: "cold", WarmAhead: ptr(3), ZygoteMaxForks: 50, ZygoteMemoryBytes: 1 << 30},

@@ -42,6 +42,7 @@ type Group struct {
 	basePids int64     // pids.events max at Attach
 	removed  []bool
 	deleted  bool
+	idle     bool // SetIdle(true) holds: its CPU bandwidth is cut
 	oom      *oomWatch
 }
 
@@ -698,6 +699,9 @@ func (g *Group) Delete() error {
 		unlockDirs(g.lockFDs)
 		g.lockFDs = nil
 	}()
+	if g.idle { // killed while idle (its memory limit, the daemon's end)
+		g.m.unthrottle(g.name)
+	}
 	deadline := time.Now().Add(deleteTimeout)
 	for i, d := range g.dirs {
 		if g.removed[i] {

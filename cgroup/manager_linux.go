@@ -443,6 +443,7 @@ func (m *Manager) Remove(name string) error {
 		return fmt.Errorf("removing group %s: %w", name, err)
 	}
 	defer unlockDirs(fds)
+	m.unthrottle(name) // an idle session's group, left by a daemon that died
 	deadline := time.Now().Add(deleteTimeout)
 	for _, d := range dirs {
 		if err := m.killAndWait(d, deadline); err != nil {

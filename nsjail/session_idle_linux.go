@@ -8,7 +8,7 @@ import (
 
 // Between calls a session holds no run slot, and must not compete with
 // the runs that hold one: its jail's CPU bandwidth is cut to a sliver
-// (cgroup.Group.SetIdle: a tenth of a percent of one CPU) from its
+// (cgroup.Group.SetIdle: one percent of one CPU) from its
 // readiness to each call's send, and again from the call's end. A thread
 // a call left spinning then barely runs until the next call. The cut is
 // lifted before the session is ended (End), so that its processes die at

@@ -94,12 +94,12 @@ func TestCommandFiles(t *testing.T) {
 func TestCommandRequestErrors(t *testing.T) {
 	_, _, c := startServer(t, testOptions(), &fakeJailer{})
 	for body, want := range map[string]string{
-		`{"code":"pass","command":["ls"]}`:            "command: give code or command, not both",
-		`{}`:                                          "code: is required (or command",
-		`{"command":[]}`:                              "command: must be a non-empty array",
-		`{"command":[""]}`:                            "command[0]: the program's name is empty",
-		`{"command":["ls","a\u0000b"]}`:               "command[1]: must be UTF-8 text without NUL bytes",
-		`{"command":"ls -la"}`:                        "command: must be an array",
+		`{"code":"pass","command":["ls"]}`: "command: give code or command, not both",
+		`{}`:                               "code: is required (or command",
+		`{"command":[]}`:                   "command: must be a non-empty array",
+		`{"command":[""]}`:                 "command[0]: the program's name is empty",
+		`{"command":["ls","a\u0000b"]}`:    "command[1]: must be UTF-8 text without NUL bytes",
+		`{"command":"ls -la"}`:             "command: must be an array",
 		`{"command":["ls"],"tests":{"function":"f"}}`: "tests: test a function of Python code",
 	} {
 		resp, b := post(t, c, body)

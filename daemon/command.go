@@ -94,9 +94,7 @@ func missingProgram(report []byte, command []string, env string) string {
 // program's feedback first and the collected files; no exception, tests
 // or display.
 func (j *Job) commandResult(res *Result, jr *nsjail.Result) *Result {
-	if m := missingProgram(jr.Report, j.command, res.Environment); m != "" {
-		res.Feedback = append([]string{m}, res.Feedback...)
-	}
+	res.Feedback = commandFeedback(res.Feedback, jr.Report, j.command, res.Environment)
 	if res.Status == string(nsjail.StatusOK) {
 		res.Feedback = []string{}
 	}
@@ -104,4 +102,20 @@ func (j *Job) commandResult(res *Result, jr *nsjail.Result) *Result {
 		res.Files = append(res.Files, resultFile(f))
 	}
 	return res
+}
+
+// payload is the call's payload: its code's, or its command's.
+func (q *CallRequest) payload(name string, files []nsjail.File) []byte {
+	if q.Command != nil {
+		return harness.CommandPayload(name, q.Command, files)
+	}
+	return harness.CallPayload(name, []byte(*q.Code), q.Tests, files)
+}
+
+// commandFeedback is a command's feedback: the missing program's first.
+func commandFeedback(fb []string, report []byte, command []string, env string) []string {
+	if m := missingProgram(report, command, env); m != "" {
+		return append([]string{m}, fb...)
+	}
+	return fb
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"agentjail/internal/systest"
 )
@@ -35,4 +37,22 @@ func TestRunCommandUsage(t *testing.T) {
 		assert.Empty(t, stdout)
 		assert.Contains(t, stderr, "--", "%q", args)
 	}
+}
+
+func TestSessionRunCommand(t *testing.T) {
+	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
+	d := startDaemon(t, t.TempDir(), "[peers]\nuids = [0]\n")
+	t.Setenv("AGENTJAIL_SOCKET", d.sock)
+	code, stdout, stderr := run(t, "", "session", "start")
+	require.Equal(t, 0, code, stderr)
+	id := strings.TrimSpace(stdout)
+
+	code, _, stderr = run(t, "", "session", "run", id, "-c", "open('made.txt', 'w').write('by python')")
+	require.Equal(t, 0, code, stderr)
+	code, stdout, stderr = run(t, "", "session", "run", id, "--command", "--", "bash", "-c", "cat made.txt; exit 6")
+	assert.Equal(t, 6, code, stderr)
+	assert.Equal(t, "by python", stdout)
+	assert.Contains(t, stderr, "session call 2, alive")
+	code, _, _ = run(t, "", "session", "end", id)
+	assert.Equal(t, 0, code)
 }

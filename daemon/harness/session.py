@@ -406,7 +406,7 @@ def _fresh_stdin():
 
 def _command(argv, report):
     """Runs a call's command in a session of its own, on the call's stdio;
-    its wait status is the call's. A missing program exits 127 and says so
+    its exit status is the call's (128+N when signal N ended it). A missing program exits 127 and says so
     on the report pipe. agentjail's interrupt (a limit of the call) kills
     the command's process group, and what it left running there is killed
     when it ends."""
@@ -433,7 +433,11 @@ def _command(argv, report):
             pass
         if status is None:
             os.waitpid(pid, 0)
-    return _signal.SIGINT if status is None else status
+    if status is None:
+        return _signal.SIGINT  # agentjail's interrupt
+    if os.WIFSIGNALED(status):  # the call's end claims an exit, as a shell reports a signal
+        return (128 + os.WTERMSIG(status)) << 8
+    return status
 
 
 def _stdio(null):

@@ -30,6 +30,9 @@ func (j *Job) Run(ctx context.Context, jl Jailer) (*Result, *nsjail.Result, erro
 func (j *Job) result(jr *nsjail.Result) *Result {
 	res := fromJail(jr)
 	res.Environment = j.Environment
+	if j.command != nil {
+		return j.commandResult(res, jr)
+	}
 	rep := harness.ParseReport(jr.Report, jr.ReportTruncated, j.Tests)
 	res.Exception = rep.UncaughtException(jr)
 	res.Tests = rep.Verdicts(j.Tests, jr)

@@ -13,7 +13,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"agentjail/daemon/harness"
 	"agentjail/nsjail"
@@ -23,6 +22,7 @@ import (
 // Request is the run request of docs/contract.md §3. Only Code is required.
 type Request struct {
 	Code               *string           `json:"code"`
+	Command            []string          `json:"command,omitempty"` // an argv instead of code (command.go)
 	Stdin              *string           `json:"stdin,omitempty"`
 	Env                map[string]string `json:"env,omitempty"`
 	Files              []RequestFile     `json:"files,omitempty"`
@@ -184,16 +184,14 @@ type Job struct {
 	Tests       *harness.Tests
 	Environment string // its name
 	env         *Environment
+	command     []string // the request's command, nil for code
 }
 
 // Job validates the request against the policy and builds the jail's spec.
 // Every error is a *nsjail.FieldError naming the request field.
 func (r *Request) Job(p Policy) (*Job, error) {
-	if r.Code == nil {
-		return nil, &nsjail.FieldError{Field: "code", Msg: "is required"}
-	}
-	if !utf8.ValidString(*r.Code) || strings.IndexByte(*r.Code, 0) >= 0 {
-		return nil, &nsjail.FieldError{Field: "code", Msg: "must be UTF-8 text without NUL bytes"}
+	if err := checkProgram(r.Code, r.Command, r.Tests); err != nil {
+		return nil, err
 	}
 	limits, err := r.Limits.apply(p.Defaults, p.Max)
 	if err != nil {
@@ -222,15 +220,19 @@ func (r *Request) Job(p Policy) (*Job, error) {
 	default:
 		return nil, &nsjail.FieldError{Field: "start", Msg: fmt.Sprintf("must be \"warm\" or \"cold\", got %q", r.Start)}
 	}
-	j := &Job{Tests: r.Tests, Environment: env.Name, env: env}
+	j := &Job{Tests: r.Tests, Environment: env.Name, env: env, command: r.Command}
 	s := &j.Spec
-	s.Program, s.ProgramName, s.CodeFiles = harness.Program([]byte(*r.Code), r.Tests)
+	s.Start = start
+	if r.Command != nil {
+		commandSpec(s, r.Command)
+	} else {
+		s.Program, s.ProgramName, s.CodeFiles = harness.Program([]byte(*r.Code), r.Tests)
+	}
 	s.Report = true
 	s.Python = env.Python
 	s.ReadOnlyMounts = env.ReadOnlyMounts
 	s.Etc = env.CurrentEtc()
 	s.DefaultEnv = env.Env
-	s.Start = start
 	s.Limits = limits
 	s.OnForbiddenSyscall = mode
 	s.Env = r.Env

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -50,6 +49,7 @@ type SessionRequest struct {
 // required.
 type CallRequest struct {
 	Code    *string        `json:"code"`
+	Command []string       `json:"command,omitempty"` // an argv instead of code (command.go)
 	Stdin   *string        `json:"stdin,omitempty"`
 	Files   []RequestFile  `json:"files,omitempty"`
 	Collect []string       `json:"collect,omitempty"`
@@ -415,13 +415,11 @@ func startMode(def nsjail.StartMode, asked string) (nsjail.StartMode, error) {
 
 // callSpec validates a call of sess and makes it; name is its code's name.
 func (q *CallRequest) callSpec(p Policy, sess *session, name string) (*nsjail.CallSpec, error) {
-	if q.Code == nil {
-		return nil, &nsjail.FieldError{Field: "code", Msg: "is required"}
+	if err := checkProgram(q.Code, q.Command, q.Tests); err != nil {
+		return nil, err
 	}
-	if !utf8.ValidString(*q.Code) || strings.IndexByte(*q.Code, 0) >= 0 {
-		return nil, &nsjail.FieldError{Field: "code", Msg: "must be UTF-8 text without NUL bytes"}
-	}
-	if n := len(*q.Code); n > nsjail.MaxCodeBytes {
+	if q.Code != nil && len(*q.Code) > nsjail.MaxCodeBytes {
+		n := len(*q.Code)
 		return nil, &nsjail.FieldError{Field: "code", Msg: fmt.Sprintf("%d bytes, at most %d", n, nsjail.MaxCodeBytes)}
 	}
 	if l := q.Limits; l != nil {
@@ -453,7 +451,7 @@ func (q *CallRequest) callSpec(p Policy, sess *session, name string) (*nsjail.Ca
 	}
 	c := &nsjail.CallSpec{
 		ID:            nsjail.NewID(),
-		Payload:       harness.CallPayload(name, []byte(*q.Code), q.Tests, files),
+		Payload:       q.payload(name, files),
 		Limits:        nsjail.CallLimits{WallTime: limits.WallTime, CPUTime: limits.CPUTime, OutputBytes: limits.OutputBytes, DisplayBytes: limits.DisplayBytes},
 		Collect:       q.Collect,
 		CollectLimits: p.Collect,
@@ -524,6 +522,9 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	ran = true
 	res := sess.result(cr, req.Tests, end, c.Limits)
+	if req.Command != nil {
+		res.Feedback = commandFeedback(res.Feedback, cr.Result.Report, req.Command, res.Environment)
+	}
 	s.sess.calls.WithLabelValues(res.Status, res.KillReason).Inc()
 	attrs := []any{"id", res.ID, "session", sess.js.ID, "status", res.Status, "exit_code", res.ExitCode,
 		"wall_ms", res.WallTimeMs, "cpu_ms", res.CPUTimeMs, "queue_ms", queued.Milliseconds()}

@@ -34,7 +34,7 @@ await check("connect", async () => {
 await check("list tools", async () => {
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ["list_environments", "run_python", "session_end", "session_run", "session_start"]);
+  assert.deepEqual(names, ["list_environments", "run_command", "run_python", "session_end", "session_run", "session_start"]);
   for (const t of tools) {
     assert.ok(t.description.length > 40, `${t.name}: a description`);
     assert.equal(t.inputSchema.type, "object");

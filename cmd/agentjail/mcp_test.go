@@ -185,7 +185,7 @@ func TestMCPLocal(t *testing.T) {
 		names = append(names, tool.Name)
 		assert.NotEmpty(t, tool.Description, tool.Name)
 	}
-	assert.ElementsMatch(t, []string{"run_python", "session_start", "session_run", "session_end", "list_environments"}, names)
+	assert.ElementsMatch(t, []string{"run_python", "run_command", "session_start", "session_run", "session_end", "list_environments"}, names)
 
 	res, out, text := callTool(t, cs, "run_python", map[string]any{"code": "print('hello')"})
 	assert.False(t, res.IsError, text)
@@ -496,7 +496,7 @@ func TestMCPSchemasDescribeEverything(t *testing.T) {
 	for _, daemonMode := range []bool{false, true} {
 		cfg := daemon.DefaultConfig()
 		schemas := map[string]*jsonschema.Schema{
-			"run_python": runPythonSchema(cfg, daemonMode), "session_start": sessionStartSchema(cfg, daemonMode),
+			"run_python": runPythonSchema(cfg, daemonMode), "run_command": runCommandSchema(cfg, daemonMode), "session_start": sessionStartSchema(cfg, daemonMode),
 			"session_run": sessionRunSchema(cfg, daemonMode), "session_end": sessionEndSchema(),
 			"run_python output": resultSchema(false), "session_run output": resultSchema(true),
 		}

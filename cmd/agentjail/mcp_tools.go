@@ -49,6 +49,7 @@ func (t *mcpTools) register(s *mcp.Server) {
 		OutputSchema: resultSchema(false),
 		Annotations:  &mcp.ToolAnnotations{OpenWorldHint: new(false), DestructiveHint: new(false)},
 	}, t.runPython)
+	t.registerCommand(s) // run_command (mcp_command.go)
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  "session_start",
 		Title: "Start a Python session",

@@ -73,6 +73,7 @@ type runArgs struct {
 
 	// What the flags gave, read once every flag is known.
 	code       *string // -c
+	command    bool    // --command: the positional arguments are an argv
 	stdinPath  string
 	testsPath  string
 	files      []string // NAME=HOSTPATH
@@ -122,30 +123,9 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	if err := checkCollectDir(ra.collectDir, ra.overwrite); err != nil {
 		return err
 	}
-	var program string
-	switch pos := ra.positional; {
-	case ra.code != nil && len(pos) > 0:
-		return usagef("give either -c CODE or a program file, not both (got %q)", pos[0])
-	case ra.code != nil:
-		program = *ra.code
-	case len(pos) == 0:
-		return usagef("no program: give FILE.py, -c CODE, or - to read it from stdin")
-	case len(pos) > 1:
-		return usagef("one program only (got %s)", strings.Join(pos, " "))
-	case pos[0] == "-":
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return fmt.Errorf("read program from stdin: %w", err)
-		}
-		program = string(b)
-	default:
-		b, err := os.ReadFile(pos[0])
-		if err != nil {
-			return usagef("read program: %v", err)
-		}
-		program = string(b)
+	if err := ra.setProgram(stdin); err != nil {
+		return err
 	}
-	r.Code = &program
 	var in []byte
 	switch {
 	case ra.stdinPath == "-" && len(ra.positional) == 1 && ra.positional[0] == "-":
@@ -544,4 +524,30 @@ func setupFailed(ra *runArgs, err error, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "agentjail: %v\n", err)
 	return exitSetup
+}
+
+// readProgram is the Python program: -c's CODE, a file's or stdin's.
+func (ra *runArgs) readProgram(stdin io.Reader) (string, error) {
+	switch pos := ra.positional; {
+	case ra.code != nil && len(pos) > 0:
+		return "", usagef("give either -c CODE or a program file, not both (got %q)", pos[0])
+	case ra.code != nil:
+		return *ra.code, nil
+	case len(pos) == 0:
+		return "", usagef("no program: give FILE.py, -c CODE, or - to read it from stdin")
+	case len(pos) > 1:
+		return "", usagef("one program only (got %s)", strings.Join(pos, " "))
+	case pos[0] == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return "", fmt.Errorf("read program from stdin: %w", err)
+		}
+		return string(b), nil
+	default:
+		b, err := os.ReadFile(pos[0])
+		if err != nil {
+			return "", usagef("read program: %v", err)
+		}
+		return string(b), nil
+	}
 }

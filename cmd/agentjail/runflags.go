@@ -45,6 +45,7 @@ func runFlags() []runFlag {
 		{name: "c", arg: "CODE", group: "program",
 			help: "run CODE instead of a file",
 			set:  func(ra *runArgs, v string) error { ra.code = &v; return nil }},
+		commandFlag,
 		{name: "stdin", arg: "FILE", group: "program", field: "stdin",
 			help: "the program's stdin is the bytes of FILE (- for this process's stdin); UTF-8 text. Default: /dev/null",
 			set:  func(ra *runArgs, v string) error { ra.stdinPath = v; return nil }},

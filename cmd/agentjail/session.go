@@ -27,7 +27,7 @@ const sessionUsage = `usage:
                           [--memory SIZE] [--pids N] [--tmp-size SIZE] [--cpu-time DUR] [--open-files N] [--file-size SIZE]
                           [--env NAME=VALUE]... [--file NAME=HOSTPATH]...
   agentjail session run   ID [--socket PATH] [--json] [--timeout DUR] [--cpu-time DUR] [--output-limit SIZE] [--display-bytes SIZE]
-                          [--stdin FILE] [--file NAME=HOSTPATH]... [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | -)
+                          [--stdin FILE] [--file NAME=HOSTPATH]... [--collect GLOB]... [--tests FILE.json] (FILE.py | -c CODE | - | --command -- ARGV...)
   agentjail session show  ID [--socket PATH] [--json]
   agentjail session end   ID [--socket PATH]
   agentjail session list  [--socket PATH] [--json]
@@ -213,7 +213,7 @@ type callAnswer struct {
 
 func sessionRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The call's flags are run's, read and checked as run reads them.
-	sc, code, ok := parseSession("run", args, []string{"c", "stdin", "file", "collect", "tests", "json", "socket"}, true, stdout, stderr)
+	sc, code, ok := parseSession("run", args, []string{"c", "command", "stdin", "file", "collect", "tests", "json", "socket"}, true, stdout, stderr)
 	if !ok {
 		return code
 	}
@@ -234,7 +234,7 @@ func sessionRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return setupFailed(ra, err, stdout, stderr)
 	}
 	r := &ra.req
-	req := daemon.CallRequest{Code: r.Code, Stdin: r.Stdin, Files: r.Files, Collect: r.Collect, Tests: r.Tests, Limits: r.Limits}
+	req := daemon.CallRequest{Code: r.Code, Command: r.Command, Stdin: r.Stdin, Files: r.Files, Collect: r.Collect, Tests: r.Tests, Limits: r.Limits}
 	if !ra.json { // the output is printed as it comes
 		req.Stream, sc.live = true, &liveOutput{stdout, stderr}
 	}

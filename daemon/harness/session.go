@@ -38,6 +38,8 @@ type callHead struct {
 	Code  int      `json:"code"`  // the code's bytes, first after the line
 	Tests int      `json:"tests"` // the tests' JSON bytes after them; -1: no tests
 	Files [][2]any `json:"files"` // each file's path (cleaned) and size, in order, after them
+	// Command is the call's argv instead of code (command.go); Code is 0.
+	Command []string `json:"command,omitempty"`
 }
 
 // CallName is the file name of call n's code (1 for a session's first
@@ -56,6 +58,11 @@ func CallPayload(name string, code []byte, tests *Tests, files []nsjail.File) []
 		t = tests.jailJSON()
 		head.Tests = len(t)
 	}
+	return head.payload(code, t, files)
+}
+
+// payload is the call's payload with this head.
+func (head callHead) payload(code, t []byte, files []nsjail.File) []byte {
 	size := len(code) + len(t)
 	for _, f := range files {
 		p, _ := nsjail.CleanRelPath(f.Path)

@@ -146,6 +146,11 @@ def _call(lib, ns, ws, null, fds):
         os.dup2(fd, target)
         os.close(fd)
     _fresh_stdin()
+    if head.get("command") is not None:  # an argv, not code (daemon/command.go)
+        status = _command(head["command"], report)
+        _stdio(null)
+        os.close(report)
+        return status, None, None
     h = lib["Harness"](_skip, CODE, _pid)
     h.fd, h.main, h.stop = report, name, lambda: _interrupted
     if tests is not None:
@@ -397,6 +402,42 @@ def _fresh_stdin():
     if sys.stdin is not _stdin:
         return
     _stdin = sys.stdin = sys.__stdin__ = open(0, "r", encoding=_stdin.encoding, errors=_stdin.errors, closefd=False)
+
+
+def _command(argv, report):
+    """Runs a call's command in a session of its own, on the call's stdio;
+    its exit status is the call's (128+N when signal N ended it). A missing program exits 127 and says so
+    on the report pipe. agentjail's interrupt (a limit of the call) kills
+    the command's process group, and what it left running there is killed
+    when it ends."""
+    try:
+        pid = os.posix_spawnp(argv[0], argv, os.environ, setsid=True, setsigmask=(),
+                              setsigdef=(_signal.SIGINT, _signal.SIGPIPE, _signal.SIGXFSZ))
+    except OSError as e:
+        missing = isinstance(e, FileNotFoundError)
+        os.write(2, ("agentjail: %s: %s\n" % (argv[0], "command not found" if missing else e.strerror)).encode("utf-8", "surrogateescape"))
+        if missing:
+            os.write(report, b"missing\n")
+        return (127 if missing else 126) << 8
+    status = None
+    try:
+        _arm()
+        status = os.waitpid(pid, 0)[1]
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _disarm()
+        try:
+            os.killpg(pid, _signal.SIGKILL)
+        except OSError:
+            pass
+        if status is None:
+            os.waitpid(pid, 0)
+    if status is None:
+        return _signal.SIGINT  # agentjail's interrupt
+    if os.WIFSIGNALED(status):  # the call's end claims an exit, as a shell reports a signal
+        return (128 + os.WTERMSIG(status)) << 8
+    return status
 
 
 def _stdio(null):

@@ -37,7 +37,7 @@ import os
 import socket as _socket
 from types import TracebackType
 from typing import (Any, AsyncGenerator, Awaitable, Callable, Coroutine, Dict, Generator, Iterable, List, Mapping,
-                    Optional, Tuple, Type, Union)
+                    Optional, Sequence, Tuple, Type, Union)
 
 from . import _http
 from .client import (Client, check_server, closed_error, connect_error, session_path, sessions_of, socket_path)
@@ -114,7 +114,7 @@ class AsyncClient:
     def __repr__(self) -> str:
         return f"AsyncClient(socket={self.socket!r}, timeout={self.timeout!r})"
 
-    def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+    def run(self, code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
             collect: Union[str, Iterable[str], None] = None,
             limits: Union[Limits, Mapping[str, Any], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
@@ -122,14 +122,15 @@ class AsyncClient:
             on_forbidden_syscall: Optional[str] = None,
             environment: Optional[str] = None,
             start: Optional[str] = None,
-            on_output: Optional[Callable[[Event], Any]] = None) -> Coroutine[Any, Any, Result]:
+            on_output: Optional[Callable[[Event], Any]] = None,
+            command: Optional[Sequence[str]] = None) -> Coroutine[Any, Any, Result]:
         """Run one program; await it for its Result. Argument mistakes raise
         here, at the call; daemon refusals raise when awaited. `on_output`
         (a function, or a coroutine function) is given each output Event as
         the program writes it, as for `Client.run`."""
         body = build_request(
             code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, env=env,
-            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start)
+            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start, command=command)
         data = _http.request("POST", "/v1/run", body)
 
         async def run() -> Result:
@@ -138,7 +139,7 @@ class AsyncClient:
             return Result.from_dict(await self._call("POST", data))
         return _Call(run, "AsyncClient.run()")
 
-    def run_stream(self, code: str, **kwargs: Any) -> AsyncGenerator[Event, None]:
+    def run_stream(self, code: Optional[str] = None, **kwargs: Any) -> AsyncGenerator[Event, None]:
         """`run` with its output as it comes: an async iterator of Events,
         as `Client.run_stream`. Nothing is sent until it is iterated; close
         it (contextlib.aclosing) to stop early: the connection closes and
@@ -372,15 +373,17 @@ class AsyncSession:
     def __repr__(self) -> str:
         return f"<agentjail AsyncSession {self.id}{' closed' if self.closed else ''}>"
 
-    def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+    def run(self, code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
             collect: Union[str, Iterable[str], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
             limits: Union[Limits, Mapping[str, Any], None] = None,
-            on_output: Optional[Callable[[Event], Any]] = None) -> Coroutine[Any, Any, SessionResult]:
+            on_output: Optional[Callable[[Event], Any]] = None,
+            command: Optional[Sequence[str]] = None) -> Coroutine[Any, Any, SessionResult]:
         """Run `code` in the session; see `Session.run`. Cancelling it
         closes its connection, as for `AsyncClient.run`; `on_output` is as
         for `AsyncClient.run`."""
-        body = build_session_run(code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits)
+        body = build_session_run(code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits,
+                                 command=command)
         data = _http.request("POST", session_path(self.id, "/run"), body)
 
         async def run() -> SessionResult:
@@ -394,7 +397,7 @@ class AsyncSession:
             return r
         return _Call(run, "AsyncSession.run()")
 
-    def run_stream(self, code: str, **kwargs: Any) -> AsyncGenerator[Event, None]:
+    def run_stream(self, code: Optional[str] = None, **kwargs: Any) -> AsyncGenerator[Event, None]:
         """`run` as an async iterator of Events, as `AsyncClient.run_stream`;
         the last one's `result` is the SessionResult."""
         return self._events(build_session_run(code, **kwargs))

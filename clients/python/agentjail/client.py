@@ -9,7 +9,7 @@ import struct
 import time
 import urllib.parse
 from types import TracebackType
-from typing import Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Type, Union
+from typing import Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, Type, Union
 
 from . import _http
 from .stream import Event, EventParser
@@ -101,7 +101,7 @@ class Client:
     def __repr__(self) -> str:
         return f"Client(socket={self.socket!r}, timeout={self.timeout!r})"
 
-    def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+    def run(self, code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
             collect: Union[str, Iterable[str], None] = None,
             limits: Union[Limits, Mapping[str, Any], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
@@ -109,23 +109,27 @@ class Client:
             on_forbidden_syscall: Optional[str] = None,
             environment: Optional[str] = None,
             start: Optional[str] = None,
-            on_output: Optional[Callable[[Event], Any]] = None) -> Result:
+            on_output: Optional[Callable[[Event], Any]] = None,
+            command: Optional[Sequence[str]] = None) -> Result:
         """Run one program and return its Result (a program that fails or is
         killed is a Result, not an exception). Raises an AgentjailError when
         the daemon refuses the run or cannot be reached.
 
         `environment` names one of the daemon's environments (its default
         when None); `start` asks for a "warm" or a "cold" start.
+        `command`, instead of `code`, is an argv run in the jail, e.g.
+        `["bash", "-c", "ls | wc -l"]` (its program found by PATH there; a
+        missing one exits 127); it always starts cold.
         `on_output`, when given, is called with each output Event (stdout
         or stderr) as the program writes it: the answer is streamed."""
         body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
                              tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall,
-                             environment=environment, start=start)
+                             environment=environment, start=start, command=command)
         if on_output is not None:
             return _with_callback(self._stream("/v1/run", body, Result.from_dict), on_output)
         return Result.from_dict(self._call("POST", _http.request("POST", "/v1/run", body)))
 
-    def run_stream(self, code: str, **kwargs: Any) -> Generator[Event, None, None]:
+    def run_stream(self, code: Optional[str] = None, **kwargs: Any) -> Generator[Event, None, None]:
         """`run` with its output as it comes: an iterator of Events,
         stdout and stderr as the program writes them, then one "result"
         Event with the Result. Takes `run`'s arguments. Nothing is sent
@@ -317,33 +321,37 @@ class Session:
     def __repr__(self) -> str:
         return f"<agentjail Session {self.id}{' closed' if self.closed else ''}>"
 
-    def run(self, code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+    def run(self, code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
             collect: Union[str, Iterable[str], None] = None,
             tests: Union[Tests, Mapping[str, Any], None] = None,
             limits: Union[Limits, Mapping[str, Any], None] = None,
-            on_output: Optional[Callable[[Event], Any]] = None) -> SessionResult:
+            on_output: Optional[Callable[[Event], Any]] = None,
+            command: Optional[Sequence[str]] = None) -> SessionResult:
         """Run `code` in the session's interpreter (POST /v1/sessions/{id}/run).
 
         `limits` are this call's: wall_time_ms, cpu_time_ms, output_bytes.
+        `command`, instead of `code`, is an argv run as a process of the
+        session's jail; its exit status is the call's.
         A call that raises, or is interrupted by its own limits, is a
         SessionResult like any other (`session.alive` says whether the
         session lives on). Raises SessionEnded (with `.reason`) when the
         session has ended, SessionBusy when another call is running,
         NotFound when the daemon does not know the id. `on_output` is as
         for `Client.run`."""
-        body = build_session_run(code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits)
+        body = build_session_run(code, stdin=stdin, files=files, collect=collect, tests=tests, limits=limits,
+                                 command=command)
         if self.closed:
             raise closed_error(self.id)
         if on_output is not None:
             return _with_callback(self.run_stream(code, stdin=stdin, files=files, collect=collect, tests=tests,
-                                                  limits=limits), on_output)
+                                                  limits=limits, command=command), on_output)
         r = SessionResult.from_dict(self._client._call(
             "POST", _http.request("POST", session_path(self.id, "/run"), body)))
         if isinstance(r.session, SessionState):
             self.state = r.session
         return r
 
-    def run_stream(self, code: str, **kwargs: Any) -> Generator[Event, None, None]:
+    def run_stream(self, code: Optional[str] = None, **kwargs: Any) -> Generator[Event, None, None]:
         """`run` as an iterator of Events, as `Client.run_stream`; the
         last one's `result` is the SessionResult."""
         body = build_session_run(code, **kwargs)

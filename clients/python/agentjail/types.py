@@ -14,6 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
+from ._command import program
+
 __all__ = [
     "NOT_SET",
     "Limits",
@@ -182,18 +184,19 @@ def _files(files: Any) -> List[Dict[str, Any]]:
     return out
 
 
-def build_request(code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+def build_request(code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
                   collect: Union[str, Iterable[str], None] = None,
                   limits: Union[Limits, Mapping[str, Any], None] = None,
                   tests: Union[Tests, Mapping[str, Any], None] = None,
                   env: Optional[Mapping[str, str]] = None,
                   on_forbidden_syscall: Optional[str] = None,
                   environment: Optional[str] = None,
-                  start: Optional[str] = None) -> Dict[str, Any]:
+                  start: Optional[str] = None,
+                  command: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/run. Only what was given is sent, so the
     daemon's defaults apply to the rest. Type mistakes are caught here;
     values are the daemon's to judge (it answers InvalidRequest)."""
-    req = _code_request(code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests)
+    req = _code_request(code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, command=command)
     if env is not None:
         req["env"] = _env(env)
     if on_forbidden_syscall is not None:
@@ -226,22 +229,22 @@ def build_session_request(*, environment: Optional[str] = None,
     return req
 
 
-def build_session_run(code: str, *, stdin: Union[str, bytes, None] = None, files: Any = None,
+def build_session_run(code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
                       collect: Union[str, Iterable[str], None] = None,
                       tests: Union[Tests, Mapping[str, Any], None] = None,
-                      limits: Union[Limits, Mapping[str, Any], None] = None) -> Dict[str, Any]:
+                      limits: Union[Limits, Mapping[str, Any], None] = None,
+                      command: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/sessions/{id}/run. `limits` are this
     call's own (wall_time_ms, cpu_time_ms, output_bytes)."""
-    return _code_request(code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests)
+    return _code_request(code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, command=command)
 
 
-def _code_request(code: str, *, stdin: Union[str, bytes, None], files: Any,
+def _code_request(code: Optional[str], *, stdin: Union[str, bytes, None], files: Any,
                   collect: Union[str, Iterable[str], None],
                   limits: Union[Limits, Mapping[str, Any], None],
-                  tests: Union[Tests, Mapping[str, Any], None]) -> Dict[str, Any]:
-    if not isinstance(code, str):
-        raise TypeError(f"code must be a str, not {type(code).__name__}")
-    req: Dict[str, Any] = {"code": code}
+                  tests: Union[Tests, Mapping[str, Any], None],
+                  command: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+    req: Dict[str, Any] = program(code, command)
     if stdin is not None:
         if isinstance(stdin, (bytes, bytearray)):
             try:

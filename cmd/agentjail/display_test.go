@@ -12,6 +12,7 @@ import (
 
 	"agentjail/daemon"
 	"agentjail/daemon/harness"
+	"agentjail/internal/systest"
 )
 
 // --collect-dir writes the display entries as display-N files beside the
@@ -47,4 +48,23 @@ func TestCollectDirWritesDisplay(t *testing.T) {
 	for _, w := range writes {
 		assert.ErrorContains(t, w.err, "it exists")
 	}
+}
+
+// --collect-dir without --collect writes the figures a program showed,
+// and says so when it showed none (issue 34: the CLI's --collect-dir
+// writes display images as files too).
+func TestCollectDirAloneWritesFigures(t *testing.T) {
+	jailHost(t)
+	systest.Require(t, systest.Scientific)
+	dir := filepath.Join(t.TempDir(), "figs")
+	code, _, stderr := bin(t, "", "run", "--collect-dir", dir, "-c",
+		"import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 1), dpi=100)\nplt.plot([1, 2])\nplt.show()")
+	require.Equal(t, 0, code, stderr)
+	b, err := os.ReadFile(filepath.Join(dir, "display-1.png"))
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "\x89PNG", string(b[:4]))
+
+	code, _, stderr = bin(t, "", "run", "--collect-dir", filepath.Join(t.TempDir(), "none"), "-c", "pass")
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "--collect-dir: nothing written: the program showed no figure")
 }

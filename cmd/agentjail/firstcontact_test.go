@@ -97,14 +97,13 @@ func TestRunTestsFileMessages(t *testing.T) {
 // the flag's own check.
 func TestRunFlagValueLooksLikeFlag(t *testing.T) {
 	for args, want := range map[string]string{
-		"--collect -c pass":         `--collect: its value "-c" looks like a flag, so --collect was probably given no value; if "-c" is the value, write --collect=-c`,
-		"--tests --json -c pass":    `--tests: its value "--json" looks like a flag`,
-		"-c --memory 1MiB":          `-c: its value "--memory" looks like a flag`,
-		"--memory -5MiB -c pass":    `--memory: "-5MiB" must be a positive size`,
-		"-c pass --timeout":         `--timeout needs a value: DURATION`,
-		"--json=maybe -c pass":      `--json: "maybe": want true or false`,
-		"--nope -c pass":            `unknown flag --nope (agentjail run --help lists them)`,
-		"--collect-dir out -c pass": `--collect-dir: give --collect GLOB too`,
+		"--collect -c pass":      `--collect: its value "-c" looks like a flag, so --collect was probably given no value; if "-c" is the value, write --collect=-c`,
+		"--tests --json -c pass": `--tests: its value "--json" looks like a flag`,
+		"-c --memory 1MiB":       `-c: its value "--memory" looks like a flag`,
+		"--memory -5MiB -c pass": `--memory: "-5MiB" must be a positive size`,
+		"-c pass --timeout":      `--timeout needs a value: DURATION`,
+		"--json=maybe -c pass":   `--json: "maybe": want true or false`,
+		"--nope -c pass":         `unknown flag --nope (agentjail run --help lists them)`,
 	} {
 		code, stdout, stderr := bin(t, "", append([]string{"run"}, strings.Fields(args)...)...)
 		assert.Equal(t, exitUsage, code, args)

@@ -114,9 +114,6 @@ func (ra *runArgs) build(stdin io.Reader) error {
 	if ra.socket == "" && r.Start == string(nsjail.StartWarm) {
 		return usagef("--start warm: runs without a daemon are cold (a warm run is a fork of a daemon's zygote); give --socket, or leave --start out")
 	}
-	if ra.collectDir != "" && len(r.Collect) == 0 {
-		return usagef("--collect-dir: give --collect GLOB too: it names the files to write")
-	}
 	if ra.overwrite && ra.collectDir == "" {
 		return usagef("--overwrite: it replaces files that --collect-dir DIR writes; give --collect-dir")
 	}
@@ -328,6 +325,11 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var writes []collectWrite
 	if ra.collectDir != "" {
 		writes = writeOutputs(ra.collectDir, res, ra.overwrite)
+		if len(writes) == 0 && len(ra.req.Collect) == 0 {
+			// Without --collect, DIR receives the figures the program
+			// showed; say so when there were none, rather than nothing.
+			fmt.Fprintln(stderr, "agentjail: --collect-dir: nothing written: the program showed no figure, and no --collect GLOB names files to collect")
+		}
 	}
 	if ra.json {
 		if raw != nil { // the object as the daemon sent it, fields this build does not know included

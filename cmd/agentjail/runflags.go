@@ -100,7 +100,7 @@ func runFlags() []runFlag {
 			help: "print exactly one JSON object on stdout: the result, or the error when there is none",
 			set:  boolFlag(func(ra *runArgs) *bool { return &ra.json })},
 		runFlag{name: "collect-dir", arg: "DIR", group: "output",
-			help: "write the collected files below DIR (made if missing), at their paths in /workspace; nothing leaves DIR, no symbolic link is followed, and a DIR that holds anything is refused before the run (exit 2) unless --overwrite",
+			help: "write the collected files below DIR (made if missing), at their paths in /workspace, and the figures the program showed (display-1.png, …); nothing leaves DIR, no symbolic link is followed, and a DIR that holds anything is refused before the run (exit 2) unless --overwrite",
 			set:  func(ra *runArgs, v string) error { ra.collectDir = v; return nil }},
 		runFlag{name: "overwrite", group: "output",
 			help: "with --collect-dir: write into a DIR that holds files, replacing those the run collects (a directory is never replaced; other files are left)",

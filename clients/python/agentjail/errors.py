@@ -93,7 +93,9 @@ class QueueFull(AgentjailError):
 
 
 class ShuttingDown(AgentjailError):
-    """503: the daemon is stopping and takes no new runs."""
+    """503: the daemon drains or is stopping and takes no new runs or
+    sessions (code "draining", or "shutting_down" from older daemons).
+    Nothing ran: the request may be sent to another node."""
 
     default_code = "shutting_down"
 
@@ -173,6 +175,7 @@ _BY_CODE = {
     for cls in (InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed, NotFound, SessionBusy,
                 SessionEnded, TooManySessions)
 }
+_BY_CODE["draining"] = ShuttingDown
 _BY_STATUS = {400: InvalidRequest, 403: Forbidden, 404: NotFound, 409: SessionBusy, 410: SessionEnded,
               413: TooLarge, 429: QueueFull, 503: ShuttingDown, 500: SetupFailed}
 

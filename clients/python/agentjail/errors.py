@@ -24,6 +24,8 @@ __all__ = [
     "TooManySessions",
     "DaemonUnavailable",
     "ProtocolError",
+    "SessionLost",
+    "Unauthorized",
     "Timeout",
 ]
 
@@ -156,6 +158,22 @@ class DaemonUnavailable(AgentjailError):
     default_code = "unavailable"
 
 
+class Unauthorized(Forbidden):
+    """401 (remote access): the node does not know the bearer token, or
+    none was sent. Check token=, token_file= or $AGENTJAIL_TOKEN."""
+
+    default_code = "unauthorized"
+
+
+class SessionLost(AgentjailError):
+    """The node that holds a session cannot be reached (it stopped, died
+    or left the list of nodes), or the session is not where the client
+    looked (421 session_elsewhere). Sessions never move: its variables and
+    files are gone with the node; start a new session."""
+
+    default_code = "session_lost"
+
+
 class ProtocolError(AgentjailError):
     """The daemon answered something that is not the contract's HTTP/JSON
     (a malformed status line, a body that is not JSON)."""
@@ -176,6 +194,8 @@ _BY_CODE = {
                 SessionEnded, TooManySessions)
 }
 _BY_CODE["draining"] = ShuttingDown
+_BY_CODE["unauthorized"] = Unauthorized
+_BY_CODE["session_elsewhere"] = SessionLost
 _BY_STATUS = {400: InvalidRequest, 403: Forbidden, 404: NotFound, 409: SessionBusy, 410: SessionEnded,
               413: TooLarge, 429: QueueFull, 503: ShuttingDown, 500: SetupFailed}
 

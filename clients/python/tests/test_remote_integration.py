@@ -9,6 +9,7 @@ Same rules as test_integration.py (AGENTJAIL_BIN, root); without an
         -m unittest discover -s clients/python/tests -p test_remote_integration.py -v
 """
 
+import asyncio
 import os
 import shutil
 import socket
@@ -21,7 +22,7 @@ import unittest
 from unittest import mock
 
 import agentjail
-from agentjail import Client
+from agentjail import AsyncClient, Client
 from test_integration import Daemon, require
 
 TOKEN = "t-" + os.urandom(16).hex()
@@ -47,6 +48,13 @@ def make_pki(d):
     with open(os.path.join(d, "tokens"), "w") as f:
         f.write(f"tester {TOKEN}\n")
     os.chmod(os.path.join(d, "tokens"), 0o600)
+
+
+async def _lost(client):
+    # a node that has answered once (so its name is known), then went away
+    node = client.remote.nodes()[0]
+    node.name = "alpha"
+    await client.attach_session("s-01ARZ3NDEKTSV4RRFFQ69G5FAV.alpha").run("1")
 
 
 def free_port():
@@ -157,6 +165,25 @@ class RemoteTest(unittest.TestCase):
                     self.assertEqual((r.value, r.node), (str(40 + i), s.node))
                 again = c.attach_session(s.id)  # by the id's .node alone
                 self.assertEqual(again.run("x").value, "40")
+
+    def test_async_spreads_pins_and_loses(self):
+        async def main():
+            c = AsyncClient(urls=[self.a.url, self.b.url], token=TOKEN, ca=self.ca, timeout=60)
+            rs = await asyncio.gather(*(c.run(SLEEP) for _ in range(8)))
+            self.assertEqual({r.stdout for r in rs}, {"done\n"})
+            self.assertEqual({r.node for r in rs}, {"alpha", "beta"})
+            async with c.session() as s:
+                await s.run("z = 7")
+                for _ in range(3):
+                    r = await s.run("z")
+                    self.assertEqual((r.value, r.node), ("7", s.node))
+            bad = AsyncClient(url=self.a.url, token="wrong", ca=self.ca)
+            with self.assertRaises(agentjail.Unauthorized):
+                await bad.run("print(1)")
+            gone = AsyncClient(url=f"https://127.0.0.1:{free_port()}", token=TOKEN, ca=self.ca)
+            with self.assertRaisesRegex(agentjail.SessionLost, "lives on node alpha"):
+                await _lost(gone)
+        asyncio.run(main())
 
     def test_discover_localhost(self):
         # localhost is 127.0.0.1 and ::1: the daemon listens on the first

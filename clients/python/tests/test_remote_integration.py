@@ -63,7 +63,7 @@ def free_port():
         return s.getsockname()[1]
 
 
-def remote_daemon(pki, name, k, extra=""):
+def remote_daemon(pki, name, k, extra="", admission="max_concurrent = 2"):
     port = free_port()
     config = textwrap.dedent(f"""\
         [remote]
@@ -74,7 +74,7 @@ def remote_daemon(pki, name, k, extra=""):
         node = "{name}"
 
         [admission]
-        max_concurrent = 2
+        {admission}
 
         [jail]
         uid_base = {2_100_000_000 + k * 100_000}
@@ -207,6 +207,41 @@ class RemoteTest(unittest.TestCase):
         c.remote.refresh(force=True)  # as after a connection failure
         self.assertEqual(sorted(n.addr for n in c.remote.nodes()), ["127.0.0.1", "127.0.0.2"])
 
+    def prefer(self, client, port):
+        """Make the node at port look best to the client (the others full),
+        so that a run is sent there first."""
+        for n in client.remote.nodes():
+            n.free, n.seen = (100, time.monotonic() + 3600) if n.port == port else (0, 0.0)
+
+    def test_refused_connection_goes_to_another_node(self):
+        dead = free_port()
+        c = self.client(f"https://127.0.0.1:{dead}", self.b.url)
+        for _ in range(3):
+            self.prefer(c, dead)
+            self.assertEqual(c.run("print(1)").node, "beta")
+        with self.assertRaisesRegex(agentjail.DaemonUnavailable, "refused the connection"):
+            self.client(f"https://127.0.0.1:{dead}").run("print(1)")
+
+    def test_full_node_429_goes_to_another_node(self):
+        d = remote_daemon(self.pki, "delta", 4, admission="max_concurrent = 1\nqueue_length = 0")
+        try:
+            hold = threading.Thread(target=lambda: self.assertRaises(
+                agentjail.Timeout, Client(d.socket, timeout=4).run, "import time; time.sleep(30)"))
+            hold.start()
+            deadline = time.monotonic() + 10
+            while Client(d.socket, timeout=5).health().get("running", 0) < 1:
+                self.assertLess(time.monotonic(), deadline, "the long run did not start")
+                time.sleep(0.05)
+            with self.assertRaises(agentjail.QueueFull):
+                self.client(d.url).run("print(1)")
+            c = self.client(d.url, self.b.url)
+            for _ in range(3):
+                self.prefer(c, d.port)
+                self.assertEqual(c.run("print(1)").node, "beta")
+            hold.join()
+        finally:
+            d.stop()
+
     def test_drained_node_is_skipped_then_its_session_is_lost(self):
         c = remote_daemon(self.pki, "gamma", 3)
         try:
@@ -219,8 +254,7 @@ class RemoteTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, "draining")
             both = self.client(c.url, self.b.url)
             for _ in range(4):  # gamma looks best, refuses before the start: beta runs it
-                for n in both.remote.nodes():
-                    n.free, n.seen = (100, time.monotonic() + 3600) if n.port == c.port else (0, 0.0)
+                self.prefer(both, c.port)
                 self.assertEqual(both.run("print(1)").node, "beta")
             c.stop()
             with self.assertRaisesRegex(agentjail.SessionLost, "lives on node gamma.*start a new session"):

@@ -14,14 +14,15 @@ import asyncio
 import ssl
 import time
 import urllib.parse
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, AsyncGenerator, Dict, List, Optional, Tuple
 
 from . import _http
 from ._remote import TRIES, Node, Refused, Remote, retryable, unauthorized
 from ._remote_sync import _CONNECT_TIMEOUT, lost
-from .errors import AgentjailError, DaemonUnavailable, SessionLost
+from .errors import AgentjailError, DaemonUnavailable, SessionLost, Timeout
+from .stream import Event, EventParser
 
-__all__ = ["route"]
+__all__ = ["route", "stream"]
 
 
 async def _open(remote: Remote, node: Node) -> Tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -160,3 +161,62 @@ async def route(remote: Remote, method: str, data: bytes) -> Any:
         except Refused as r:
             last = r.error
     raise last or DaemonUnavailable("no agentjail node: the list of nodes is empty")
+
+
+async def stream(remote: Remote, path: str, data: bytes, make: Any, session_id: str = "",
+                 deadline: Optional[float] = None) -> AsyncGenerator[Event, None]:
+    """A streamed run (placed; tried on another node while no event has
+    come and the refusal says nothing ran) or a session's streamed call
+    (on its node); yields its Events. `deadline` is the loop's time by
+    which the whole answer must have come."""
+    loop = asyncio.get_running_loop()
+    tried: List[Node] = []
+    for attempt in range(1 if session_id else TRIES):
+        node = await node_of(remote, session_id) if session_id else await _pick(remote, tried)
+        if node is None:
+            raise DaemonUnavailable("no agentjail node to send the request to: the list of nodes is empty")
+        tried.append(node)
+        try:
+            reader, writer = await _open(remote, node)
+        except Refused as r:
+            if session_id:
+                raise lost(session_id, node, str(r.error)) from None
+            remote.failed(node)
+            if attempt == TRIES - 1:
+                raise r.error from None
+            continue
+        parser = EventParser(make)
+        yielded = False
+        node.inflight += 1
+        try:
+            writer.write(remote.dress(data, node))
+            while not parser.finished:
+                try:
+                    left = None if deadline is None else max(0.0, deadline - loop.time())
+                    chunk = await asyncio.wait_for(reader.read(65536), left)
+                except asyncio.TimeoutError:
+                    raise Timeout("the agentjail node did not answer in time; the connection is closed, "
+                                  "so the run is cancelled") from None
+                except OSError as e:
+                    raise DaemonUnavailable(f"lost the connection to the agentjail daemon at {node.address}: {e}") \
+                        from None
+                try:
+                    events = parser.feed(chunk) if chunk else parser.eof()
+                except AgentjailError as e:
+                    e = unauthorized(e, node)
+                    if yielded or session_id or not retryable(e) or attempt == TRIES - 1:
+                        raise e from None
+                    break  # refused before it started: the next node
+                head = parser._http.head
+                if head is not None:
+                    remote.answered(node, head[2])
+                for ev in events:
+                    if ev.kind == "result":
+                        ev.result.node = node.name
+                    yielded = True
+                    yield ev
+            else:
+                return
+        finally:
+            node.inflight -= 1
+            writer.transport.abort()

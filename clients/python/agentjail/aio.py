@@ -35,6 +35,7 @@ import asyncio
 import collections.abc
 import os
 import socket as _socket
+import urllib.parse
 from types import TracebackType
 from typing import (Any, AsyncGenerator, Awaitable, Callable, Coroutine, Dict, Generator, Iterable, List, Mapping,
                     Optional, Tuple, Type, Union)
@@ -156,12 +157,19 @@ class AsyncClient:
         """POST body asking for a stream and yield its events; the socket
         is closed when the generator ends or is closed. The client's
         timeout bounds the whole answer."""
-        if self.remote is not None:
-            raise NotImplementedError("streamed answers (run_stream, on_output) of remote nodes are not in the asyncio "
-                                      "client yet: use agentjail.Client, or run without on_output")
         body["stream"] = True
         data = _http.request("POST", path, body)
         loop = asyncio.get_running_loop()
+        if self.remote is not None:
+            sid = path[len("/v1/sessions/"):].split("/")[0] if path.startswith("/v1/sessions/") else ""
+            deadline = None if self.timeout is None else loop.time() + self.timeout
+            events = _remote_aio.stream(self.remote, path, data, make, urllib.parse.unquote(sid), deadline)
+            try:
+                async for e in events:
+                    yield e
+            finally:
+                await events.aclose()
+            return
         deadline = None if self.timeout is None else loop.time() + self.timeout
         parser = EventParser(make)
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)

@@ -185,6 +185,34 @@ class RemoteTest(unittest.TestCase):
                 await _lost(gone)
         asyncio.run(main())
 
+    def test_streams_over_remote(self):
+        code = "print('a', flush=True); import time; time.sleep(0.2); print('b')"
+        c = self.client(self.a.url, self.b.url)
+        events = list(c.run_stream(code))
+        self.assertEqual("".join(e.data for e in events if e.kind == "stdout"), "a\nb\n")
+        self.assertIn(events[-1].result.node, ("alpha", "beta"))
+        with c.session() as s:
+            seen = []
+            r = s.run("print('x')", on_output=seen.append)
+            self.assertEqual(([e.data for e in seen], r.node), (["x\n"], s.node))
+
+        async def main():
+            ac = AsyncClient(urls=[self.a.url, self.b.url], token=TOKEN, ca=self.ca, timeout=60)
+            out = [e async for e in ac.run_stream(code)]
+            self.assertEqual("".join(e.data for e in out if e.kind == "stdout"), "a\nb\n")
+            self.assertIn(out[-1].result.node, ("alpha", "beta"))
+            async with ac.session() as s:
+                seen = []
+                r = await s.run("print('y')", on_output=seen.append)
+                self.assertEqual(([e.data for e in seen], r.node), (["y\n"], s.node))
+            dead = free_port()
+            refused = AsyncClient(urls=[f"https://127.0.0.1:{dead}", self.b.url], token=TOKEN, ca=self.ca, timeout=60)
+            for _ in range(3):
+                self.prefer(refused, dead)
+                out = [e async for e in refused.run_stream("print(1)")]
+                self.assertEqual(out[-1].result.node, "beta")
+        asyncio.run(main())
+
     def test_discover_localhost(self):
         # localhost is 127.0.0.1 and ::1: the daemon listens on the first
         # only, so a run sent to ::1 is refused and goes to 127.0.0.1.

@@ -194,7 +194,7 @@ class RemoteTest(unittest.TestCase):
         with c.session() as s:
             seen = []
             r = s.run("print('x')", on_output=seen.append)
-            self.assertEqual(([e.data for e in seen], r.node), (["x\n"], s.node))
+            self.assertEqual(("".join(e.data for e in seen), r.node), ("x\n", s.node))
 
         async def main():
             ac = AsyncClient(urls=[self.a.url, self.b.url], token=TOKEN, ca=self.ca, timeout=60)
@@ -204,7 +204,7 @@ class RemoteTest(unittest.TestCase):
             async with ac.session() as s:
                 seen = []
                 r = await s.run("print('y')", on_output=seen.append)
-                self.assertEqual(([e.data for e in seen], r.node), (["y\n"], s.node))
+                self.assertEqual(("".join(e.data for e in seen), r.node), ("y\n", s.node))
             dead = free_port()
             refused = AsyncClient(urls=[f"https://127.0.0.1:{dead}", self.b.url], token=TOKEN, ca=self.ca, timeout=60)
             for _ in range(3):

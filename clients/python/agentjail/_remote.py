@@ -167,7 +167,8 @@ class Remote:
         two = random.sample(up, min(2, len(up)))
         if probe is not None and len(two) > 1:
             for n in two:
-                if n.free is None or now - n.seen > STALE:
+                if now - n.seen > STALE:
+                    n.seen = now  # one probe at a time: the others use what is known
                     probe(n)
         return max(two, key=lambda n: n.score())
 

@@ -35,8 +35,12 @@ async def _open(remote: Remote, node: Node) -> Tuple[asyncio.StreamReader, async
 
 
 async def exchange(remote: Remote, node: Node, method: str, data: bytes) -> _http.Response:
-    reader, writer = await _open(remote, node)
-    node.inflight += 1
+    node.inflight += 1  # counted from the choice on: concurrent choices see it
+    try:
+        reader, writer = await _open(remote, node)
+    except BaseException:
+        node.inflight -= 1
+        raise
     try:
         writer.write(remote.dress(data, node))
         parser = _http.ResponseParser(method)
@@ -176,18 +180,22 @@ async def stream(remote: Remote, path: str, data: bytes, make: Any, session_id: 
         if node is None:
             raise DaemonUnavailable("no agentjail node to send the request to: the list of nodes is empty")
         tried.append(node)
+        node.inflight += 1
         try:
             reader, writer = await _open(remote, node)
         except Refused as r:
+            node.inflight -= 1
             if session_id:
                 raise lost(session_id, node, str(r.error)) from None
             remote.failed(node)
             if attempt == TRIES - 1:
                 raise r.error from None
             continue
+        except BaseException:
+            node.inflight -= 1
+            raise
         parser = EventParser(make)
         yielded = False
-        node.inflight += 1
         try:
             writer.write(remote.dress(data, node))
             while not parser.finished:

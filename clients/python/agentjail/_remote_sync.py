@@ -54,8 +54,12 @@ class RemoteMixin:
 
     def _on_node(self, node: Node, method: str, data: bytes, deadline: Optional[float]) -> _http.Response:
         assert self.remote is not None
-        sock = self._open_node(node, deadline)
-        node.inflight += 1
+        node.inflight += 1  # counted from the choice on: concurrent choices see it
+        try:
+            sock = self._open_node(node, deadline)
+        except BaseException:
+            node.inflight -= 1
+            raise
         try:
             resp = self._exchange(sock, self.remote.dress(data, node), _http.ResponseParser(method), deadline)
         finally:
@@ -180,9 +184,13 @@ class RemoteMixin:
             if target is None:
                 raise DaemonUnavailable("no agentjail node to send the request to: the list of nodes is empty")
             tried.append(target)
+            target.inflight += 1
             try:
                 sock = self._open_node(target, deadline)
-            except Refused as r:
+            except BaseException as r:
+                target.inflight -= 1
+                if not isinstance(r, Refused):
+                    raise
                 if node is not None:
                     raise lost(session_id, node, str(r.error)) from None
                 self.remote.failed(target)
@@ -191,7 +199,6 @@ class RemoteMixin:
                 continue
             parser = EventParser(make)
             yielded = False
-            target.inflight += 1
             try:
                 self._send(sock, self.remote.dress(data, target), deadline)
                 while not parser.finished:

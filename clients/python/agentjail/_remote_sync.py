@@ -151,13 +151,16 @@ class RemoteMixin:
         return out
 
     def _node_of(self, session_id: str, endpoint: str = "") -> Node:
-        """The node of a session: its endpoint, else the node named by the
-        end of its id (asking each node its name if need be)."""
+        """The node of a session: the known node named by the end of its
+        id (the one that made it, for this client's own sessions), else its
+        endpoint, else the node of that name after asking each its name."""
         assert self.remote is not None
-        if endpoint:
-            return self.remote.node_at(endpoint)
         name = session_id.rpartition(".")[2]
         node = self.remote.node_named(name)
+        if node is not None:
+            return node
+        if endpoint:
+            return self.remote.node_at(endpoint)
         if node is None:
             deadline = self._deadline()
             for n in self.remote.nodes():

@@ -43,11 +43,13 @@ func (s *Server) drainRoute(next http.Handler) http.Handler {
 	})
 }
 
-// refusedCode is the error code of new work refused while draining:
-// "draining" after Drain, "shutting_down" once the daemon stops.
+// refusedCode is the error code of new work refused while draining or
+// stopping: "draining" in both cases (docs/contract.md §7: SIGTERM drains
+// too), so that a client sends the work to another node. Only the message
+// tells the two apart.
 func (s *Server) refusedCode() (code, msg string) {
 	if s.drainAsked.Load() && !s.stopping.Load() {
 		return "draining", "this node is draining (it is about to go away): send the request to another node"
 	}
-	return "shutting_down", "the daemon is shutting down; retry against its next instance"
+	return "draining", "the daemon is shutting down (draining): send the request to another node, or retry against its next instance"
 }

@@ -404,7 +404,7 @@ func TestShutdownGraceThenKill(t *testing.T) {
 			assert.Equal(t, "shutdown", r.KillReason)
 			killed++
 		case 503:
-			assert.Equal(t, "shutting_down", decodeErr(t, a.body).Error.Code)
+			assert.Equal(t, "draining", decodeErr(t, a.body).Error.Code)
 			refused++
 		default:
 			t.Errorf("unexpected answer %d %s", a.status, a.body)
@@ -756,7 +756,7 @@ func TestEndedBeforeTheJailStarted(t *testing.T) {
 	resp := <-answer
 	b, _ := io.ReadAll(resp.Body)
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", b)
-	assert.Equal(t, "shutting_down", decodeErr(t, b).Error.Code)
+	assert.Equal(t, "draining", decodeErr(t, b).Error.Code)
 }
 
 // A client that shuts down its writing side after its request looks gone

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -115,6 +116,38 @@ func TestServeRemote(t *testing.T) {
 	_, errs, code = cli("-c", "print(1)")
 	assert.Equal(t, 2, code, errs)
 	assert.Contains(t, errs, "--token-file")
+
+	// agentjail session ... --url, and AGENTJAIL_URL with AGENTJAIL_TOKEN.
+	scli := func(env []string, args ...string) (string, string, int) {
+		cmd := exec.Command("/proc/self/exe", append([]string{"session"}, args...)...)
+		cmd.Env = append(append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=", "AGENTJAIL_URL="), env...)
+		var out, errb strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	flags := []string{"--url", "https://" + addr, "--ca", certFile, "--token-file", tokFile}
+	out, errs, code = scli(nil, append([]string{"start", "--json"}, flags...)...)
+	require.Equal(t, 0, code, errs)
+	var started struct{ ID, Node string }
+	require.NoError(t, json.Unmarshal([]byte(out), &started), out)
+	assert.Equal(t, "node-t", started.Node)
+	_, errs, code = scli(nil, append([]string{"run", started.ID, "-c", "x = 41"}, flags...)...)
+	assert.Equal(t, 0, code, errs)
+	byEnv := []string{"AGENTJAIL_URL=https://" + addr, "AGENTJAIL_TOKEN=0123456789abcdef0123456789abcdef"}
+	out, errs, code = scli(byEnv, "run", started.ID, "--ca", certFile, "-c", "print(x + 1)")
+	assert.Equal(t, 0, code, errs)
+	assert.Contains(t, out, "42\n")
+	out, errs, code = scli(nil, append([]string{"list"}, flags...)...)
+	assert.Equal(t, 0, code, errs)
+	assert.Contains(t, out, started.ID)
+	_, errs, code = scli(nil, "show", started.ID, "--url", "https://"+addr, "--ca", certFile, "--token-file", wrong)
+	assert.Equal(t, 125, code, errs)
+	assert.Contains(t, errs, "401 unauthorized")
+	_, errs, code = scli(nil, append([]string{"end", started.ID}, flags...)...)
+	assert.Equal(t, 0, code, errs)
+	_, errs, code = scli(nil, append([]string{"show", started.ID}, flags...)...)
+	assert.NotEqual(t, 0, code, errs)
 
 	drain := exec.Command("/proc/self/exe", "drain", "--socket", d.sock, "--wait", "10s")
 	drain.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")

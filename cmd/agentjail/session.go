@@ -31,6 +31,8 @@ const sessionUsage = `usage:
   agentjail session show  ID [--socket PATH] [--json]
   agentjail session end   ID [--socket PATH]
   agentjail session list  [--socket PATH] [--json]
+Every command also takes --url URL --token-file FILE --ca FILE (or AGENTJAIL_URL, AGENTJAIL_TOKEN) for a
+daemon's remote listener instead of --socket; a session lives on one node: give every command its endpoint.
 `
 
 // The limits a session has, and those each call has.
@@ -73,7 +75,8 @@ type sessionCmd struct {
 // --help is answered: code, ok false. The socket is required: sessions
 // live in the daemon.
 func parseSession(sub string, args []string, names []string, limits bool, stdout, stderr io.Writer, own ...runFlag) (sc *sessionCmd, code int, ok bool) {
-	sc = &sessionCmd{name: "agentjail session " + sub, ra: &runArgs{socket: os.Getenv("AGENTJAIL_SOCKET")}}
+	sc = &sessionCmd{name: "agentjail session " + sub, ra: &runArgs{socket: os.Getenv("AGENTJAIL_SOCKET"), remote: remoteURL{url: os.Getenv("AGENTJAIL_URL")}}}
+	names = append(names, "url", "token-file", "ca") // every command may go to a remote listener
 	var table []runFlag
 	for _, f := range runFlags() {
 		if slices.Contains(names, f.name) || limits && f.group == "limits" {
@@ -88,8 +91,14 @@ func parseSession(sub string, args []string, names []string, limits bool, stdout
 	case err != nil:
 		fmt.Fprintf(stderr, "%s: %s\n", sc.name, strings.ReplaceAll(err.Error(), "agentjail run --help", "agentjail session help"))
 		return nil, exitUsage, false
+	case sc.ra.remote.url != "":
+		if err := sc.ra.remote.check(); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", sc.name, err)
+			return nil, exitUsage, false
+		}
+		sc.ra.socket = sc.ra.remote.url // in messages; the URL wins over AGENTJAIL_SOCKET
 	case sc.ra.socket == "":
-		fmt.Fprintf(stderr, "%s: sessions live in the daemon: give --socket PATH or set AGENTJAIL_SOCKET\n", sc.name)
+		fmt.Fprintf(stderr, "%s: sessions live in the daemon: give --socket PATH (or set AGENTJAIL_SOCKET), or --url URL (or AGENTJAIL_URL)\n", sc.name)
 		return nil, exitUsage, false
 	}
 	return sc, 0, true
@@ -130,9 +139,9 @@ func (sc *sessionCmd) call(ctx context.Context, method, path string, body any, w
 	var status int
 	var err error
 	if sc.live != nil {
-		status, b, err = remoteStream(ctx, sc.ra.socket, path, body, sc.live)
+		status, b, err = sessionStream(ctx, sc.ra, path, body, sc.live)
 	} else {
-		status, b, err = remoteDo(ctx, sc.ra.socket, method, path, body)
+		status, b, err = sessionDo(ctx, sc.ra, method, path, body)
 	}
 	if err == nil && status != want {
 		err = sessionFailure(status, b)
@@ -352,7 +361,7 @@ func sessionEnd(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := sc.ids(1, stderr); !ok {
 		return code
 	}
-	status, b, err := remoteDo(context.Background(), sc.ra.socket, http.MethodDelete, "/v1/sessions/"+sc.ra.positional[0], nil)
+	status, b, err := sessionDo(context.Background(), sc.ra, http.MethodDelete, "/v1/sessions/"+sc.ra.positional[0], nil)
 	if err == nil && status == http.StatusGone { // ended already: what end asks for
 		var re *remoteError
 		if errors.As(sessionFailure(status, b), &re) {

@@ -17,7 +17,8 @@ from .aio import AsyncClient, AsyncSession
 from .client import DEFAULT_SOCKET, Client, Session
 from .stream import Event
 from .errors import (AgentjailError, DaemonUnavailable, Forbidden, InvalidRequest, NotFound, ProtocolError, QueueFull,
-                     SessionBusy, SessionEnded, SetupFailed, ShuttingDown, Timeout, TooLarge, TooManySessions)
+                     SessionBusy, SessionEnded, SessionLost, SetupFailed, ShuttingDown, Timeout, TooLarge, TooManySessions,
+                     Unauthorized)
 from .types import (NOT_SET, Case, CollectedFile, Display, ExceptionInfo, File, Limits, Result, SeccompReport, SessionInfo,
                     SessionResult, SessionState, SyscallCount, TestReport, TestResult, Tests)
 
@@ -29,6 +30,6 @@ __all__ = [
     "SessionResult", "SessionState", "SessionInfo",
     "Limits", "Tests", "Case", "File", "NOT_SET",
     "AgentjailError", "InvalidRequest", "Forbidden", "TooLarge", "QueueFull", "ShuttingDown", "SetupFailed",
-    "NotFound", "SessionBusy", "SessionEnded", "TooManySessions",
+    "NotFound", "SessionBusy", "SessionEnded", "SessionLost", "TooManySessions", "Unauthorized",
     "DaemonUnavailable", "ProtocolError", "Timeout",
 ]

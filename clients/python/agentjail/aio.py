@@ -35,13 +35,15 @@ import asyncio
 import collections.abc
 import os
 import socket as _socket
+import urllib.parse
 from types import TracebackType
 from typing import (Any, AsyncGenerator, Awaitable, Callable, Coroutine, Dict, Generator, Iterable, List, Mapping,
                     Optional, Sequence, Tuple, Type, Union)
 
-from . import _http
+from . import _http, _remote_aio
+from ._remote import remote_from
 from .client import (Client, check_server, closed_error, connect_error, session_path, sessions_of, socket_path)
-from .errors import AgentjailError, DaemonUnavailable, NotFound, ProtocolError, SessionEnded, Timeout
+from .errors import AgentjailError, DaemonUnavailable, NotFound, ProtocolError, SessionEnded, SessionLost, Timeout
 from .stream import Event, EventParser
 from .types import (Limits, Result, SessionInfo, SessionResult, SessionState, Tests, build_request,
                     build_session_request, build_session_run)
@@ -107,11 +109,17 @@ class AsyncClient:
     create_task and TaskGroup too). Each call has its own connection, so
     calls may run concurrently and a client holds nothing open between them."""
 
-    def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None) -> None:
-        self.socket = socket_path(socket)
+    def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None, *,
+                 url: Optional[str] = None, urls: Optional[Iterable[str]] = None, discover: Optional[str] = None,
+                 token: Optional[str] = None, token_file: Union[str, "os.PathLike[str]", None] = None,
+                 ca: Union[str, "os.PathLike[str]", None] = None) -> None:
+        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket)  # type: ignore[arg-type]
+        self.socket = socket_path(socket) if self.remote is None else ""
         self.timeout = timeout
 
     def __repr__(self) -> str:
+        if self.remote is not None:
+            return f"AsyncClient(nodes={[n.address for n in self.remote.nodes()]!r}, timeout={self.timeout!r})"
         return f"AsyncClient(socket={self.socket!r}, timeout={self.timeout!r})"
 
     def run(self, code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
@@ -153,6 +161,16 @@ class AsyncClient:
         body["stream"] = True
         data = _http.request("POST", path, body)
         loop = asyncio.get_running_loop()
+        if self.remote is not None:
+            sid = path[len("/v1/sessions/"):].split("/")[0] if path.startswith("/v1/sessions/") else ""
+            deadline = None if self.timeout is None else loop.time() + self.timeout
+            events = _remote_aio.stream(self.remote, path, data, make, urllib.parse.unquote(sid), deadline)
+            try:
+                async for e in events:
+                    yield e
+            finally:
+                await events.aclose()
+            return
         deadline = None if self.timeout is None else loop.time() + self.timeout
         parser = EventParser(make)
         sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -221,6 +239,14 @@ class AsyncClient:
         return AsyncSession(self, SessionInfo(id=session_id))
 
     async def _call(self, method: str, data: bytes) -> Dict[str, Any]:
+        if self.remote is not None:
+            if self.timeout is None:
+                return await _remote_aio.route(self.remote, method, data)
+            try:
+                return await asyncio.wait_for(_remote_aio.route(self.remote, method, data), self.timeout)
+            except asyncio.TimeoutError:
+                raise Timeout(f"the agentjail nodes did not answer within {self.timeout} s; "
+                              "the connection is closed, so the run is cancelled") from None
         if self.timeout is None:
             resp = await self._exchange(method, data)
         else:
@@ -367,6 +393,8 @@ class AsyncSession:
         self.idle_timeout_ms = info.idle_timeout_ms
         self.expires_at = info.expires_at
         self.extra = info.extra
+        self.node = info.node or (info.id.rpartition(".")[2] if client.remote is not None else "")
+        self.endpoint = info.endpoint
         self.state: Optional[SessionState] = None
         self.closed = False
 
@@ -437,7 +465,7 @@ class AsyncSession:
         data = _http.request("DELETE", session_path(self.id))
         task, cancel = await _complete(asyncio.wait_for(self._client._call("DELETE", data), limit), limit + 1)
         exc = _outcome(task)
-        if exc is None or isinstance(exc, (NotFound, SessionEnded)):
+        if exc is None or isinstance(exc, (NotFound, SessionEnded, SessionLost)):
             self.closed = True
         if cancel is not None:
             raise cancel
@@ -450,8 +478,8 @@ class AsyncSession:
     def _close_blocking(self) -> None:
         """Delete the session with a short blocking call: for a coroutine
         being closed (its loop gone), which may not await."""
-        if self.closed:
-            return
+        if self.closed or self._client.remote is not None:
+            return  # remote: the node ends it at its idle timeout
         try:
             Client(self._client.socket, timeout=5.0).attach_session(self.id).close()
             self.closed = True

@@ -12,8 +12,11 @@ from types import TracebackType
 from typing import Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, Type, Union
 
 from . import _http
+from ._remote import Node, remote_from
+from ._remote_sync import RemoteMixin
 from .stream import Event, EventParser
-from .errors import AgentjailError, DaemonUnavailable, Forbidden, NotFound, ProtocolError, SessionEnded, Timeout
+from .errors import (AgentjailError, DaemonUnavailable, Forbidden, NotFound, ProtocolError, SessionEnded, SessionLost,
+                     Timeout)
 from .types import (Limits, Result, SessionInfo, SessionResult, SessionState, Tests, build_request,
                     build_session_request, build_session_run)
 
@@ -81,7 +84,7 @@ def check_server(sock: _socket.socket, path: str) -> None:
                                 "was sent; set AGENTJAIL_SOCKET or pass socket= to the agentjail daemon's socket")
 
 
-class Client:
+class Client(RemoteMixin):
     """A blocking client of the agentjail daemon.
 
     `socket`: the daemon's Unix socket (default $AGENTJAIL_SOCKET, else
@@ -90,15 +93,31 @@ class Client:
     bounds); when it passes, the connection is closed — so the daemon kills
     the jail — and Timeout is raised.
 
+    Remote daemons (docs/contract.md §7): `url="https://host:8443"`, or
+    `urls=[...]`, or `discover="dns:NAME:PORT"` (NAME's A/AAAA records,
+    resolved again every 30 s), with `token=` or `token_file=` (else
+    $AGENTJAIL_TOKEN) and `ca=` (a PEM CA file, else the system's). With
+    none of them and no `socket`, $AGENTJAIL_URL is used when set. Runs
+    go to the node with more free slots of two taken at random, and to
+    another node when one refuses them before they start; sessions stay
+    on their node (SessionLost when it is gone). `Result.node` says where
+    a run ran.
+
     Each call uses its own connection; a Client holds no open resources and
     may be shared between threads.
     """
 
-    def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None) -> None:
-        self.socket = socket_path(socket)
+    def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None, *,
+                 url: Optional[str] = None, urls: Optional[Iterable[str]] = None, discover: Optional[str] = None,
+                 token: Optional[str] = None, token_file: Union[str, "os.PathLike[str]", None] = None,
+                 ca: Union[str, "os.PathLike[str]", None] = None) -> None:
+        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket)  # type: ignore[arg-type]
+        self.socket = socket_path(socket) if self.remote is None else ""
         self.timeout = timeout
 
     def __repr__(self) -> str:
+        if self.remote is not None:
+            return f"Client(nodes={[n.address for n in self.remote.nodes()]!r}, timeout={self.timeout!r})"
         return f"Client(socket={self.socket!r}, timeout={self.timeout!r})"
 
     def run(self, code: Optional[str] = None, *, stdin: Union[str, bytes, None] = None, files: Any = None,
@@ -127,6 +146,11 @@ class Client:
                              environment=environment, start=start, command=command)
         if on_output is not None:
             return _with_callback(self._stream("/v1/run", body, Result.from_dict), on_output)
+        if self.remote is not None:
+            obj, node = self._placed("POST", _http.request("POST", "/v1/run", body))
+            r = Result.from_dict(obj)
+            r.node = node
+            return r
         return Result.from_dict(self._call("POST", _http.request("POST", "/v1/run", body)))
 
     def run_stream(self, code: Optional[str] = None, **kwargs: Any) -> Generator[Event, None, None]:
@@ -166,12 +190,19 @@ class Client:
         as it allows."""
         body = build_session_request(environment=environment, limits=limits, env=env, files=files,
                                      idle_timeout_ms=idle_timeout_ms, start=start)
-        info = SessionInfo.from_dict(self._call("POST", _http.request("POST", "/v1/sessions", body)))
-        return Session(self, info)
+        data = _http.request("POST", "/v1/sessions", body)
+        if self.remote is not None:
+            obj, _ = self._placed("POST", data)
+            return Session(self, SessionInfo.from_dict(obj))
+        return Session(self, SessionInfo.from_dict(self._call("POST", data)))
 
     def sessions(self) -> List[SessionInfo]:
-        """GET /v1/sessions: this caller's sessions."""
-        return sessions_of(self._call("GET", _http.request("GET", "/v1/sessions")))
+        """GET /v1/sessions: this caller's sessions (of every node that
+        answers, when remote)."""
+        data = _http.request("GET", "/v1/sessions")
+        if self.remote is not None:
+            return [s for obj in self._each("GET", data) for s in sessions_of(obj)]
+        return sessions_of(self._call("GET", data))
 
     def attach_session(self, session_id: str) -> "Session":
         """A Session for an existing id (from `sessions()`, or kept from an
@@ -180,7 +211,10 @@ class Client:
         return Session(self, SessionInfo(id=session_id))
 
     def health(self) -> Dict[str, Any]:
-        """GET /v1/health: {"status": "ok", "version", "cgroup", "running", "queued"}."""
+        """GET /v1/health: {"status": "ok", "version", "cgroup", "running", "queued"}
+        (of the first node that answers, when remote)."""
+        if self.remote is not None:
+            return self._first("GET", _http.request("GET", "/v1/health"))
         return self._call("GET", _http.request("GET", "/v1/health"))
 
     def _call(self, method: str, data: bytes) -> Dict[str, Any]:
@@ -251,6 +285,9 @@ class Client:
     def _stream(self, path: str, body: Dict[str, Any], make: Callable[[Any], Any]) -> Generator[Event, None, None]:
         """POST body, asking for a stream, and yield its events; the
         socket is closed when the generator ends or is closed."""
+        if self.remote is not None:
+            yield from self._remote_stream(path, body, make)
+            return
         body["stream"] = True
         data = _http.request("POST", path, body)
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
@@ -315,8 +352,19 @@ class Session:
         self.idle_timeout_ms = info.idle_timeout_ms
         self.expires_at = info.expires_at
         self.extra = info.extra
+        self.node = info.node  # the node that holds it, "" on the Unix socket
+        self.endpoint = info.endpoint
         self.state: Optional[SessionState] = None
         self.closed = False
+        self._node: Optional[Node] = None
+        if client.remote is not None:
+            self._node = client._node_of(self.id, self.endpoint)
+            self.node = self.node or self._node.name
+
+    def _call(self, method: str, data: bytes) -> Dict[str, Any]:
+        if self._node is not None:
+            return self._client._on_session(self.id, self._node, method, data)
+        return self._client._call(method, data)
 
     def __repr__(self) -> str:
         return f"<agentjail Session {self.id}{' closed' if self.closed else ''}>"
@@ -345,8 +393,8 @@ class Session:
         if on_output is not None:
             return _with_callback(self.run_stream(code, stdin=stdin, files=files, collect=collect, tests=tests,
                                                   limits=limits, command=command), on_output)
-        r = SessionResult.from_dict(self._client._call(
-            "POST", _http.request("POST", session_path(self.id, "/run"), body)))
+        r = SessionResult.from_dict(self._call("POST", _http.request("POST", session_path(self.id, "/run"), body)))
+        r.node = self.node
         if isinstance(r.session, SessionState):
             self.state = r.session
         return r
@@ -357,7 +405,11 @@ class Session:
         body = build_session_run(code, **kwargs)
         if self.closed:
             raise closed_error(self.id)
-        for e in self._client._stream(session_path(self.id, "/run"), body, SessionResult.from_dict):
+        events = (self._client._remote_stream(session_path(self.id, "/run"), body, SessionResult.from_dict,
+                                              self._node, self.id)
+                  if self._node is not None else self._client._stream(session_path(self.id, "/run"), body,
+                                                                      SessionResult.from_dict))
+        for e in events:
             if e.kind == "result" and isinstance(e.result.session, SessionState):
                 self.state = e.result.session
             yield e
@@ -367,7 +419,7 @@ class Session:
         CPU time, whether it is alive."""
         if self.closed:
             raise closed_error(self.id)
-        return SessionInfo.from_dict(self._client._call("GET", _http.request("GET", session_path(self.id))))
+        return SessionInfo.from_dict(self._call("GET", _http.request("GET", session_path(self.id))))
 
     def close(self) -> None:
         """Delete the session (DELETE /v1/sessions/{id}): its interpreter,
@@ -376,9 +428,9 @@ class Session:
         if self.closed:
             return
         try:
-            self._client._call("DELETE", _http.request("DELETE", session_path(self.id)))
-        except (NotFound, SessionEnded):
-            pass
+            self._call("DELETE", _http.request("DELETE", session_path(self.id)))
+        except (NotFound, SessionEnded, SessionLost):
+            pass  # gone already: with its node, for SessionLost
         self.closed = True
 
     def __enter__(self) -> "Session":

@@ -24,6 +24,8 @@ __all__ = [
     "TooManySessions",
     "DaemonUnavailable",
     "ProtocolError",
+    "SessionLost",
+    "Unauthorized",
     "Timeout",
 ]
 
@@ -93,7 +95,9 @@ class QueueFull(AgentjailError):
 
 
 class ShuttingDown(AgentjailError):
-    """503: the daemon is stopping and takes no new runs."""
+    """503: the daemon drains or is stopping and takes no new runs or
+    sessions (code "draining", or "shutting_down" from older daemons).
+    Nothing ran: the request may be sent to another node."""
 
     default_code = "shutting_down"
 
@@ -154,6 +158,22 @@ class DaemonUnavailable(AgentjailError):
     default_code = "unavailable"
 
 
+class Unauthorized(Forbidden):
+    """401 (remote access): the node does not know the bearer token, or
+    none was sent. Check token=, token_file= or $AGENTJAIL_TOKEN."""
+
+    default_code = "unauthorized"
+
+
+class SessionLost(AgentjailError):
+    """The node that holds a session cannot be reached (it stopped, died
+    or left the list of nodes), or the session is not where the client
+    looked (421 session_elsewhere). Sessions never move: its variables and
+    files are gone with the node; start a new session."""
+
+    default_code = "session_lost"
+
+
 class ProtocolError(AgentjailError):
     """The daemon answered something that is not the contract's HTTP/JSON
     (a malformed status line, a body that is not JSON)."""
@@ -173,6 +193,9 @@ _BY_CODE = {
     for cls in (InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed, NotFound, SessionBusy,
                 SessionEnded, TooManySessions)
 }
+_BY_CODE["draining"] = ShuttingDown
+_BY_CODE["unauthorized"] = Unauthorized
+_BY_CODE["session_elsewhere"] = SessionLost
 _BY_STATUS = {400: InvalidRequest, 403: Forbidden, 404: NotFound, 409: SessionBusy, 410: SessionEnded,
               413: TooLarge, 429: QueueFull, 503: ShuttingDown, 500: SetupFailed}
 

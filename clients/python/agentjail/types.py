@@ -564,6 +564,7 @@ class Result:
     #: `display_truncated` says some were dropped.
     display: List[Display] = field(default_factory=list)
     display_truncated: bool = False
+    node: str = ""  #: the node that ran it (Agentjail-Node; "" on the Unix socket)
     #: Fields of a newer daemon that this client does not know, as sent.
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

@@ -207,6 +207,9 @@ class ErrorTest(unittest.TestCase):
     def test_shutting_down(self):
         self.check(error(503, "shutting_down", "the daemon is stopping"), agentjail.ShuttingDown, "shutting_down")
 
+    def test_draining_is_shutting_down(self):
+        self.check(error(503, "draining", "this node is draining"), agentjail.ShuttingDown, "draining")
+
     def test_setup_failed_says_the_stage(self):
         e = self.check(error(500, "setup_failed", "pivot_root: EPERM"), agentjail.SetupFailed, "setup_failed")
         self.assertIn("pivot_root", str(e))

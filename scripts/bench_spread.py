@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""How well the Python client spreads runs over many nodes (issue 32).
+
+Starts two daemons on this machine (bin/agentjail, or $AGENTJAIL_BIN),
+each with max_concurrent = 2 and a plain-HTTP [remote] listener on
+127.0.0.1, and measures runs per second of a workload of programs that
+sleep 200 ms, with W asyncio workers each sending one run after the other
+for a fixed window (runs still going at its end are cancelled, not
+counted):
+
+1. the client over both nodes vs over one (target: >= 1.8x);
+2. with node A's two slots taken by long runs (from its Unix socket),
+   the client over both nodes vs over the free node B alone
+   (target: >= 0.9x).
+
+Sleeping programs keep the figures meaningful on a small shared machine:
+the jails wait, they do not compete for CPU. As root:
+
+    /usr/bin/python3 scripts/bench_spread.py [--window 8] [--workers 12]
+"""
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
+import agentjail  # noqa: E402
+
+TOKEN = "bench-" + os.urandom(8).hex()
+SLEEP = "import time; time.sleep(0.2)"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Node:
+    def __init__(self, binary, name, k):
+        self.tmp = tempfile.mkdtemp(prefix="ajbench-")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.socket = os.path.join(self.tmp, "s.sock")
+        tokens = os.path.join(self.tmp, "tokens")
+        with open(tokens, "w") as f:
+            f.write(f"bench {TOKEN}\n")
+        os.chmod(tokens, 0o600)
+        config = os.path.join(self.tmp, "config.toml")
+        with open(config, "w") as f:
+            f.write(f"""[remote]
+listen = "127.0.0.1:{self.port}"
+tokens_file = "{tokens}"
+node = "{name}"
+insecure_plaintext = true
+
+[admission]
+max_concurrent = 2
+
+[limits.max]
+wall_time_ms = 300000
+
+[jail]
+uid_base = {2_200_000_000 + k * 100_000}
+uid_count = 1000
+""")
+        self.log = open(os.path.join(self.tmp, "log"), "wb")
+        self.proc = subprocess.Popen([binary, "serve", "--socket", self.socket, "--config", config],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if agentjail.Client(self.socket, timeout=2).health().get("status") == "ok":
+                    break
+            except agentjail.AgentjailError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"daemon {name} did not start; see {self.tmp}/log")
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+async def throughput(urls, workers, window):
+    """Runs per second finished within the window, and where they ran."""
+    client = agentjail.AsyncClient(urls=urls, token=TOKEN, timeout=120)
+    done = []
+    end = time.monotonic() + window
+
+    async def worker():
+        while time.monotonic() < end:
+            r = await client.run(SLEEP)
+            if time.monotonic() <= end:
+                done.append(r.node)
+
+    tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
+    await asyncio.sleep(window)
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    by = {n: done.count(n) for n in sorted(set(done))}
+    return len(done) / window, by
+
+
+def occupy(node, seconds, n=2):
+    """n long runs on node's Unix socket, in threads; returns them."""
+    def one():
+        try:
+            agentjail.Client(node.socket, timeout=seconds + 30).run(
+                f"import time; time.sleep({seconds})", limits={"wall_time_ms": int(seconds * 1000) + 20000})
+        except agentjail.AgentjailError:
+            pass
+    ts = [threading.Thread(target=one, daemon=True) for _ in range(n)]
+    for t in ts:
+        t.start()
+    deadline = time.monotonic() + 10
+    while agentjail.Client(node.socket, timeout=5).health().get("running", 0) < n:
+        if time.monotonic() > deadline:
+            raise SystemExit("the long runs did not start")
+        time.sleep(0.05)
+    return ts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--window", type=float, default=8.0, help="seconds each measurement lasts")
+    ap.add_argument("--workers", type=int, default=12, help="runs in flight at once")
+    args = ap.parse_args()
+    binary = os.environ.get("AGENTJAIL_BIN") or os.path.join(ROOT, "bin", "agentjail")
+    a, b = Node(binary, "alpha", 1), Node(binary, "beta", 2)
+    try:
+        asyncio.run(throughput([a.url, b.url], 4, 2.0))  # warm-up
+        one, by1 = asyncio.run(throughput([a.url], args.workers, args.window))
+        both, by2 = asyncio.run(throughput([a.url, b.url], args.workers, args.window))
+        print(f"1. idle nodes, {args.workers} workers, {args.window:g} s, runs of 200 ms sleep:")
+        print(f"   one node:   {one:6.2f} runs/s  {by1}")
+        print(f"   both nodes: {both:6.2f} runs/s  {by2}")
+        print(f"   ratio {both / one:.2f}x (target >= 1.8x)")
+        long_runs = occupy(a, 3 * args.window + 20)
+        alone, by3 = asyncio.run(throughput([b.url], args.workers, args.window))
+        mixed, by4 = asyncio.run(throughput([a.url, b.url], args.workers, args.window))
+        print("2. node alpha's 2 slots taken by long runs:")
+        print(f"   beta alone: {alone:6.2f} runs/s  {by3}")
+        print(f"   both nodes: {mixed:6.2f} runs/s  {by4}")
+        print(f"   ratio {mixed / alone:.2f}x (target >= 0.9x)")
+        del long_runs
+    finally:
+        a.stop()
+        b.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -57,7 +57,7 @@ func TestCollectDirAloneWritesFigures(t *testing.T) {
 	jailHost(t)
 	systest.Require(t, systest.Scientific)
 	dir := filepath.Join(t.TempDir(), "figs")
-	code, _, stderr := bin(t, "", "run", "--collect-dir", dir, "-c",
+	code, _, stderr := bin(t, "", "run", "--timeout", "2m", "--cpu-time", "2m", "--collect-dir", dir, "-c",
 		"import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 1), dpi=100)\nplt.plot([1, 2])\nplt.show()")
 	require.Equal(t, 0, code, stderr)
 	b, err := os.ReadFile(filepath.Join(dir, "display-1.png"))

@@ -468,9 +468,17 @@ func TestMCPCancelledCall(t *testing.T) {
 	m := startRawMCP(t, "--config", config)
 	m.send(t, callLine(2, "list_environments", map[string]any{})) // its daemon is up
 	m.recv(t)
-	before := len(systest.ProcessesInRange(base, 100_000))
-	m.send(t, callLine(3, "run_python", map[string]any{"code": "while True: pass", "limits": map[string]any{"wall_time_ms": 120_000, "cpu_time_ms": 120_000}}))
-	busy(t, base, before+1)
+	// The call asks for progress, so that the program's first line comes
+	// back before the end: only then is the run known to be running (a
+	// count of the range's processes also counts the zygote and the runs
+	// it forks ahead, which may start meanwhile).
+	call, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": map[string]any{
+		"name": "run_python", "_meta": map[string]any{"progressToken": "p3"},
+		"arguments": map[string]any{"code": "print('spinning', flush=True)\nwhile True: pass", "limits": map[string]any{"wall_time_ms": 120_000, "cpu_time_ms": 120_000}}}})
+	require.NoError(t, err)
+	m.send(t, string(call))
+	for line := m.recv(t); !strings.Contains(line, "notifications/progress"); line = m.recv(t) {
+	}
 	m.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"the user changed their mind"}}`)
 	cancelled := regexp.MustCompile(`msg=run id=(j-\S+) status=killed .*kill_reason=cancelled`)
 	require.Eventually(t, func() bool { return cancelled.MatchString(m.log.String()) }, 5*time.Second, 10*time.Millisecond,

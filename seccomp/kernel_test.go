@@ -491,6 +491,13 @@ func TestKernelPythonErrnoMode(t *testing.T) {
 	require.NoError(t, err)
 	free := parseProbes(t, string(out))
 	for _, p := range probes {
+		if p.label == "preadv2-nowait" && free[p.label] == "ENOTSUP" {
+			// The file system of /usr reads nothing without blocking
+			// (the VM suite's guest has the host's / over 9p): there the
+			// probe can learn nothing, with or without the filter.
+			t.Logf("probe %s: RWF_NOWAIT is unsupported on this /usr even without the filter", p.label)
+			continue
+		}
 		if p.differ {
 			require.NotEqual(t, p.jailed, free[p.label], "probe %s gives the same result without the filter", p.label)
 		} else {

@@ -105,14 +105,7 @@ func httpDo(ctx context.Context, client *http.Client, where, method, path string
 	}
 	resp, err := client.Do(hr)
 	if err != nil {
-		var de *daemonAbsent
-		switch {
-		case ctx.Err() != nil:
-			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
-		case errors.As(err, &de):
-			return 0, nil, de
-		}
-		return 0, nil, fmt.Errorf("%s: %w", where, err)
+		return 0, nil, transportError(ctx, where, err)
 	}
 	defer resp.Body.Close()
 	out, err := io.ReadAll(resp.Body)

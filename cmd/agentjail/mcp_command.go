@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,16 +51,5 @@ func runCommandSchema(cfg *daemon.Config, daemonMode bool) *jsonschema.Schema {
 func (t *mcpTools) runCommand(ctx context.Context, call *mcp.CallToolRequest, in runCommandArgs) (*mcp.CallToolResult, any, error) {
 	req := &daemon.Request{Command: []string{"bash", "-c", in.Command}, Stdin: in.Stdin, Environment: in.Environment, Env: in.Env,
 		Limits: in.Limits, Files: in.Files, Collect: in.Collect}
-	out, prog := liveProgress(ctx, call) // mcp_progress.go
-	req.Stream = out != nil
-	_, b, fail := t.callLive(ctx, out, "run the command", http.MethodPost, "/v1/run", req, http.StatusOK)
-	prog.flush()
-	if fail != nil {
-		return fail, nil, nil
-	}
-	res, err := daemon.DecodeResult(b)
-	if err != nil {
-		return toolError("%s answered with a result this build cannot read: %v", t.b.where(), err), nil, nil
-	}
-	return withDisplay(textResult(resultText(res, nil, nil)), res), json.RawMessage(b), nil
+	return t.run(ctx, call, "run the command", req)
 }

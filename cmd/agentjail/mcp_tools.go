@@ -187,9 +187,16 @@ func (t *mcpTools) runPython(ctx context.Context, call *mcp.CallToolRequest, in 
 		}
 		req.Tests = tests
 	}
+	return t.run(ctx, call, "run the program", req)
+}
+
+// run sends a run request (run_python's, run_command's) with progress
+// when the client asked for it, and answers with the result: its text,
+// its display, and the daemon's object as structured content.
+func (t *mcpTools) run(ctx context.Context, call *mcp.CallToolRequest, what string, req *daemon.Request) (*mcp.CallToolResult, any, error) {
 	out, prog := liveProgress(ctx, call) // mcp_progress.go
 	req.Stream = out != nil
-	_, b, fail := t.callLive(ctx, out, "run the program", http.MethodPost, "/v1/run", req, http.StatusOK)
+	_, b, fail := t.callLive(ctx, out, what, http.MethodPost, "/v1/run", req, http.StatusOK)
 	prog.flush()
 	if fail != nil {
 		return fail, nil, nil

@@ -52,14 +52,7 @@ func httpStream(ctx context.Context, client *http.Client, where, path string, bo
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(hr)
 	if err != nil {
-		var de *daemonAbsent
-		switch {
-		case ctx.Err() != nil:
-			return 0, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
-		case errors.As(err, &de):
-			return 0, nil, de
-		}
-		return 0, nil, fmt.Errorf("%s: %w", where, err)
+		return 0, nil, transportError(ctx, where, err)
 	}
 	return readStream(ctx, resp, where, out)
 }
@@ -111,4 +104,18 @@ func readStream(ctx context.Context, resp *http.Response, where string, out *liv
 		}
 		// Another kind of event, from a newer daemon: skipped.
 	}
+}
+
+// transportError is a request that got no answer: cancelled by the
+// caller, no daemon on the socket (said as such), or the transport's own
+// error, named by where it went.
+func transportError(ctx context.Context, where string, err error) error {
+	var de *daemonAbsent
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("cancelled: %w", context.Cause(ctx))
+	case errors.As(err, &de):
+		return de
+	}
+	return fmt.Errorf("%s: %w", where, err)
 }

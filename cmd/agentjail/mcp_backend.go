@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"sync"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -253,23 +252,9 @@ func startLocalDaemon(cfg *daemon.Config, path string, l net.Listener, log *slog
 		exe.Close()
 		return nil, err
 	}
-	srv := daemon.NewServer(daemon.Options{
-		Policy:                policy,
-		AllowUIDs:             []uint32{uint32(os.Getuid())},
-		MaxConcurrent:         cfg.Admission.MaxConcurrent,
-		QueueLength:           cfg.Admission.QueueLength,
-		MaxRequestBytes:       cfg.Admission.MaxRequestBytes,
-		MaxQueuedBytes:        cfg.Admission.MaxQueuedBytes,
-		Version:               version,
-		CgroupVersion:         string(runner.Cgroups.Version()),
-		Logger:                log,
-		Warm:                  runner.WarmStats,
-		WarmUp:                func(name string) bool { _, up := runner.WarmInfo(name); return up },
-		MaxSessions:           cfg.Admission.MaxSessions,
-		SessionIdleTimeout:    time.Duration(cfg.Sessions.IdleTimeout),
-		SessionMaxIdleTimeout: time.Duration(cfg.Sessions.MaxIdleTimeout),
-		SessionMaxLifetime:    time.Duration(cfg.Sessions.MaxLifetime),
-	}, runner)
+	opts := serverOptions(cfg, policy, runner, log)
+	opts.AllowUIDs = []uint32{uint32(os.Getuid())}
+	srv := daemon.NewServer(opts, runner)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	return func(ctx context.Context) error {

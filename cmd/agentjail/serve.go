@@ -149,28 +149,9 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		return err
 	}
 	defer stopEnvs() // before runner.Close: it may start jails until it returns
-	srv := daemon.NewServer(daemon.Options{
-		Policy:          policy,
-		AllowUIDs:       cfg.Peers.UIDs,
-		AllowGIDs:       cfg.Peers.GIDs,
-		MaxConcurrent:   cfg.Admission.MaxConcurrent,
-		QueueLength:     cfg.Admission.QueueLength,
-		MaxRequestBytes: cfg.Admission.MaxRequestBytes,
-		MaxQueuedBytes:  cfg.Admission.MaxQueuedBytes,
-		Version:         version,
-		Node:            cfg.NodeName(),
-		Advertise:       cfg.AdvertiseAddr(),
-		CgroupVersion:   string(runner.Cgroups.Version()),
-		Logger:          log,
-		PreparedReady:   func() int { n, _ := runner.PreparedStats(); return n },
-		Warm:            runner.WarmStats,
-		WarmUp:          func(name string) bool { _, up := runner.WarmInfo(name); return up },
-		MaxSessions:     cfg.Admission.MaxSessions,
-		// Sessions: [sessions] of the configuration.
-		SessionIdleTimeout:    time.Duration(cfg.Sessions.IdleTimeout),
-		SessionMaxIdleTimeout: time.Duration(cfg.Sessions.MaxIdleTimeout),
-		SessionMaxLifetime:    time.Duration(cfg.Sessions.MaxLifetime),
-	}, runner)
+	opts := serverOptions(cfg, policy, runner, log)
+	opts.AllowUIDs, opts.AllowGIDs = cfg.Peers.UIDs, cfg.Peers.GIDs
+	srv := daemon.NewServer(opts, runner)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	remoteDone := serveRemote(srv, rl, ro, served, log)
@@ -261,5 +242,31 @@ func serveRemote(srv *daemon.Server, rl net.Listener, ro *daemon.RemoteOptions, 
 func closeIfAny(l net.Listener) {
 	if l != nil {
 		_ = l.Close()
+	}
+}
+
+// serverOptions are the daemon's options from the configuration, for
+// `serve` and for the daemon inside `agentjail mcp`; the caller says who
+// may connect (AllowUIDs, AllowGIDs).
+func serverOptions(cfg *daemon.Config, policy daemon.Policy, runner *nsjail.Runner, log *slog.Logger) daemon.Options {
+	return daemon.Options{
+		Policy:          policy,
+		MaxConcurrent:   cfg.Admission.MaxConcurrent,
+		QueueLength:     cfg.Admission.QueueLength,
+		MaxRequestBytes: cfg.Admission.MaxRequestBytes,
+		MaxQueuedBytes:  cfg.Admission.MaxQueuedBytes,
+		Version:         version,
+		Node:            cfg.NodeName(),
+		Advertise:       cfg.AdvertiseAddr(),
+		CgroupVersion:   string(runner.Cgroups.Version()),
+		Logger:          log,
+		PreparedReady:   func() int { n, _ := runner.PreparedStats(); return n },
+		Warm:            runner.WarmStats,
+		WarmUp:          func(name string) bool { _, up := runner.WarmInfo(name); return up },
+		MaxSessions:     cfg.Admission.MaxSessions,
+		// Sessions: [sessions] of the configuration.
+		SessionIdleTimeout:    time.Duration(cfg.Sessions.IdleTimeout),
+		SessionMaxIdleTimeout: time.Duration(cfg.Sessions.MaxIdleTimeout),
+		SessionMaxLifetime:    time.Duration(cfg.Sessions.MaxLifetime),
 	}
 }

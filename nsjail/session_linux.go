@@ -119,7 +119,7 @@ const startupOutputBytes = 16 << 10
 // on fd 3, and waits for the program's readiness.
 func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []File) (*Session, error) {
 	j := l.j
-	j.spec, j.session = spec, true
+	j.spec = spec
 	s := &Session{ID: spec.ID, Start: l.start, Created: time.Now(), j: j, release: l.release,
 		stopWatch: make(chan struct{}), peak: -1, dead: make(chan struct{}), done: make(chan struct{})}
 	fail := func(err error) (*Session, error) {
@@ -137,16 +137,16 @@ func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []F
 		return fail(stageErr("socketpair", err))
 	}
 	s.ctl = os.NewFile(uintptr(fds[0]), "session-control")
-	j.control = os.NewFile(uintptr(fds[1]), "session-control-child")
-	j.closers = append(j.closers, s.ctl, j.control)
+	control := os.NewFile(uintptr(fds[1]), "session-control-child")
+	j.closers = append(j.closers, s.ctl, control)
 	cfg := requestConfigFor(spec, rest)
 	cfg.Collect = true // the calls' collect: /workspace comes with msgSeccomp
-	pio, err := j.deliver(cfg)
+	pio, err := j.deliver(cfg, control)
 	if err != nil {
 		return fail(err)
 	}
 	// Only the jail may hold the other end: its end is then the jail's.
-	j.control.Close()
+	control.Close()
 	listener, _, err := j.awaitExec()
 	if err != nil {
 		return fail(err)
@@ -158,7 +158,7 @@ func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []F
 	lim := spec.Limits
 	s.watchers.Go(func() { j.watchCPU(0, lim.CPUTime, lim.CPUs, s.stopWatch, func() { j.kill(KillCPUTimeout) }) })
 	j.watchMemory(&s.watchers, s.stopWatch)
-	go j.watchZygote(s.stopWatch)
+	go j.flow.watch(j, s.stopWatch)
 	go s.life()
 
 	err = s.awaitReady(ctx)
@@ -204,15 +204,8 @@ func (s *Session) life() {
 	werr := j.wait()
 	close(s.stopWatch)
 	s.watchers.Wait()
-	ws, ok := j.programStatus()
-	switch {
-	case ok:
-	case j.warm || j.state == nil:
-		ws = syscall.WaitStatus(syscall.SIGKILL)
-	default:
-		ws = j.state.Sys().(syscall.WaitStatus)
-	}
-	zfail := j.zygoteFailure(ok) != nil // before s.mu: it may wait for the zygote's end
+	ws, ok := j.programEnd()
+	zfail := j.flow.failure(j, ok) != nil // before s.mu: it may wait for the zygote's end
 	stats, serr := j.cg.Stats()
 	s.mu.Lock()
 	s.exit = ws
@@ -415,7 +408,7 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	watchers.Wait()
 	if end == nil {
 		s.awaitDeath() // no end record: the session ended during the call
-		if err := j.zygoteError(); err != nil {
+		if err := j.flow.failed(); err != nil {
 			return nil, err
 		}
 	}

@@ -61,7 +61,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		}
 	}()
 	j.watchMemory(&watchers, done)
-	go j.watchZygote(done) // a warm run's: ends with the program, or the jail's clean-up
+	go j.flow.watch(j, done) // a warm run's zygote: ends with the program, or the jail's clean-up
 
 	werr := j.wait()
 	end := time.Now()
@@ -91,22 +91,22 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		// Collect follows no link the program may have left.
 		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
 	}
-	// The program's own end when pid 1 (a warm run's: the zygote) saw it;
-	// else pid 1's, which a kill of the whole jail ended (a warm run's
-	// pid 1 ends as its program does: its own status says nothing).
-	ws, ok := j.programStatus()
-	switch {
-	case ok:
-	case j.warm:
-		ws = syscall.WaitStatus(syscall.SIGKILL)
-	default:
-		ws = j.state.Sys().(syscall.WaitStatus)
-	}
-	if err := j.zygoteFailure(ok); err != nil {
+	ws, ok := j.programEnd()
+	if err := j.flow.failure(j, ok); err != nil {
 		return nil, err
 	}
 	res.decide(ws, j.killReason())
 	return res, nil
+}
+
+// programEnd is how the program ended, once pid 1 has: its own status
+// when pid 1 (a warm run's: the zygote) sent it (ok); else the flow's
+// status of a jail killed as a whole (jailFlow.killedStatus).
+func (j *jail) programEnd() (ws syscall.WaitStatus, ok bool) {
+	if ws, ok = j.programStatus(); ok {
+		return ws, true
+	}
+	return j.flow.killedStatus(), false
 }
 
 // superviseSeccomp answers the forbidden system calls the filter's
@@ -134,11 +134,7 @@ func (j *jail) superviseSeccomp(listener int) (violations *seccomp.Collector, st
 			// returns: the supervisor's end is waited for after.)
 			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
 				j.kill(KillSeccomp)
-				if j.pidfd != nil {
-					pollPidfd(int(j.pidfd.Fd()), time.Second)
-				} else {
-					awaitExitFor(j.proc.Pid, time.Second)
-				}
+				j.flow.awaitKilled(j, time.Second)
 			}
 		})
 	}()

@@ -2,22 +2,16 @@ package nsjail
 
 import (
 	"bufio"
-	"context"
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"agentjail/seccomp"
 )
@@ -542,159 +536,6 @@ func (w *warmRuntime) retryLater() {
 	d := w.backoff
 	w.mu.Unlock()
 	time.AfterFunc(d, w.startZygote)
-}
-
-// launch starts a zygote's jail and waits until its imports are done. The
-// caller's OS thread is locked; the jail is waited for on it (z.done).
-func (w *warmRuntime) launch() (*zygote, error) {
-	r, s := w.r, w.spec
-	uid, err := r.UIDs.Acquire()
-	if err != nil {
-		return nil, err
-	}
-	cfg, _ := json.Marshal(map[string]any{"preload": s.Preload, "entry": entryPath(s.Entry)})
-	// A library sizes its thread pools when it is imported, in the
-	// zygote: as for its runs (libraryEnv of their CPUs), not for the
-	// zygote's own bandwidth, unless the environment says otherwise.
-	env := maps.Clone(s.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	for _, kv := range libraryEnv(s.RunLimits.withDefaults().CPUs) {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, set := env[k]; !set {
-			env[k] = v
-		}
-	}
-	spec := &Spec{
-		ID: "zygote-" + NewID(), Python: s.Python, Program: zygotePy, ProgramName: zygoteName, CodeFiles: s.Code,
-		Args: []string{string(cfg)}, DefaultEnv: env, ReadOnlyMounts: s.ReadOnlyMounts, Etc: s.Etc,
-		Limits: s.Limits, OnForbiddenSyscall: seccomp.ModeErrno,
-		Report: true, // fd 3: its control socket (jail.control)
-	}
-	rc := requestConfigFor(spec, codeFiles(spec))
-	rc.KeepCaps = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_SYS_ADMIN
-	// Its runs set their own rlimits, lower: none can raise one above the
-	// zygote's (that needs CAP_SYS_RESOURCE of the host). So the zygote's
-	// are this process's own hard limit of open files, and no limit of
-	// file size or CPU time (it lives long, and writes nothing).
-	var nofile unix.Rlimit
-	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
-	// Its namespace was made with no per-user bound (bootstrap_linux.c):
-	// the zygote itself takes a jail's (userRlimits), and each run's
-	// bootstrap makes the run's namespace with them.
-	rc.Rlimits = append([]initRlimit{
-		{unix.RLIMIT_NOFILE, nofile.Max, nofile.Max},
-		{unix.RLIMIT_FSIZE, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
-		{unix.RLIMIT_CORE, 0, 0},
-		{unix.RLIMIT_CPU, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
-	}, userRlimits...)
-	// Its namespace maps its own uid, as 1000, and every other uid of the
-	// range, which its runs' namespaces map to: only those are written by
-	// this process, with the fork's own one-line map.
-	j := &jail{runner: r, uid: uid, flow: &coldFlow{idMap: zygoteIDMap(uid, r.UIDs.Base, r.UIDs.Size)}}
-	z := &zygote{w: w, j: j, done: make(chan struct{})}
-	fail := func(err error) (*zygote, error) {
-		_ = j.cleanup()
-		r.UIDs.Release(uid)
-		return nil, err
-	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fail(stageErr("socketpair", err))
-	}
-	z.ctl = os.NewFile(uintptr(fds[0]), "zygote-control")
-	control := os.NewFile(uintptr(fds[1]), "zygote-control-child")
-	j.closers = append(j.closers, control)
-	j.spec = spec
-	if err := j.start(r.build(jailBase{binds: w.base.binds, etc: s.Etc, shared: nil, filter: seccomp.ZygoteProgramBytes()}, s.Limits.TmpBytes)); err != nil {
-		z.ctl.Close()
-		return fail(err)
-	}
-	// The zygote's user and pid namespaces are its jail's pid 1's: each
-	// run's bootstrap joins them through this pidfd (nestFd).
-	nsRef, err := unix.PidfdOpen(j.proc.Pid, 0)
-	if err != nil {
-		z.ctl.Close()
-		return fail(stageErr("pidfd of the zygote's jail", err))
-	}
-	z.nsRef = os.NewFile(uintptr(nsRef), "zygote-ns")
-	j.closers = append(j.closers, z.nsRef)
-	pio, err := j.deliver(rc, control)
-	if err != nil {
-		z.ctl.Close()
-		return fail(err)
-	}
-	control.Close() // the zygote holds its own copy
-	listener, _, err := j.awaitExec()
-	if err != nil {
-		z.ctl.Close()
-		return fail(err)
-	}
-	// Its forbidden calls while it imports are ours to know of (a zygote
-	// makes none): logged, never killed. Then its listener is closed: the
-	// kernel lets a process install a filter with a listener of its own
-	// (each run's) only when no filter above it has one open. A forbidden
-	// call of the zygote's fails with ENOSYS from then on.
-	supCtx, stopSupervising := context.WithCancel(context.Background())
-	supervised := make(chan struct{})
-	go func() {
-		defer close(supervised)
-		_ = seccomp.Supervise(supCtx, listener, seccomp.ModeErrno, nil, func(v seccomp.Violation) {
-			if l := r.Log; l != nil {
-				l.Warn("zygote made a forbidden system call", "environment", s.Name, "syscall", v.Syscall, "number", v.Number)
-			}
-		})
-	}()
-	defer func() {
-		stopSupervising()
-		<-supervised
-	}()
-	go logOutput(r.Log, s.Name, pio.out)
-	go logOutput(r.Log, s.Name, pio.err)
-	_ = z.ctl.SetReadDeadline(time.Now().Add(zygoteStartTimeout))
-	typ, payload, fds2, err := readMsgFds(z.ctl)
-	closeFds(fds2)
-	if err == nil && typ != zReady {
-		err = fmt.Errorf("the zygote sent %v instead of its readiness", typ)
-	}
-	if err == nil {
-		err = json.Unmarshal(payload, &z.info)
-	}
-	if err == nil && z.info.Entry != "" {
-		err = fmt.Errorf("the zygote could not load its entry %s: %s", s.Entry, z.info.Entry)
-	}
-	if err == nil && z.info.Error != "" {
-		err = errors.New(z.info.Error)
-	}
-	if err != nil {
-		z.ctl.Close()
-		_ = j.proc.Kill()
-		_ = j.wait()
-		return fail(fmt.Errorf("zygote of environment %q: %w", s.Name, err))
-	}
-	_ = z.ctl.SetReadDeadline(time.Time{})
-	go func() {
-		// The zygote's life: its end (it exits when its control socket
-		// closes, or dies) ends its jail.
-		_ = j.wait()
-		z.ctl.Close()
-		_ = j.cleanup()
-		r.UIDs.Release(uid)
-		close(z.done)
-	}()
-	return z, nil
-}
-
-// zygoteStartTimeout bounds a zygote's imports.
-const zygoteStartTimeout = 2 * time.Minute
-
-// entryPath is the entry's path in the zygote's jail ("" for none).
-func entryPath(entry string) string {
-	if entry == "" {
-		return ""
-	}
-	return "/code/" + entry
 }
 
 // zygoteIDMap is a zygote's uid (and gid) map: its own uid as 1000 inside,

@@ -91,8 +91,11 @@ func (j *jail) deliver(cfg *requestConfig, control *os.File) (*programIO, error)
 
 // beforeProgram is the place for a run's own set-up that needs the run's
 // namespaces and must be done before its program starts: it runs once per
-// request, when the jail is built (its network namespace exists) and
-// before msgRequest. Nothing is done here yet.
+// delivery (a run's, a session's, a zygote's own: j.spec tells), in every
+// flow, when the jail is built and before msgRequest. The jail's
+// namespaces are its pid 1's (/proc/<j.proc.Pid>/ns/net is its network
+// namespace, cold or warm). An error fails the delivery: the jail is
+// cleaned up. Nothing is done here yet.
 func (j *jail) beforeProgram(*requestConfig) error { return nil }
 
 // openStdio makes the program's stdin and its stdout and stderr pipes:

@@ -62,9 +62,9 @@ type jailFlow interface {
 	// awaitKilled waits, at most timeout and on this thread, for pid 1's
 	// end after a kill.
 	awaitKilled(j *jail, timeout time.Duration)
-	// watch watches what else may fail the run until done is closed (a
-	// warm run's zygote); failure is what did, once pid 1 has ended (ok:
-	// it sent msgExit), and failed what failure found so far.
+	// watch starts watching what else may fail the run, until done is
+	// closed (a warm run's zygote); failure is what did, once pid 1 has
+	// ended (ok: it sent msgExit), and failed what failure found so far.
 	watch(j *jail, done <-chan struct{})
 	failure(j *jail, ok bool) error
 	failed() error

@@ -158,7 +158,7 @@ func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []F
 	lim := spec.Limits
 	s.watchers.Go(func() { j.watchCPU(0, lim.CPUTime, lim.CPUs, s.stopWatch, func() { j.kill(KillCPUTimeout) }) })
 	j.watchMemory(&s.watchers, s.stopWatch)
-	go j.flow.watch(j, s.stopWatch)
+	j.flow.watch(j, s.stopWatch)
 	go s.life()
 
 	err = s.awaitReady(ctx)

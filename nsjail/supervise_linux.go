@@ -35,7 +35,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	p := pipes{pio.out, pio.err, pio.report}
 	wd := j.watch(ctx, watchLimits{outputBytes: l.OutputBytes, wall: l.WallTime - time.Since(start), cpu: l.CPUTime, cpus: l.CPUs}, p, j.kill)
 	j.watchMemory(&wd.watchers, wd.done)
-	go j.flow.watch(j, wd.done) // a warm run's zygote: ends with the program, or the jail's clean-up
+	j.flow.watch(j, wd.done) // a warm run's zygote
 
 	werr := j.wait()
 	end := time.Now()

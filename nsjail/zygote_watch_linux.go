@@ -43,26 +43,30 @@ func (w *zygoteWatch) fail(why string) {
 	}
 }
 
-// watch watches a warm run's zygote until done (closed once the jail
-// has been waited for): when the program has ended (its pidfd says so)
-// and the jail has not ended zygoteReapGrace later, the zygote is taken
-// for stalled and killed, which ends the jail. It returns at once for a
-// run whose program was never forked; else when the program ends, or its
-// pidfd is closed (the jail's clean-up).
+// watch watches a warm run's zygote, on a goroutine of its own, until
+// done (closed once the jail has been waited for): when the program has
+// ended (its pidfd says so) and the jail has not ended zygoteReapGrace
+// later, the zygote is taken for stalled and killed, which ends the jail.
+// Nothing is watched for a run whose program was never forked; the
+// goroutine ends when the program ends, or its pidfd is closed (the
+// jail's clean-up). What it reads of f is read here, before the clean-up
+// can clear it.
 func (f *warmFlow) watch(_ *jail, done <-chan struct{}) {
-	z := f.z
-	if z == nil || f.progFD == nil {
+	z, prog := f.z, f.progFD
+	if z == nil || prog == nil {
 		return
 	}
-	awaitPidfd(f.progFD)
-	t := time.NewTimer(zygoteReapGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		f.zw.fail("its zygote did not reap the run's program within " + zygoteReapGrace.String() + " of its end (stopped or hung); the zygote was killed")
-		z.j.kill(KillCancelled)
-	}
+	go func() {
+		awaitPidfd(prog)
+		t := time.NewTimer(zygoteReapGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			f.zw.fail("its zygote did not reap the run's program within " + zygoteReapGrace.String() + " of its end (stopped or hung); the zygote was killed")
+			z.j.kill(KillCancelled)
+		}
+	}()
 }
 
 // failure is the warm runtime's failure that ended the jail, once it has

@@ -45,7 +45,7 @@ func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
 }
 
 // peer is the socket the run's next messages come on: the init stage's,
-// or a warm run's program's once it is forked (forkProgram).
+// or a warm run's program's once it is forked (warmFlow.forkProgram).
 func (j *jail) peer() *os.File { return j.flow.peer(j) }
 
 // trace logs one message of the handshake at debug level.

@@ -21,11 +21,15 @@ import (
 //	awaitBuild    msgReady: the jail's file system is built
 //	  (a prepared jail waits here for its request: prepared_linux.go)
 //	finish        run, then cleanup, whatever happened
-//	  run           deliver, then supervise (supervise_linux.go)
+//	  run           deliver, then supervise
 //	    deliver       the cgroup, the program's stdio, msgRequest, msgGo
-//	    supervise     msgSeccomp, msgExec; watch the limits; wait; the result
+//	                  (deliver_linux.go; beforeProgram: a run's own set-up)
+//	    supervise     msgSeccomp, msgExec; the watchdog over the limits
+//	                  (watchdog_linux.go); wait; the result (supervise_linux.go)
 //	  cleanup       kill and wait if need be; the mount namespace; the cgroup
 //
+// Where a cold jail and a warm run differ, the jail calls its flow
+// (jailFlow: coldFlow in flow_linux.go, warmFlow in warm_run_linux.go).
 // The conversation itself is drawn in protocol.go; reading the init
 // stage's messages is handshake_linux.go's.
 

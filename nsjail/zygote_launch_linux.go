@@ -125,7 +125,7 @@ func (w *warmRuntime) zygoteRequest() (*Spec, *requestConfig) {
 		ID: "zygote-" + NewID(), Python: s.Python, Program: zygotePy, ProgramName: zygoteName, CodeFiles: s.Code,
 		Args: []string{string(cfg)}, DefaultEnv: env, ReadOnlyMounts: s.ReadOnlyMounts, Etc: s.Etc,
 		Limits: s.Limits, OnForbiddenSyscall: seccomp.ModeErrno,
-		Report: true, // fd 3: its control socket (jail.control)
+		Report: true, // fd 3: its control socket (jail.deliver's control)
 	}
 	rc := requestConfigFor(spec, codeFiles(spec))
 	rc.KeepCaps = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_SYS_ADMIN

@@ -26,7 +26,7 @@ func TestMCPNodeClient(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil && (os.Geteuid() == 0 || os.Getenv("CI") != "") {
 		t.Fatalf("node is needed here (root or CI): scripts/deps installs Debian's nodejs and npm: %v", err)
 	}
-	systest.Require(t, systest.Node)
+	systest.Require(t, systest.Node, systest.Scientific) // it plots with matplotlib
 	config, base := mcpConfig(t)
 	dir := nodeModules(t)
 	exe, err := os.Executable()

@@ -2,6 +2,7 @@
 """agentjail benchmark, `agentjail mcp` (issue 34): what the MCP server adds.
 
     sudo scripts/bench_mcp.py --bin bin/agentjail [--n 500]
+    sudo scripts/bench --mcp     # this, streaming and display in one run
 
 Side by side in one run, interleaved, against one daemon started here: a
 warm run of `pass`
@@ -70,6 +71,11 @@ def main():
     a = ap.parse_args()
     binary = os.path.abspath(a.bin)
     header(binary, " ".join(sys.argv), "warm `pass`: agentjail mcp against the daemon directly")
+    run(binary, a.n, a.pause)
+
+
+def run(binary, n, pause):
+    """Prints the table and the verdict (scripts/bench --mcp calls it)."""
     srv, sock, conn = start_daemon(binary, os.cpu_count())
     try:
         mcp = MCP(binary, "--socket", sock)
@@ -109,7 +115,7 @@ def main():
         times = {k: [] for k in paths}
         starts = {k: set() for k in paths}
         order = list(paths)
-        for _ in range(a.n):
+        for _ in range(n):
             # A new order each round, and a pause after each run: the
             # daemon forks its warm runs ahead (warm_ahead), and a run
             # that comes right after others waits for a fork instead.
@@ -118,14 +124,14 @@ def main():
                 dt, res = ms(paths[k])
                 times[k].append(dt)
                 starts[k].add(res.get("start", "?"))
-                time.sleep(a.pause / 1000)
+                time.sleep(pause / 1000)
         mcp.close()
         local.close()
     finally:
         stop_daemon(srv, sock)
 
     base = statistics.median(times["daemon, kept-alive connection"])
-    print(f"A run of `pass`, {a.n} of each path, interleaved in a random order each round, {a.pause:g} ms apart; "
+    print(f"A run of `pass`, {n} of each path, interleaved in a random order each round, {pause:g} ms apart; "
           "`start` as each result says:")
     print()
     print("| path | median ms | p10 | p90 | start |")

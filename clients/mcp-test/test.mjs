@@ -42,6 +42,9 @@ await check("list tools", async () => {
   const run = tools.find((t) => t.name === "run_python");
   assert.deepEqual(run.inputSchema.required, ["code"]);
   assert.match(run.inputSchema.properties.limits.properties.memory_bytes.description, /Default \d+/);
+  const call = tools.find((t) => t.name === "session_run");
+  assert.deepEqual(call.inputSchema.required, ["session_id"], "code or command: neither is required alone");
+  assert.match(call.inputSchema.properties.command.description, /bash -c/);
 });
 
 await check("run_python prints", async () => {

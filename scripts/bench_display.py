@@ -37,17 +37,19 @@ def run(binary, n):
     got = {k: [] for k in sides}
     try:
         for k, (code, start) in sides.items():  # warm up each side
-            post_run(conn, code, start)
+            post_run(conn, code, start, limits={"wall_time_ms": 120_000, "cpu_time_ms": 60_000})
         order = list(sides)
         for i in range(n):
             for k in (order if i % 2 == 0 else order[::-1]):
                 code, start = sides[k]
                 time.sleep(0.05)
                 t = time.perf_counter()
-                res = post_run(conn, code, start)
+                # A cold plot takes seconds on a loaded machine: past the
+                # default wall limit (10 s) it would be killed.
+                res = post_run(conn, code, start, limits={"wall_time_ms": 120_000, "cpu_time_ms": 60_000})
                 wall = (time.perf_counter() - t) * 1000
                 if res["status"] != "ok" or res.get("start") != start:
-                    sys.exit(f"bench: {k}: {res['status']} start={res.get('start')}: {res['stderr'][-500:]}")
+                    sys.exit(f"bench: {k}: {res['status']} {res.get('kill_reason')} start={res.get('start')}: {res['stderr'][-500:]}")
                 shown = res.get("display") or []
                 if code == PLOT and [d["mime"] for d in shown] != ["image/png"]:
                     sys.exit(f"bench: {k}: display {[d['mime'] for d in shown]}, not one PNG")

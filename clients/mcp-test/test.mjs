@@ -2,7 +2,11 @@
 // cmd/agentjail/mcp_node_test.go runs it (after npm ci) with
 // AGENTJAIL_MCP_SERVER = {"command": ..., "args": [...], "env": {...}}: the
 // server to start over stdio. It prints one line per check and exits 1 at
-// the first that fails.
+// the first that fails. The checks: the tools and their schemas; programs
+// that print, raise, are killed by the memory limit and plot (a PNG of
+// figsize × dpi); a shell command; a session across three calls and a
+// command in it; an unknown tool, wrong argument types, code past the
+// request limit; and, last, a second client that closes mid-call.
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";

@@ -19,7 +19,7 @@ the daemon helpers are bench.py's.
 import argparse, json, os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import UnixHTTP, header, pct, post_run, start_daemon, stop_daemon  # noqa: E402
+from bench import UnixHTTP, header, pct, post_run, proc_cpu_ms, start_daemon, stop_daemon  # noqa: E402
 
 
 class MCP:
@@ -115,6 +115,7 @@ def run(binary, n, pause):
         times = {k: [] for k in paths}
         starts = {k: set() for k in paths}
         order = list(paths)
+        cpu0 = proc_cpu_ms(mcp.p.pid)
         for _ in range(n):
             # A new order each round, and a pause after each run: the
             # daemon forks its warm runs ahead (warm_ahead), and a run
@@ -125,6 +126,9 @@ def run(binary, n, pause):
                 times[k].append(dt)
                 starts[k].add(res.get("start", "?"))
                 time.sleep(pause / 1000)
+        # Its own CPU (utime+stime) per call, run_python and
+        # list_environments alike: a figure the load does not inflate.
+        mcp_cpu = (proc_cpu_ms(mcp.p.pid) - cpu0) / (2 * n)
         mcp.close()
         local.close()
     finally:
@@ -149,7 +153,8 @@ def run(binary, n, pause):
     paired = statistics.median(m - d for m, d in zip(run_mcp, times["daemon, kept-alive connection"]))
     print(f"agentjail mcp --socket adds to a warm run of `pass`: {extra:+.3f} ms at the median, {extra10:+.3f} ms at p10, "
           f"{paired:+.3f} ms as the median of the differences within a round; "
-          f"to a request without a jail {bare:+.3f} ms at the median (target: at most 1 ms).")
+          f"to a request without a jail {bare:+.3f} ms at the median (target: at most 1 ms). "
+          f"agentjail mcp --socket's own CPU per call: {mcp_cpu:.3f} ms.")
 
 
 if __name__ == "__main__":

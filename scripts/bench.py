@@ -364,9 +364,23 @@ def main():
     ap.add_argument("--sessions", action="store_true",
                     help="issue 19's figures instead: a call in a live session against the client's round trip, "
                          "session start warm and cold, the daemon's cost per idle session")
+    ap.add_argument("--mcp", action="store_true",
+                    help="issue 34's figures instead: warm `pass` through agentjail mcp against the daemon directly, "
+                         "streamed output's first event, a warm plot against a cold one")
     a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("quick", a.quick),
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("mcp", a.mcp), ("quick", a.quick),
                                              ("preload-numpy", a.preload_numpy)) if on)
+    if a.mcp:
+        import bench_display, bench_mcp, bench_stream
+        binary = os.path.abspath(a.bin)
+        load = open("/proc/loadavg").read().split()[:3]
+        header(binary, f"scripts/bench{flags}", f"each figure side by side with its baseline in the same run; load average at the start {' '.join(load)}")
+        bench_mcp.run(binary, 100 if a.quick else 500, 20)
+        print()
+        bench_stream.run(binary, 20)
+        bench_display.run(binary, 6 if a.quick else 20)
+        print(f"Load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}.")
+        return
     if a.sessions:
         import bench_sessions
         header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")

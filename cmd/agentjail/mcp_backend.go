@@ -21,9 +21,9 @@ import (
 
 // A jailBackend is where `agentjail mcp` sends its requests: the HTTP API
 // of docs/contract.md §2 and §6, spoken to a daemon on its socket
-// (socketBackend) or to a daemon inside this process (localBackend). A
-// daemon reached over TCP (--url, docs/contract.md §7) will be a third
-// kind: the tools need nothing else from it.
+// (socketBackend), to a daemon's remote listener (urlBackend, --url,
+// docs/contract.md §7), or to a daemon inside this process
+// (localBackend).
 type jailBackend interface {
 	// do sends one request, with body as its JSON (nil: none), and
 	// returns the answer's status and body. Cancelling ctx closes the

@@ -97,14 +97,6 @@ const (
 	zFork  msgType = 102 // fork a run's program: its uid (payload); its socket, then the run's mount, pid, user, net, ipc and uts namespaces (SCM_RIGHTS)
 )
 
-// StartMode says how a run's interpreter starts.
-type StartMode string
-
-const (
-	StartCold StartMode = "cold" // a fresh python3 is exec'd in a fresh jail
-	StartWarm StartMode = "warm" // a fork of the environment's zygote, in fresh namespaces
-)
-
 // ZygoteSpec is one environment's warm interpreter.
 type ZygoteSpec struct {
 	Name           string            // the environment's name (the Runner keeps one zygote per name)

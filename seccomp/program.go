@@ -11,9 +11,9 @@ import (
 
 // x86_64 seccomp_data layout.
 const (
-	offNr           = 0    // seccomp_data.nr
-	offArch         = 4    // seccomp_data.arch
-	offArgs         = 16   // seccomp_data.args[0]; the low word of args[i] is at 16+8i (little-endian)
+	offNr   = 0  // seccomp_data.nr
+	offArch = 4  // seccomp_data.arch
+	offArgs = 16 // seccomp_data.args[0]; the low word of args[i] is at 16+8i (little-endian)
 )
 
 // assembler lays out a short classic-BPF program with symbolic forward

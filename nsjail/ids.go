@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"agentjail/nsjail/internal/wire"
 )
 
 // NewID returns a job id "j-" followed by a ULID: sortable by creation
@@ -97,7 +99,7 @@ func (r *UIDRange) Release(u uint32) {
 
 // jailID is the uid and gid of the jail's user inside its namespace
 // (bootstrap_linux.h's AJ_JAIL_ID).
-const jailID = 1000
+const jailID = wire.JailID
 
 // uidEnv is the environment variable that gives the bootstrap the jail's
 // host uid (bootstrap_linux.h's AJ_UID_ENV); zygoteEnv=1 has the
@@ -108,7 +110,7 @@ const jailID = 1000
 // namespace maps it: the bootstrap makes the jail's namespaces inside the
 // zygote's (AJ_NEST_ENV).
 const (
-	uidEnv    = "AGENTJAIL_JAIL_UID"
-	zygoteEnv = "AGENTJAIL_ZYGOTE"
-	nestEnv   = "AGENTJAIL_NEST_UID"
+	uidEnv    = wire.UIDEnv
+	zygoteEnv = wire.ZygoteEnv
+	nestEnv   = wire.NestEnv
 )

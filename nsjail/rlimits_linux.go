@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"agentjail/nsjail/internal/wire"
 )
 
 // userRlimits are the per-user rlimits that the kernel also counts up the
@@ -12,10 +14,10 @@ import (
 // with them; a zygote's namespace with none, so that its runs share no
 // bound and each run's own namespace holds the run's.
 var userRlimits = []initRlimit{
-	{unix.RLIMIT_SIGPENDING, 1024, 1024},
-	{unix.RLIMIT_NPROC, 4096, 4096},
-	{unix.RLIMIT_MSGQUEUE, 102400, 102400},
-	{unix.RLIMIT_MEMLOCK, 8 << 20, 8 << 20},
+	{unix.RLIMIT_SIGPENDING, wire.RlimitSigpending, wire.RlimitSigpending},
+	{unix.RLIMIT_NPROC, wire.RlimitNproc, wire.RlimitNproc},
+	{unix.RLIMIT_MSGQUEUE, wire.RlimitMsgqueue, wire.RlimitMsgqueue},
+	{unix.RLIMIT_MEMLOCK, wire.RlimitMemlock, wire.RlimitMemlock},
 }
 
 // SharedUserRlimits says, for a Runner's zygotes, which per-user rlimits

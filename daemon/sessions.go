@@ -257,39 +257,8 @@ func (s *Server) sessionEnded(w http.ResponseWriter, r *http.Request, id string,
 	s.m.rejected.WithLabelValues("session_ended").Inc()
 	writeJSON(w, http.StatusGone, map[string]any{"error": map[string]string{
 		"code": "session_ended", "ended_reason": string(reason),
-		"message": fmt.Sprintf("session %s has ended (%s): %s; start a new one (POST /v1/sessions)", id, reason, endedWhy(reason)),
+		"message": fmt.Sprintf("session %s has ended (%s): %s; start a new one (POST /v1/sessions)", id, reason, harness.EndedWhy(reason)),
 	}})
-}
-
-// endedWhy says in words why a session ended.
-func endedWhy(r nsjail.EndReason) string {
-	switch r {
-	case nsjail.EndExited:
-		return "its interpreter exited (sys.exit() or os._exit() in a call ends the session)"
-	case nsjail.EndDeleted:
-		return "it was deleted"
-	case nsjail.EndIdle:
-		return "no call came within its idle timeout"
-	case nsjail.EndLifetime:
-		return "it reached this daemon's maximum lifetime (sessions.max_lifetime)"
-	case nsjail.EndShutdown:
-		return "the daemon was stopping"
-	case nsjail.EndMemory:
-		return "it used more than its memory limit"
-	case nsjail.EndCPU:
-		return "it used up its CPU time (its budget, or a call that did not stop within 1 s of its interrupt)"
-	case nsjail.EndWall, nsjail.EndOutput, nsjail.EndCancelled:
-		return "a call did not stop within 1 s of its interrupt"
-	case nsjail.EndSeccomp:
-		return "a forbidden system call ended it"
-	case nsjail.EndControlLost:
-		return "its interpreter closed agentjail's control channel (fd 3)"
-	case nsjail.EndProtocol:
-		return "its interpreter sent on agentjail's control channel (fd 3) what the protocol does not allow"
-	case nsjail.EndRuntime:
-		return "its warm runtime (the environment's zygote) died or stalled, not by the program's doing; a new zygote is being started"
-	}
-	return "its interpreter ended"
 }
 
 // createSession is POST /v1/sessions.
@@ -364,12 +333,8 @@ func (q *SessionRequest) spec(o Options) (*nsjail.Spec, *Environment, time.Durat
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	if l := q.Limits; l != nil {
-		for key, set := range map[string]bool{"wall_time_ms": l.WallTimeMs != nil, "output_bytes": l.OutputBytes != nil, "display_bytes": l.DisplayBytes != nil} {
-			if set {
-				return nil, nil, 0, &nsjail.FieldError{Field: "limits." + key, Msg: "a limit of each call, not of the session: give it with each call (POST /v1/sessions/{id}/run)"}
-			}
-		}
+	if err := q.Limits.only(ScopeSession, "a limit of each call, not of the session: give it with each call (POST /v1/sessions/{id}/run)"); err != nil {
+		return nil, nil, 0, err
 	}
 	// A session runs many calls: its CPU budget, for all of them, is by
 	// default the most one request may ask for.
@@ -422,13 +387,8 @@ func (q *CallRequest) callSpec(p Policy, sess *session, name string) (*nsjail.Ca
 		n := len(*q.Code)
 		return nil, &nsjail.FieldError{Field: "code", Msg: fmt.Sprintf("%d bytes, at most %d", n, nsjail.MaxCodeBytes)}
 	}
-	if l := q.Limits; l != nil {
-		for key, set := range map[string]bool{"memory_bytes": l.MemoryBytes != nil, "pids": l.Pids != nil, "tmp_bytes": l.TmpBytes != nil,
-			"open_files": l.OpenFiles != nil, "file_size_bytes": l.FileSizeBytes != nil} {
-			if set {
-				return nil, &nsjail.FieldError{Field: "limits." + key, Msg: "a limit of the whole session, set when it is created (POST /v1/sessions); a call has wall_time_ms, cpu_time_ms, output_bytes and display_bytes"}
-			}
-		}
+	if err := q.Limits.only(ScopeCall, "a limit of the whole session, set when it is created (POST /v1/sessions)"); err != nil {
+		return nil, err
 	}
 	limits, err := q.Limits.apply(p.Defaults, p.Max)
 	if err != nil {
@@ -452,7 +412,7 @@ func (q *CallRequest) callSpec(p Policy, sess *session, name string) (*nsjail.Ca
 	c := &nsjail.CallSpec{
 		ID:            nsjail.NewID(),
 		Payload:       q.payload(name, files),
-		Limits:        nsjail.CallLimits{WallTime: limits.WallTime, CPUTime: limits.CPUTime, OutputBytes: limits.OutputBytes, DisplayBytes: limits.DisplayBytes},
+		Limits:        callLimits(limits),
 		Collect:       q.Collect,
 		CollectLimits: p.Collect,
 	}
@@ -555,7 +515,7 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 	if interrupted && exc != nil {
 		line, exc = exc.Line, nil
 	}
-	caught := caughtInterrupt(jr, cr.Ended, end.Caught, limits) // the code caught that interrupt and went on
+	caught := harness.CaughtInterrupt(jr, cr.Ended, end.Caught, limits) // the code caught that interrupt and went on
 	if caught != "" && jr.ExitCode == 0 {
 		exc = nil // it ended well: no exception of its is uncaught
 	}
@@ -569,7 +529,8 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 	if e := sess.env; e != nil && e.PythonVersion != "" { // probed: its packages are known
 		env = &harness.Installed{Environment: e.Name, Packages: e.Packages}
 	}
-	res.Feedback = append(harness.SessionFeedback(res.Exception, res.Tests, tests, env), sessionFeedback(jr, exc, before, interrupted, line, caught, cr.Ended)...)
+	res.Feedback = harness.CallFeedback(harness.Call{Result: jr, Exception: exc, Tests: res.Tests, Spec: tests, Env: env,
+		Before: before, Interrupted: interrupted, Line: line, Caught: caught, Ended: cr.Ended})
 	if harness.Succeeded(res.Status, res.Tests) && cr.Ended == "" {
 		res.Feedback = []string{}
 	}
@@ -577,48 +538,6 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 		res.Files = append(res.Files, resultFile(f))
 	}
 	return &SessionResult{Result: res, Value: end.Value, Session: SessionState{ID: sess.js.ID, Calls: before + 1, Alive: cr.Ended == "", EndedReason: string(cr.Ended)}}
-}
-
-// sessionFeedback is the feedback of a call beyond the program's: what a
-// session keeps (a NameError), the limit that interrupted the call (caught:
-// the sentence of an interrupt the code caught), what ended the session.
-func sessionFeedback(jr *nsjail.Result, exc *harness.Exception, before int, interrupted bool, line int, caught string, ended nsjail.EndReason) []string {
-	var fb []string
-	if exc != nil && exc.Type == "NameError" {
-		fb = append(fb, fmt.Sprintf("In a session, names last from one call to the next: this one was not defined by any of this session's %d earlier calls (or the call that defined it failed before it); define it, or run that code again, first.", before))
-	}
-	if caught != "" {
-		fb = append(fb, caught)
-		rest := *jr // what else the jail saw: forbidden calls, refused forks
-		rest.Status, rest.KillReason = nsjail.StatusError, nsjail.KillNone
-		fb = append(fb, harness.JailFeedback(&rest)...)
-	} else if interrupted {
-		at := ""
-		if line > 0 {
-			at = fmt.Sprintf(" at line %d", line)
-		}
-		var why string
-		switch jr.KillReason {
-		case nsjail.KillWallTimeout:
-			why = fmt.Sprintf("after %s of wall-clock time, its limit (wall_time_ms)", harness.Duration(jr.WallTime))
-		case nsjail.KillCPUTimeout:
-			why = fmt.Sprintf("after %s of CPU time, past its limit (cpu_time_ms)", harness.Duration(jr.CPUTime))
-		case nsjail.KillOutputLimit:
-			why = "when it printed more than its output limit (output_bytes)"
-		default:
-			why = "because its caller went away"
-		}
-		fb = append(fb, fmt.Sprintf("The call was interrupted%s (KeyboardInterrupt) %s; the session lives on, with what the call did before.", at, why))
-		rest := *jr // what else the jail saw: forbidden calls, refused forks
-		rest.Status, rest.KillReason = nsjail.StatusError, nsjail.KillNone
-		fb = append(fb, harness.JailFeedback(&rest)...)
-	} else {
-		fb = append(fb, harness.JailFeedback(jr)...)
-	}
-	if ended != "" {
-		fb = append(fb, fmt.Sprintf("The session has ended (%s): %s; its variables, imports and files are gone: start a new session (POST /v1/sessions) to go on.", ended, endedWhy(ended)))
-	}
-	return fb
 }
 
 // reserve counts a session being started against admission.max_sessions,

@@ -390,6 +390,17 @@ static unsigned long aj_locked_flags(const struct statvfs *st)
 	return f;
 }
 
+// AJ_ARGS_READ ends a step's reading of its arguments (in aj_step_*): the
+// plan is malformed if they could not be read, and a skipped step ends
+// there.
+#define AJ_ARGS_READ()                                                                                                 \
+	do {                                                                                                           \
+		if (r->bad)                                                                                            \
+			return r->bad;                                                                                 \
+		if (w->skip)                                                                                           \
+			return NULL;                                                                                   \
+	} while (0)
+
 // aj_walk is one walk through a plan: its reader, its fds, and what its
 // steps have done so far.
 struct aj_walk {
@@ -416,26 +427,17 @@ static const char *aj_step_ns(struct aj_walk *w, int op, const char *stage, int 
 	switch (op) {
 	case AJ_OP_UNSHARE:
 		x = aj_uint(r, 4);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = unshare((int)x) == 0;
 		break;
 	case AJ_OP_HOSTNAME:
 		a = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = sethostname(a, strlen(a)) == 0;
 		break;
 	case AJ_OP_DOMAINNAME:
 		a = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = setdomainname(a, strlen(a)) == 0;
 		break;
 	case AJ_OP_LOOPBACK_UP: {
@@ -469,18 +471,12 @@ static const char *aj_step_fs(struct aj_walk *w, int op, const char *stage, int 
 	switch (op) {
 	case AJ_OP_MOUNT:
 		a = aj_str(r, 1), b = aj_str(r, 0), c = aj_str(r, 1), x = aj_uint(r, 8), d = aj_str(r, 1);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = mount(a, b, c, x, d) == 0;
 		break;
 	case AJ_OP_BIND_RO: {
 		a = aj_str(r, 0), b = aj_str(r, 0), x = aj_uint(r, 8), y = aj_uint(r, 8);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		struct statvfs st;
 		if (mount(a, b, NULL, MS_BIND, NULL) < 0)
 			break;
@@ -495,26 +491,17 @@ static const char *aj_step_fs(struct aj_walk *w, int op, const char *stage, int 
 	}
 	case AJ_OP_MKDIR:
 		a = aj_str(r, 0), x = aj_uint(r, 4), y = aj_uint(r, 4);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = (y ? aj_mkdirs(a, (mode_t)x) : mkdir(a, (mode_t)x)) == 0;
 		break;
 	case AJ_OP_SYMLINK:
 		a = aj_str(r, 0), b = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = symlink(a, b) == 0;
 		break;
 	case AJ_OP_WRITE: {
 		a = aj_str(r, 0), b = aj_str(r, 0), x = aj_uint(r, 4), c = aj_bytes(r, &n);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		// The directory is opened once for a run of files in it (a
 		// request's many files: one open, not one each).
 		if (w->wdir_path == NULL || strcmp(a, w->wdir_path) != 0) {
@@ -528,18 +515,12 @@ static const char *aj_step_fs(struct aj_walk *w, int op, const char *stage, int 
 	}
 	case AJ_OP_CHMOD:
 		a = aj_str(r, 0), x = aj_uint(r, 4);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = chmod(a, (mode_t)x) == 0;
 		break;
 	case AJ_OP_IF_EXISTS: {
 		a = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		// The next step is skipped when a is missing, and only then.
 		struct stat st;
 		int missing = lstat(a, &st) < 0;
@@ -550,37 +531,25 @@ static const char *aj_step_fs(struct aj_walk *w, int op, const char *stage, int 
 	}
 	case AJ_OP_UMOUNT:
 		a = aj_str(r, 0), x = aj_uint(r, 4);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = umount2(a, (int)x) == 0;
 		break;
 	case AJ_OP_RMDIR:
 		a = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = rmdir(a) == 0;
 		break;
 	case AJ_OP_PIVOT_ROOT:
 		// runc's pivot_root(".", ".") idiom needs no put_old directory;
 		// the detach leaves nothing of the host's file system reachable.
 		a = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
 		     chdir("/") == 0;
 		break;
 	case AJ_OP_CHDIR:
 		a = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		*ok = chdir(a) == 0;
 		break;
 	case AJ_OP_ATTACH:
@@ -652,10 +621,7 @@ static const char *aj_step_program(struct aj_walk *w, int op, const char *stage,
 		break;
 	case AJ_OP_RLIMIT: {
 		x = aj_uint(r, 4), y = aj_uint(r, 8), z = aj_uint(r, 8);
-		if (r->bad)
-			return r->bad;
-		if (w->skip)
-			break;
+		AJ_ARGS_READ();
 		struct rlimit rl = {.rlim_cur = y, .rlim_max = z};
 		*ok = setrlimit((int)x, &rl) == 0;
 		break;

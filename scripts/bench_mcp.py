@@ -18,7 +18,7 @@ the daemon helpers are bench.py's.
 import argparse, json, os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import UnixHTTP, header, pct, post_run, start_daemon, stop_daemon  # noqa: E402
+from benchlib import UnixHTTP, header, pct, post_run, start_daemon, stop_daemon  # noqa: E402
 
 
 class MCP:

@@ -16,7 +16,7 @@ middle of the run. Stdlib only; the daemon helpers are bench.py's.
 import argparse, json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import UnixHTTP, header, start_daemon, stop_daemon  # noqa: E402
+from benchlib import UnixHTTP, header, start_daemon, stop_daemon  # noqa: E402
 
 PROGRAM = """import time
 print(repr(time.time()), flush=True)

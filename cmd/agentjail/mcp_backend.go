@@ -71,7 +71,7 @@ func (b *socketBackend) close(context.Context) error {
 // body as its JSON (nil: none), and returns the answer's status and body.
 // Cancelling ctx closes the connection.
 func httpDo(ctx context.Context, client *http.Client, where, method, path string, body any) (int, []byte, error) {
-	hr, err := jsonRequest(ctx, method, path, body)
+	hr, err := jsonRequest(ctx, method, "http://agentjail"+path, body)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -89,7 +89,7 @@ func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []
 func remoteSend(ctx context.Context, sock, method, path string, body any) (*http.Response, error) {
 	c := trustedClient(sock)
 	c.Transport.(*http.Transport).DisableKeepAlives = true
-	hr, err := jsonRequest(ctx, method, path, body)
+	hr, err := jsonRequest(ctx, method, "http://agentjail"+path, body)
 	if err != nil {
 		return nil, err
 	}
@@ -188,9 +188,9 @@ func trustedClient(sock string) *http.Client {
 	return c
 }
 
-// jsonRequest is a request to the daemon's API, with body as its JSON
+// jsonRequest is a request to url (a daemon's API), with body as its JSON
 // (nil: none). Cancelling ctx closes its connection.
-func jsonRequest(ctx context.Context, method, path string, body any) (*http.Request, error) {
+func jsonRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -199,7 +199,7 @@ func jsonRequest(ctx context.Context, method, path string, body any) (*http.Requ
 		}
 		rd = bytes.NewReader(b)
 	}
-	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
+	hr, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ func remoteStream(ctx context.Context, sock, path string, body any, out *liveOut
 // httpStream is remoteStream with client, for the daemon named where
 // (agentjail mcp's backends).
 func httpStream(ctx context.Context, client *http.Client, where, path string, body any, out *liveOutput) (int, []byte, error) {
-	hr, err := jsonRequest(ctx, http.MethodPost, path, body)
+	hr, err := jsonRequest(ctx, http.MethodPost, "http://agentjail"+path, body)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -205,7 +205,12 @@ func TestZygotePyConstants(t *testing.T) {
 	}
 	want := zygotePyConstants(sysnums)
 	if *updateZygote {
-		require.NoError(t, os.WriteFile("zygote.py", []byte(src[:i]+want+src[j+len(zygoteGenEnd):]), 0o644))
+		b, err := os.ReadFile("zygote.py") // the block is in its first part
+		require.NoError(t, err)
+		f := string(b)
+		i, j := strings.Index(f, zygoteGenBegin), strings.Index(f, zygoteGenEnd)
+		require.True(t, i >= 0 && j > i, "zygote.py has no generated block")
+		require.NoError(t, os.WriteFile("zygote.py", []byte(f[:i]+want+f[j+len(zygoteGenEnd):]), 0o644))
 		return
 	}
 	assert.Equal(t, want, got, "zygote.py's constants are stale: go generate ./nsjail")

@@ -85,9 +85,6 @@ import (
 // namespace; its parent (the zygote) is outside it: getppid() is 0 in the
 // program, as in a process entered with setns.
 
-//go:embed zygote.py
-var zygotePy []byte
-
 // zygoteName is the zygote's program under its /code.
 const zygoteName = "agentjail_zygote.py"
 

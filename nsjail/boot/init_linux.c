@@ -459,15 +459,14 @@ static const char *aj_step_ns(struct aj_walk *w, int op, const char *stage, int 
 	return NULL;
 }
 
-// aj_step_fs carries out (or, skipping, only reads) one of the file
-// system's steps. It returns why the plan is malformed, or NULL; *ok says
-// whether the step worked.
-static const char *aj_step_fs(struct aj_walk *w, int op, const char *stage, int *ok)
+// aj_step_mount carries out (or, skipping, only reads) one of the mounts'
+// steps: mount, a read-only bind, unmount, pivot_root, attach. It returns
+// why the plan is malformed, or NULL; *ok says whether the step worked.
+static const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, int *ok)
 {
 	struct aj_reader *r = &w->r;
 	const char *a, *b, *c, *d;
 	uint64_t x, y;
-	uint32_t n;
 	switch (op) {
 	case AJ_OP_MOUNT:
 		a = aj_str(r, 1), b = aj_str(r, 0), c = aj_str(r, 1), x = aj_uint(r, 8), d = aj_str(r, 1);
@@ -489,6 +488,47 @@ static const char *aj_step_fs(struct aj_walk *w, int op, const char *stage, int 
 		*ok = 1;
 		break;
 	}
+	case AJ_OP_UMOUNT:
+		a = aj_str(r, 0), x = aj_uint(r, 4);
+		AJ_ARGS_READ();
+		*ok = umount2(a, (int)x) == 0;
+		break;
+	case AJ_OP_PIVOT_ROOT:
+		// runc's pivot_root(".", ".") idiom needs no put_old directory;
+		// the detach leaves nothing of the host's file system reachable.
+		a = aj_str(r, 0);
+		AJ_ARGS_READ();
+		*ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
+		     chdir("/") == 0;
+		break;
+	case AJ_OP_ATTACH:
+		a = aj_str(r, 0);
+		if (r->bad)
+			return r->bad;
+		if (w->attached++ > 0 || w->nfds != 1)
+			return "an attach without its one fd";
+		if (w->skip)
+			break;
+		*ok = syscall(SYS_move_mount, w->fds[0], "", AT_FDCWD, a, MOVE_MOUNT_F_EMPTY_PATH) == 0;
+		if (*ok)
+			close(w->fds[0]);
+		break;
+	}
+	return NULL;
+}
+
+// aj_step_files carries out (or, skipping, only reads) one of the files'
+// steps: a directory, a link, a file written, a mode, a condition, chdir.
+// It returns why the plan is malformed, or NULL; *ok says whether the step
+// worked.
+static const char *aj_step_files(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	struct aj_reader *r = &w->r;
+	const char *a, *b, *c;
+	uint64_t x, y;
+	uint32_t n;
+	(void)stage; // none of these fails but through *ok
+	switch (op) {
 	case AJ_OP_MKDIR:
 		a = aj_str(r, 0), x = aj_uint(r, 4), y = aj_uint(r, 4);
 		AJ_ARGS_READ();
@@ -529,49 +569,23 @@ static const char *aj_step_fs(struct aj_walk *w, int op, const char *stage, int 
 			w->skip = 2;
 		break;
 	}
-	case AJ_OP_UMOUNT:
-		a = aj_str(r, 0), x = aj_uint(r, 4);
-		AJ_ARGS_READ();
-		*ok = umount2(a, (int)x) == 0;
-		break;
 	case AJ_OP_RMDIR:
 		a = aj_str(r, 0);
 		AJ_ARGS_READ();
 		*ok = rmdir(a) == 0;
-		break;
-	case AJ_OP_PIVOT_ROOT:
-		// runc's pivot_root(".", ".") idiom needs no put_old directory;
-		// the detach leaves nothing of the host's file system reachable.
-		a = aj_str(r, 0);
-		AJ_ARGS_READ();
-		*ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
-		     chdir("/") == 0;
 		break;
 	case AJ_OP_CHDIR:
 		a = aj_str(r, 0);
 		AJ_ARGS_READ();
 		*ok = chdir(a) == 0;
 		break;
-	case AJ_OP_ATTACH:
-		a = aj_str(r, 0);
-		if (r->bad)
-			return r->bad;
-		if (w->attached++ > 0 || w->nfds != 1)
-			return "an attach without its one fd";
-		if (w->skip)
-			break;
-		*ok = syscall(SYS_move_mount, w->fds[0], "", AT_FDCWD, a, MOVE_MOUNT_F_EMPTY_PATH) == 0;
-		if (*ok)
-			close(w->fds[0]);
-		break;
 	}
 	return NULL;
 }
 
 // aj_step_program carries out (or, skipping, only reads) one of the
-// program's steps: its filter, stdio, rlimits, argv and environment,
-// capabilities. It returns why the plan is malformed, or NULL; *ok says
-// whether the step worked.
+// program's steps: its filter, stdio, rlimits and capabilities. It returns
+// why the plan is malformed, or NULL; *ok says whether the step worked.
 static const char *aj_step_program(struct aj_walk *w, int op, const char *stage, int *ok)
 {
 	struct aj_reader *r = &w->r;
@@ -626,6 +640,29 @@ static const char *aj_step_program(struct aj_walk *w, int op, const char *stage,
 		*ok = setrlimit((int)x, &rl) == 0;
 		break;
 	}
+	case AJ_OP_KEEP_CAPS:
+		x = aj_uint(r, 8);
+		if (r->bad)
+			return r->bad;
+		if (x & ~((1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SYS_ADMIN)))
+			return "only CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN may be kept";
+		if (w->skip)
+			break;
+		w->s->keep_caps = x;
+		*ok = 1;
+		break;
+	}
+	return NULL;
+}
+
+// aj_step_exec carries out (or, skipping, only reads) one of the steps
+// that name the program: its argv and environment, or a warm run's adopted
+// fork. It returns why the plan is malformed, or NULL; *ok says whether
+// the step worked.
+static const char *aj_step_exec(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	struct aj_reader *r = &w->r;
+	switch (op) {
 	case AJ_OP_EXEC: {
 		if (w->execs++ > 0)
 			return "a second program";
@@ -665,17 +702,6 @@ static const char *aj_step_program(struct aj_walk *w, int op, const char *stage,
 		w->s->adopt = 1;
 		*ok = 1;
 		break;
-	case AJ_OP_KEEP_CAPS:
-		x = aj_uint(r, 8);
-		if (r->bad)
-			return r->bad;
-		if (x & ~((1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SYS_ADMIN)))
-			return "only CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN may be kept";
-		if (w->skip)
-			break;
-		w->s->keep_caps = x;
-		*ok = 1;
-		break;
 	}
 	return NULL;
 }
@@ -691,24 +717,26 @@ static const char *aj_step(struct aj_walk *w, int op, const char *stage, int *ok
 		return aj_step_ns(w, op, stage, ok);
 	case AJ_OP_MOUNT:
 	case AJ_OP_BIND_RO:
+	case AJ_OP_UMOUNT:
+	case AJ_OP_PIVOT_ROOT:
+	case AJ_OP_ATTACH:
+		return aj_step_mount(w, op, stage, ok);
 	case AJ_OP_MKDIR:
 	case AJ_OP_SYMLINK:
 	case AJ_OP_WRITE:
 	case AJ_OP_CHMOD:
 	case AJ_OP_IF_EXISTS:
-	case AJ_OP_UMOUNT:
 	case AJ_OP_RMDIR:
-	case AJ_OP_PIVOT_ROOT:
 	case AJ_OP_CHDIR:
-	case AJ_OP_ATTACH:
-		return aj_step_fs(w, op, stage, ok);
+		return aj_step_files(w, op, stage, ok);
 	case AJ_OP_SECCOMP:
 	case AJ_OP_STDIO:
 	case AJ_OP_RLIMIT:
-	case AJ_OP_EXEC:
-	case AJ_OP_ADOPT:
 	case AJ_OP_KEEP_CAPS:
 		return aj_step_program(w, op, stage, ok);
+	case AJ_OP_EXEC:
+	case AJ_OP_ADOPT:
+		return aj_step_exec(w, op, stage, ok);
 	}
 	return "an unknown step";
 }

@@ -14,12 +14,12 @@ warm run of `pass`
 - through `agentjail mcp` without --socket (its own daemon in-process),
   as a further row.
 The target: the MCP path at most 1 ms above the daemon's own. Stdlib only;
-the daemon helpers are bench.py's.
+the daemon helpers are benchlib.py's.
 """
 import argparse, json, os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import UnixHTTP, header, pct, post_run, proc_cpu_ms, start_daemon, stop_daemon  # noqa: E402
+from benchlib import UnixHTTP, header, pct, post_run, proc_cpu_ms, start_daemon, stop_daemon  # noqa: E402
 
 
 class MCP:

@@ -12,12 +12,12 @@ wall clock (CLOCK_REALTIME, which no namespace changes) every 100 ms for
 arrival of the event that carries it, read on this side's clock.
 Reported: the median and the worst of the first line's (the target: the
 median under 100 ms), and of every line's. Stdlib only; the daemon
-helpers are bench.py's.
+helpers are benchlib.py's.
 """
 import argparse, json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import UnixHTTP, header, pct, start_daemon, stop_daemon  # noqa: E402
+from benchlib import UnixHTTP, header, pct, start_daemon, stop_daemon  # noqa: E402
 
 LINES = 20
 PROGRAM = f"""import time

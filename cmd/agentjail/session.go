@@ -37,8 +37,8 @@ daemon's remote listener instead of --socket; a session lives on one node: give 
 
 // The limits a session has, and those each call has.
 var (
-	sessionLimitKeys = []string{"memory_bytes", "pids", "tmp_bytes", "cpu_time_ms", "open_files", "file_size_bytes"}
-	callLimitKeys    = []string{"wall_time_ms", "cpu_time_ms", "output_bytes", "display_bytes"}
+	sessionLimitKeys = daemon.LimitKeys(daemon.ScopeSession)
+	callLimitKeys    = daemon.LimitKeys(daemon.ScopeCall)
 )
 
 func cmdSession(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -263,12 +263,9 @@ class Client(RemoteMixin):
                 if resp is not None:
                     return resp
         except _socket.timeout:
-            raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
-                          "the connection is closed, so the run is cancelled") from None
-        except ConnectionResetError:
-            raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
+            raise _http.timed_out(self.timeout) from None
         except OSError as e:
-            raise DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}") from None
+            raise _http.lost(e) from None
 
     def _send(self, sock: _socket.socket, data: bytes, deadline: Optional[float]) -> None:
         try:
@@ -298,8 +295,7 @@ class Client(RemoteMixin):
             try:
                 self._send(sock, data, deadline)
             except _socket.timeout:
-                raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
-                              "the connection is closed, so the run is cancelled") from None
+                raise _http.timed_out(self.timeout) from None
             while not parser.finished:
                 chunk = self._recv(sock, deadline)
                 yield from (parser.feed(chunk) if chunk else parser.eof())
@@ -311,12 +307,9 @@ class Client(RemoteMixin):
             self._settimeout(sock, deadline)
             return sock.recv(65536)
         except _socket.timeout:
-            raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
-                          "the connection is closed, so the run is cancelled") from None
-        except ConnectionResetError:
-            raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
+            raise _http.timed_out(self.timeout) from None
         except OSError as e:
-            raise DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}") from None
+            raise _http.lost(e) from None
 
     @staticmethod
     def _settimeout(sock: _socket.socket, deadline: Optional[float]) -> None:

@@ -280,10 +280,7 @@ func quantity(t *testing.T, q string) int64 {
 // valid (a token line of more than two words, a PEM without base64).
 func (m *manifests) secretExamples(t *testing.T) []obj {
 	t.Helper()
-	var out []obj
-	for _, s := range m.byKind["Secret"] {
-		out = append(out, s)
-	}
+	out := m.byKind["Secret"]
 	require.Len(t, out, 2)
 	for _, s := range out {
 		if tok, ok := get(s, "stringData", "tokens").(string); ok {

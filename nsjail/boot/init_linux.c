@@ -178,8 +178,11 @@ static int aj_send_fds(char type, const int *fds, int n)
 	}
 	memset(&cm, 0, sizeof cm);
 	struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
+	// clang-format would join these lines:
+	// clang-format off
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 			    .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+	// clang-format on
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -379,10 +382,13 @@ int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, 
 // a user namespace must repeat (the kernel locks them).
 static unsigned long aj_locked_flags(const struct statvfs *st)
 {
+	// a table, laid out by hand:
+	// clang-format off
 	static const struct {
 		unsigned long st, ms;
 	} m[] = {{ST_NOEXEC, MS_NOEXEC}, {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME},
 		 {ST_RELATIME, MS_RELATIME}, {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV}};
+	// clang-format on
 	unsigned long f = 0;
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (st->f_flag & m[i].st)

@@ -399,12 +399,12 @@ static unsigned long aj_locked_flags(const struct statvfs *st)
 // AJ_ARGS_READ ends a step's reading of its arguments (in aj_step_*): the
 // plan is malformed if they could not be read, and a skipped step ends
 // there.
-#define AJ_ARGS_READ()                                                                                                 \
-	do {                                                                                                           \
-		if (r->bad)                                                                                            \
-			return r->bad;                                                                                 \
-		if (w->skip)                                                                                           \
-			return NULL;                                                                                   \
+#define AJ_ARGS_READ()                 \
+	do {                           \
+		if (r->bad)            \
+			return r->bad; \
+		if (w->skip)           \
+			return NULL;   \
 	} while (0)
 
 // aj_walk is one walk through a plan: its reader, its fds, and what its
@@ -505,7 +505,7 @@ static const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, i
 		a = aj_str(r, 0);
 		AJ_ARGS_READ();
 		*ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
-		     chdir("/") == 0;
+		      chdir("/") == 0;
 		break;
 	case AJ_OP_ATTACH:
 		a = aj_str(r, 0);
@@ -605,7 +605,7 @@ static const char *aj_step_program(struct aj_walk *w, int op, const char *stage,
 			return r->bad;
 		if (w->filters++ > 0)
 			return "a second filter"; // it would replace the first
-		struct sock_filter last; // the program must end with a return
+		struct sock_filter last;          // the program must end with a return
 		if (n == 0 || n % sizeof last != 0 || n / sizeof last > BPF_MAXINSNS)
 			return "no usable filter";
 		memcpy(&last, a + n - sizeof last, sizeof last);

@@ -239,46 +239,10 @@ func preloaded(t *testing.T, r *Runner, env, module string) bool {
 // ---------------------------------------------------------------------------
 // The zygote cannot be reached from a warm run.
 
-// A warm run looks for its zygote and its control socket every way it can:
-// /proc, every pid guess with kill, pidfd_open, ptrace, process_vm_readv,
-// /proc/1 (its own init, agentjail's, not the zygote), every fd number, abstract
-// and path sockets, and shared writable mappings. Nothing is there, and the
-// zygote is the same process, untraced, after it.
-func TestWarmAttackZygoteUnreachable(t *testing.T) {
-	preload := []string{"json"}
-	if hasNumpy() {
-		preload = append(preload, "numpy")
-	}
-	r := warmAttackRunner(t, ZygoteSpec{Ahead: 1, Preload: preload})
-	z := zygoteOf(t, r, "default")
-	started := startTime(t, z.py)
-
-	// The zygote's own fds, seen from the host: none of its sockets,
-	// pipes or anonymous inodes (its control socket is fd 3) may be one
-	// of the run's fds or sockets.
-	var links, sockets []string
-	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", z.py))
-	require.NoError(t, err)
-	for _, e := range ents {
-		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", z.py, e.Name()))
-		if strings.HasPrefix(l, "socket:") || strings.HasPrefix(l, "pipe:") || strings.HasPrefix(l, "anon_inode:") {
-			links = append(links, l)
-		}
-		if strings.HasPrefix(l, "socket:") {
-			sockets = append(sockets, strings.Trim(strings.TrimPrefix(l, "socket:"), "[]"))
-		}
-	}
-	require.NotEmpty(t, sockets, "the zygote holds its control socket")
-	// Nothing shared and writable is mapped in the zygote either.
-	zmaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", z.py))
-	require.NoError(t, err)
-	for _, l := range strings.Split(string(zmaps), "\n") {
-		if f := strings.Fields(l); len(f) > 1 && f[1][3] == 's' {
-			assert.NotContains(t, f[1], "w", "the zygote has a shared writable mapping: %s", l)
-		}
-	}
-
-	s := warmSpec(`import signal, socket, stat
+// zygoteUnreachableProbe is TestWarmAttackZygoteUnreachable's program: from
+// inside a warm run, it tries every way to reach the zygote (ZYG_PIDS,
+// ZYG_LINKS and ZYG_SOCKETS are its pids, fd links and sockets).
+const zygoteUnreachableProbe = `import signal, socket, stat
 zpids = [int(x) for x in os.environ["ZYG_PIDS"].split(",")]
 zlinks = set(os.environ["ZYG_LINKS"].split(","))
 zsocks = set(os.environ["ZYG_SOCKETS"].split(","))
@@ -343,7 +307,48 @@ for l in open("/proc/self/maps"):
 R["maps_shared_writable"] = shw
 R["mprotect_shared_rw"] = mp
 done()
-`, nil)
+`
+
+// A warm run looks for its zygote and its control socket every way it can:
+// /proc, every pid guess with kill, pidfd_open, ptrace, process_vm_readv,
+// /proc/1 (its own init, agentjail's, not the zygote), every fd number, abstract
+// and path sockets, and shared writable mappings. Nothing is there, and the
+// zygote is the same process, untraced, after it.
+func TestWarmAttackZygoteUnreachable(t *testing.T) {
+	preload := []string{"json"}
+	if hasNumpy() {
+		preload = append(preload, "numpy")
+	}
+	r := warmAttackRunner(t, ZygoteSpec{Ahead: 1, Preload: preload})
+	z := zygoteOf(t, r, "default")
+	started := startTime(t, z.py)
+
+	// The zygote's own fds, seen from the host: none of its sockets,
+	// pipes or anonymous inodes (its control socket is fd 3) may be one
+	// of the run's fds or sockets.
+	var links, sockets []string
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", z.py))
+	require.NoError(t, err)
+	for _, e := range ents {
+		l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", z.py, e.Name()))
+		if strings.HasPrefix(l, "socket:") || strings.HasPrefix(l, "pipe:") || strings.HasPrefix(l, "anon_inode:") {
+			links = append(links, l)
+		}
+		if strings.HasPrefix(l, "socket:") {
+			sockets = append(sockets, strings.Trim(strings.TrimPrefix(l, "socket:"), "[]"))
+		}
+	}
+	require.NotEmpty(t, sockets, "the zygote holds its control socket")
+	// Nothing shared and writable is mapped in the zygote either.
+	zmaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", z.py))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(zmaps), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1][3] == 's' {
+			assert.NotContains(t, f[1], "w", "the zygote has a shared writable mapping: %s", l)
+		}
+	}
+
+	s := warmSpec(zygoteUnreachableProbe, nil)
 	s.Env = map[string]string{
 		"ZYG_PIDS":    fmt.Sprintf("%d,%d,%d", z.py, z.waiter, z.init),
 		"ZYG_LINKS":   strings.Join(links, ","),

@@ -59,7 +59,6 @@ var allowedFuncs = map[string]string{
 	"daemon/jail_test.go:TestLoad":                                     toSplit,
 	"daemon/server_test.go:TestSocketSafety":                           toSplit,
 	"daemon/units_test.go:TestJailInServiceSandbox":                    toSplit,
-	"nsjail/warm_attacks_test.go:TestWarmAttackZygoteUnreachable":      toSplit,
 	"seccomp/bpf_test.go:run":                                          toSplit,
 }
 

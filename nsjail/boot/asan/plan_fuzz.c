@@ -1,7 +1,7 @@
 // plan_fuzz: FuzzPlanDryPass's target, aj_plan_check (init_linux.c's dry
 // pass over a plan), built with -fsanitize=address,undefined by gcc, which
 // has no libFuzzer. It replays every seed in DIR, then mutates them at
-// random for SECONDS: any sanitizer report aborts it (exit status not 0),
+// random for SECONDS: any sanitizer report ends it (exit status not 0),
 // and the input that caused it is left in DIR/crash-PID. scripts/checks
 // builds and runs it; TestPlanSeeds writes the seeds.
 //   plan_fuzz DIR SECONDS [RANDOM-SEED]
@@ -57,6 +57,15 @@ static void on_alarm(int sig)
 	if (write(2, msg, sizeof msg - 1) < 0)
 		_exit(3);
 	_exit(3);
+}
+
+// UBSan's reports end in abort() (UBSAN_OPTIONS=abort_on_error=1, as
+// scripts/checks sets it): the input is saved here, then the abort goes on.
+static void on_abort(int sig)
+{
+	save_crash();
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 static uint64_t rng;
@@ -200,6 +209,7 @@ int main(int argc, char **argv)
 		rng = 1;
 	__sanitizer_set_death_callback(save_crash);
 	signal(SIGALRM, on_alarm);
+	signal(SIGABRT, on_abort);
 	load();
 	if (nseeds == 0) {
 		fprintf(stderr, "plan_fuzz: no seed-* files in %s\n", dir);

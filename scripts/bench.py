@@ -145,7 +145,7 @@ class DaemonFailed(Exception):
     pass
 
 
-def try_start_daemon(binary, max_concurrent, extra_config="", env=None):
+def try_start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
     """A daemon of binary on a socket of its own, its 10 first runs done:
     (process, socket path, a kept-alive connection). extra_config is
     appended to its config file; env (a dict) is added to its
@@ -155,7 +155,8 @@ def try_start_daemon(binary, max_concurrent, extra_config="", env=None):
     sock = os.path.join(d, "s.sock")
     cfg = os.path.join(d, "config.toml")
     with open(cfg, "w") as f:
-        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % max_concurrent)
+        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = %d\n[log]\nlevel = \"warn\"\n"
+                % (max_concurrent, queue_length))
         f.write(extra_config)
     log = open(os.path.join(d, "stderr.log"), "w")
     srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=log,
@@ -195,9 +196,9 @@ def settle_daemon(conn, timeout=180):
     sys.exit("bench: the daemon's font cache was still being built after %d s" % timeout)
 
 
-def start_daemon(binary, max_concurrent, extra_config="", env=None):
+def start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
     try:
-        return try_start_daemon(binary, max_concurrent, extra_config, env)
+        return try_start_daemon(binary, max_concurrent, extra_config, env, queue_length)
     except DaemonFailed as e:
         sys.exit(f"bench: {e}")
 
@@ -361,16 +362,23 @@ def main():
                          "daemon CPU per run cold and warm; import numpy cold and warm; cold imports")
     ap.add_argument("--preload-numpy", action="store_true",
                     help="with --throughput: the import numpy row on a daemon whose default environment preloads numpy")
+    ap.add_argument("--burst", action="store_true",
+                    help="issue 36's burst instead: 500 programs at once after an idle minute, jail.warm_ahead on and off")
     ap.add_argument("--sessions", action="store_true",
                     help="issue 19's figures instead: a call in a live session against the client's round trip, "
                          "session start warm and cold, the daemon's cost per idle session")
     a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("quick", a.quick),
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("burst", a.burst), ("quick", a.quick),
                                              ("preload-numpy", a.preload_numpy)) if on)
     if a.sessions:
         import bench_sessions
         header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")
         bench_sessions.main(a.bin, a.quick)
+        return
+    if a.burst:
+        import bench_burst
+        header(a.bin, f"scripts/bench{flags}", "the two daemons up at once, their bursts in turn")
+        bench_burst.main(a.bin, a.quick)
         return
     if a.throughput:
         import bench_throughput

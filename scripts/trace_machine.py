@@ -192,19 +192,10 @@ def trace(binary, runs, code, categories):
             pre += waiting_program_ns(zygote)[:1]
             bench.post_run(conn, code, "warm")
         rate = meter.idle_kthreads() if meter else 0.0
-        rec = subprocess.Popen(["perf", "record", "-a", "-g", "-F", str(F), "-e", "cpu-clock", "-o", data],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(1.5)
-        k0, t0 = (meter.sample() if meter else None), time.time()
-        for _ in range(runs):
-            bench.post_run(conn, code, "warm")
-        wall = time.time() - t0
-        time.sleep(0.3)
-        k1 = meter.sample() if meter else None
-        rec.send_signal(2)
-        rec.wait()
-        out = subprocess.run(["perf", "script", "-i", data, "--show-task-events", "-F", "comm,pid,tid,ip,sym"],
-                             capture_output=True, text=True).stdout
+        # The same recording of the daemon idle first, for the kernel
+        # threads' idle rate by row (others' work, mostly).
+        idle_out, idle_s, _, _ = record(data, lambda: time.sleep(3.0), meter)
+        out, rec_s, wall, (k0, k1) = record(data, lambda: [bench.post_run(conn, code, "warm") for _ in range(runs)], meter)
     finally:
         bench.stop_daemon(srv, sock)
         if meter:
@@ -213,24 +204,64 @@ def trace(binary, runs, code, categories):
             os.remove(data)
         os.rmdir(d)
     kern = kernelcpu.Meter.delta(k0, k1, rate) if meter else None
-    return srv.pid, zygote, pre, wall, kern, rate, out
+    return srv.pid, zygote, pre, wall, kern, rate, out, (idle_out, idle_s[0], rec_s[0])
+
+
+def record(data, work, meter):
+    """`perf record -a -g` of every CPU while work() runs: (perf script's
+    text, seconds recorded, seconds work took, the meter's samples just
+    before work and 0.3 s after it). perf itself runs outside this
+    benchmark's cgroup, so that the meter does not count it."""
+    home = meter.home if meter else None
+
+    def outside():
+        if home:
+            with open(os.path.join(home, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+    rec = subprocess.Popen(["perf", "record", "-a", "-g", "-F", str(F), "-e", "cpu-clock", "-o", data],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=outside)
+    time.sleep(1.0)  # perf is up
+    k0 = meter.sample() if meter else None
+    t0 = time.time()
+    work()
+    t1 = time.time()
+    time.sleep(0.3)  # deferred teardown
+    k1 = meter.sample() if meter else None
+    t2 = time.time()
+    rec.send_signal(2)
+    rec.wait()
+    out = subprocess.run(["perf", "script", "-i", data, "--show-task-events", "-F", "comm,pid,tid,ip,sym"],
+                         capture_output=True, text=True).stdout
+    os.remove(data)
+    # perf's own second before work is recorded too: the idle recording is
+    # scaled by the same rule.
+    return out, t2 - t0 + 1.0, t1 - t0, (k0, k1)
 
 
 def report(binary, runs, code, categories):
-    daemon, zygote, pre, wall, kern, rate, out = trace(binary, runs, code, categories)
+    daemon, zygote, pre, wall, kern, rate, out, (idle_out, idle_s, rec_s) = trace(binary, runs, code, categories)
     if zygote is None:
         print("No zygote found in the daemon's tree: no warm runs to trace.")
         return
-    rows = collections.Counter()
+    rows, idle = collections.Counter(), collections.Counter()
     for r, frames in parse(out, daemon, zygote):
         rows[step(r, frames, categories)] += 1
-    ms = {k: v / F * 1000 / runs for k, v in rows.items()}
+    for r, frames in parse(idle_out, daemon, zygote):
+        if r == "kernel threads":
+            idle[step(r, frames, categories)] += 1
+    # Kernel threads' rows less what they ran while the daemon was idle,
+    # scaled to the recording's length: the rest is this run's.
+    ms = {k: (v - idle[k] * rec_s / idle_s) / F * 1000 / runs for k, v in rows.items()}
     # The samples span the recording, longer than the runs: kernel threads'
     # idle rate over the recording is taken out of their rows in proportion.
     pre_ms = sorted(pre)[len(pre) // 2] / 1e6 if pre else float("nan")
     print(f"{runs} kept-alive warm runs of `{code}`, one client, {wall / runs * 1000:.2f} ms each. "
           f"`perf record -a -g -F {F} -e cpu-clock`: {sum(rows.values())} samples of ours or kernel threads; "
           f"ms per run = samples ÷ {F} ÷ runs. Load: {open('/proc/loadavg').read().strip()}.")
+    print()
+    print(f"Kernel threads' rows are net of the same rows in a {idle_s:.0f} s recording of the daemon idle just "
+          f"before (scaled to the {rec_s:.1f} s recorded): others' work mostly, noisy on a loaded machine.")
     print()
     print("| step | ms per run |")
     print("|---|---|")
@@ -245,5 +276,5 @@ def report(binary, runs, code, categories):
         print(f"The kernel's own count of the same runs (scripts/kernelcpu.py): {kern['runner'] / runs:.2f} ms per run "
               f"in this benchmark's cgroup less the client, kernel threads {kern['kthreads'] / runs:.2f} ms "
               f"({kern['kthreads_net'] / runs:.2f} less their idle rate, {rate / 1e6:.1f} ms/s); "
-              f"together {kern['ours'] / runs:.2f} ms. The kernel threads' rows above are not net of their idle rate.")
+              f"together {kern['ours'] / runs:.2f} ms.")
     print()

@@ -204,7 +204,7 @@ def trace(binary, runs, code, categories):
             os.remove(data)
         os.rmdir(d)
     kern = kernelcpu.Meter.delta(k0, k1, rate) if meter else None
-    return srv.pid, zygote, pre, wall, kern, rate, out, (idle_out, idle_s[0], rec_s[0])
+    return srv.pid, zygote, pre, wall, kern, rate, out, (idle_out, idle_s, rec_s)
 
 
 def record(data, work, meter):

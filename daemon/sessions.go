@@ -257,39 +257,8 @@ func (s *Server) sessionEnded(w http.ResponseWriter, r *http.Request, id string,
 	s.m.rejected.WithLabelValues("session_ended").Inc()
 	writeJSON(w, http.StatusGone, map[string]any{"error": map[string]string{
 		"code": "session_ended", "ended_reason": string(reason),
-		"message": fmt.Sprintf("session %s has ended (%s): %s; start a new one (POST /v1/sessions)", id, reason, endedWhy(reason)),
+		"message": fmt.Sprintf("session %s has ended (%s): %s; start a new one (POST /v1/sessions)", id, reason, harness.EndedWhy(reason)),
 	}})
-}
-
-// endedWhy says in words why a session ended.
-func endedWhy(r nsjail.EndReason) string {
-	switch r {
-	case nsjail.EndExited:
-		return "its interpreter exited (sys.exit() or os._exit() in a call ends the session)"
-	case nsjail.EndDeleted:
-		return "it was deleted"
-	case nsjail.EndIdle:
-		return "no call came within its idle timeout"
-	case nsjail.EndLifetime:
-		return "it reached this daemon's maximum lifetime (sessions.max_lifetime)"
-	case nsjail.EndShutdown:
-		return "the daemon was stopping"
-	case nsjail.EndMemory:
-		return "it used more than its memory limit"
-	case nsjail.EndCPU:
-		return "it used up its CPU time (its budget, or a call that did not stop within 1 s of its interrupt)"
-	case nsjail.EndWall, nsjail.EndOutput, nsjail.EndCancelled:
-		return "a call did not stop within 1 s of its interrupt"
-	case nsjail.EndSeccomp:
-		return "a forbidden system call ended it"
-	case nsjail.EndControlLost:
-		return "its interpreter closed agentjail's control channel (fd 3)"
-	case nsjail.EndProtocol:
-		return "its interpreter sent on agentjail's control channel (fd 3) what the protocol does not allow"
-	case nsjail.EndRuntime:
-		return "its warm runtime (the environment's zygote) died or stalled, not by the program's doing; a new zygote is being started"
-	}
-	return "its interpreter ended"
 }
 
 // createSession is POST /v1/sessions.
@@ -350,116 +319,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	s.log.Info("session started", "id", js.ID, "environment", env.Name, "start", js.Start, "jail_uid", js.HostUID(),
 		"start_ms", time.Since(started).Milliseconds(), "queue_ms", queued.Milliseconds(), "owner", sess.owner)
 	writeJSON(w, http.StatusCreated, sess.created())
-}
-
-// spec validates the request and makes the session's jail spec; env is
-// its environment, idle its idle timeout.
-func (q *SessionRequest) spec(o Options) (*nsjail.Spec, *Environment, time.Duration, error) {
-	p := o.Policy
-	env, err := p.environment(q.Environment)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	start, err := startMode(p.Start, q.Start)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	if l := q.Limits; l != nil {
-		for key, set := range map[string]bool{"wall_time_ms": l.WallTimeMs != nil, "output_bytes": l.OutputBytes != nil, "display_bytes": l.DisplayBytes != nil} {
-			if set {
-				return nil, nil, 0, &nsjail.FieldError{Field: "limits." + key, Msg: "a limit of each call, not of the session: give it with each call (POST /v1/sessions/{id}/run)"}
-			}
-		}
-	}
-	// A session runs many calls: its CPU budget, for all of them, is by
-	// default the most one request may ask for.
-	def := p.Defaults
-	if p.Max != nil {
-		def.CPUTime = p.Max.CPUTime
-	}
-	limits, err := q.Limits.apply(def, p.Max)
-	if err != nil {
-		return nil, nil, 0, err
-	}
-	idle := o.SessionIdleTimeout
-	if v := q.IdleTimeoutMs; v != nil {
-		most := o.SessionMaxIdleTimeout.Milliseconds()
-		if *v < minIdleTimeout.Milliseconds() || *v > most {
-			return nil, nil, 0, &nsjail.FieldError{Field: "idle_timeout_ms", Msg: fmt.Sprintf("must be from %d to %d (this daemon's sessions.max_idle_timeout), got %d", minIdleTimeout.Milliseconds(), most, *v)}
-		}
-		idle = time.Duration(*v) * time.Millisecond
-	}
-	spec := &nsjail.Spec{ID: newSessionID(o.Node), Python: env.Python, ReadOnlyMounts: env.ReadOnlyMounts, Etc: env.CurrentEtc(),
-		DefaultEnv: env.Env, Env: q.Env, Start: start, Limits: limits, OnForbiddenSyscall: p.OnForbiddenSyscall}
-	spec.Program, spec.ProgramName, spec.CodeFiles = harness.SessionProgram()
-	if spec.Files, err = decodeFiles(q.Files); err != nil {
-		return nil, nil, 0, err
-	}
-	spec.Report = true
-	if err := spec.Validate(); err != nil {
-		return nil, nil, 0, err
-	}
-	return spec, env, idle, nil
-}
-
-// startMode is the request's start ("" for the daemon's default).
-func startMode(def nsjail.StartMode, asked string) (nsjail.StartMode, error) {
-	switch asked {
-	case "":
-		return def, nil
-	case string(nsjail.StartWarm), string(nsjail.StartCold):
-		return nsjail.StartMode(asked), nil
-	}
-	return "", &nsjail.FieldError{Field: "start", Msg: fmt.Sprintf("must be \"warm\" or \"cold\", got %q", asked)}
-}
-
-// callSpec validates a call of sess and makes it; name is its code's name.
-func (q *CallRequest) callSpec(p Policy, sess *session, name string) (*nsjail.CallSpec, error) {
-	if err := checkProgram(q.Code, q.Command, q.Tests); err != nil {
-		return nil, err
-	}
-	if q.Code != nil && len(*q.Code) > nsjail.MaxCodeBytes {
-		n := len(*q.Code)
-		return nil, &nsjail.FieldError{Field: "code", Msg: fmt.Sprintf("%d bytes, at most %d", n, nsjail.MaxCodeBytes)}
-	}
-	if l := q.Limits; l != nil {
-		for key, set := range map[string]bool{"memory_bytes": l.MemoryBytes != nil, "pids": l.Pids != nil, "tmp_bytes": l.TmpBytes != nil,
-			"open_files": l.OpenFiles != nil, "file_size_bytes": l.FileSizeBytes != nil} {
-			if set {
-				return nil, &nsjail.FieldError{Field: "limits." + key, Msg: "a limit of the whole session, set when it is created (POST /v1/sessions); a call has wall_time_ms, cpu_time_ms, output_bytes and display_bytes"}
-			}
-		}
-	}
-	limits, err := q.Limits.apply(p.Defaults, p.Max)
-	if err != nil {
-		return nil, err
-	}
-	if q.Tests != nil {
-		if err := q.Tests.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	files, err := decodeFiles(q.Files)
-	if err != nil {
-		return nil, err
-	}
-	if err := nsjail.ValidateFiles(files, sess.limits.TmpBytes); err != nil {
-		return nil, err
-	}
-	if err := nsjail.ValidateCollect(q.Collect); err != nil {
-		return nil, err
-	}
-	c := &nsjail.CallSpec{
-		ID:            nsjail.NewID(),
-		Payload:       q.payload(name, files),
-		Limits:        nsjail.CallLimits{WallTime: limits.WallTime, CPUTime: limits.CPUTime, OutputBytes: limits.OutputBytes, DisplayBytes: limits.DisplayBytes},
-		Collect:       q.Collect,
-		CollectLimits: p.Collect,
-	}
-	if q.Stdin != nil {
-		c.Stdin = []byte(*q.Stdin)
-	}
-	return c, nil
 }
 
 // callSession is POST /v1/sessions/{id}/run.
@@ -555,7 +414,7 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 	if interrupted && exc != nil {
 		line, exc = exc.Line, nil
 	}
-	caught := caughtInterrupt(jr, cr.Ended, end.Caught, limits) // the code caught that interrupt and went on
+	caught := harness.CaughtInterrupt(jr, cr.Ended, end.Caught, limits) // the code caught that interrupt and went on
 	if caught != "" && jr.ExitCode == 0 {
 		exc = nil // it ended well: no exception of its is uncaught
 	}
@@ -569,7 +428,8 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 	if e := sess.env; e != nil && e.PythonVersion != "" { // probed: its packages are known
 		env = &harness.Installed{Environment: e.Name, Packages: e.Packages}
 	}
-	res.Feedback = append(harness.SessionFeedback(res.Exception, res.Tests, tests, env), sessionFeedback(jr, exc, before, interrupted, line, caught, cr.Ended)...)
+	res.Feedback = harness.CallFeedback(harness.Call{Result: jr, Exception: exc, Tests: res.Tests, Spec: tests, Env: env,
+		Before: before, Interrupted: interrupted, Line: line, Caught: caught, Ended: cr.Ended})
 	if harness.Succeeded(res.Status, res.Tests) && cr.Ended == "" {
 		res.Feedback = []string{}
 	}
@@ -577,222 +437,6 @@ func (sess *session) result(cr *nsjail.CallResult, tests *harness.Tests, end har
 		res.Files = append(res.Files, resultFile(f))
 	}
 	return &SessionResult{Result: res, Value: end.Value, Session: SessionState{ID: sess.js.ID, Calls: before + 1, Alive: cr.Ended == "", EndedReason: string(cr.Ended)}}
-}
-
-// sessionFeedback is the feedback of a call beyond the program's: what a
-// session keeps (a NameError), the limit that interrupted the call (caught:
-// the sentence of an interrupt the code caught), what ended the session.
-func sessionFeedback(jr *nsjail.Result, exc *harness.Exception, before int, interrupted bool, line int, caught string, ended nsjail.EndReason) []string {
-	var fb []string
-	if exc != nil && exc.Type == "NameError" {
-		fb = append(fb, fmt.Sprintf("In a session, names last from one call to the next: this one was not defined by any of this session's %d earlier calls (or the call that defined it failed before it); define it, or run that code again, first.", before))
-	}
-	if caught != "" {
-		fb = append(fb, caught)
-		rest := *jr // what else the jail saw: forbidden calls, refused forks
-		rest.Status, rest.KillReason = nsjail.StatusError, nsjail.KillNone
-		fb = append(fb, harness.JailFeedback(&rest)...)
-	} else if interrupted {
-		at := ""
-		if line > 0 {
-			at = fmt.Sprintf(" at line %d", line)
-		}
-		var why string
-		switch jr.KillReason {
-		case nsjail.KillWallTimeout:
-			why = fmt.Sprintf("after %s of wall-clock time, its limit (wall_time_ms)", harness.Duration(jr.WallTime))
-		case nsjail.KillCPUTimeout:
-			why = fmt.Sprintf("after %s of CPU time, past its limit (cpu_time_ms)", harness.Duration(jr.CPUTime))
-		case nsjail.KillOutputLimit:
-			why = "when it printed more than its output limit (output_bytes)"
-		default:
-			why = "because its caller went away"
-		}
-		fb = append(fb, fmt.Sprintf("The call was interrupted%s (KeyboardInterrupt) %s; the session lives on, with what the call did before.", at, why))
-		rest := *jr // what else the jail saw: forbidden calls, refused forks
-		rest.Status, rest.KillReason = nsjail.StatusError, nsjail.KillNone
-		fb = append(fb, harness.JailFeedback(&rest)...)
-	} else {
-		fb = append(fb, harness.JailFeedback(jr)...)
-	}
-	if ended != "" {
-		fb = append(fb, fmt.Sprintf("The session has ended (%s): %s; its variables, imports and files are gone: start a new session (POST /v1/sessions) to go on.", ended, endedWhy(ended)))
-	}
-	return fb
-}
-
-// reserve counts a session being started against admission.max_sessions,
-// or answers 429 (503 when the daemon stops).
-func (t *sessions) reserve(w http.ResponseWriter, r *http.Request) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	max := t.srv.opts.MaxSessions
-	switch {
-	case t.closed:
-		t.srv.shuttingDown(w, r)
-		return false
-	case len(t.live)+t.starting >= max:
-		w.Header().Set("Retry-After", fmt.Sprint(t.retryAfter()))
-		msg := fmt.Sprintf("%d sessions are alive, the most this daemon keeps (admission.max_sessions); end one (DELETE /v1/sessions/{id}) or retry later", len(t.live)+t.starting)
-		if max == 0 {
-			msg = "this daemon keeps no sessions (admission.max_sessions = 0)"
-		}
-		t.srv.fail(w, r, http.StatusTooManyRequests, "too_many_sessions", msg)
-		return false
-	}
-	t.starting++
-	return true
-}
-
-func (t *sessions) unreserve() {
-	t.mu.Lock()
-	t.starting--
-	t.mu.Unlock()
-}
-
-// retryAfter is when the first live session would end idle, in whole
-// seconds, at least 1 (t.mu held).
-func (t *sessions) retryAfter() int {
-	soonest := time.Duration(0)
-	for _, s := range t.live {
-		if d := time.Until(s.expiresAt()); soonest == 0 || d < soonest {
-			soonest = d
-		}
-	}
-	return max(1, int((soonest+time.Second-1)/time.Second))
-}
-
-// add registers a started session (reserved before), arms its timers and
-// watches for its end.
-func (t *sessions) add(js *nsjail.Session, owner string, env *Environment, limits nsjail.Limits, idle time.Duration) *session {
-	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created}
-	s.idler = time.AfterFunc(idle, func() { s.expire(nsjail.EndIdle) })
-	s.lifer = time.AfterFunc(max(t.srv.opts.SessionMaxLifetime-time.Since(js.Created), 0), func() { s.expire(nsjail.EndLifetime) })
-	t.mu.Lock()
-	t.starting--
-	t.live[js.ID] = s
-	t.mu.Unlock()
-	t.created.Inc()
-	t.watchers.Go(func() {
-		<-js.Done()
-		t.retire(s)
-	})
-	return s
-}
-
-// retire moves an ended session to the remembered ones.
-func (t *sessions) retire(s *session) {
-	s.mu.Lock()
-	s.idler.Stop()
-	s.lifer.Stop()
-	s.mu.Unlock()
-	info := s.info()
-	err := s.js.Wait()
-	t.mu.Lock()
-	delete(t.live, s.js.ID)
-	t.ended[s.js.ID] = &endedSession{owner: s.owner, info: info, at: time.Now()}
-	t.order = append(t.order, s.js.ID)
-	t.forget()
-	t.mu.Unlock()
-	t.endedBy.WithLabelValues(info.EndedReason).Inc()
-	log := t.srv.log
-	log.Info("session ended", "id", s.js.ID, "reason", info.EndedReason, "calls", info.Calls, "age_s", int(time.Since(s.js.Created).Seconds()))
-	if err != nil {
-		log.Warn("jail clean-up failed; the start-up sweep of the next instance removes what is left", "id", s.js.ID, "err", err)
-	}
-}
-
-// forget drops the remembered sessions past rememberEnded or past
-// maxRemembered, oldest first (t.mu held).
-func (t *sessions) forget() {
-	n := 0
-	for _, id := range t.order {
-		if len(t.order)-n <= maxRemembered && time.Since(t.ended[id].at) < t.srv.opts.sessionMemory {
-			break
-		}
-		delete(t.ended, id)
-		n++
-	}
-	t.order = t.order[n:]
-}
-
-// find is the session id of owner: live (its jail may have ended, not
-// yet removed), or remembered ended. Another owner's is not found.
-func (t *sessions) find(id string, owner string) (*session, *endedSession) {
-	t.mu.Lock()
-	t.forget()
-	s, e := t.live[id], t.ended[id]
-	t.mu.Unlock()
-	switch {
-	case owner == "": // no principal: nobody's
-	case s != nil && s.owner == owner:
-		return s, nil
-	case e != nil && e.owner == owner:
-		return nil, e
-	}
-	return nil, nil
-}
-
-// list is owner's sessions: the live ones and the remembered ended ones
-// (not those deleted), oldest first.
-func (t *sessions) list(owner string) []SessionInfo {
-	t.mu.Lock()
-	t.forget()
-	var live []*session
-	for _, s := range t.live {
-		if s.owner == owner {
-			live = append(live, s)
-		}
-	}
-	out := []SessionInfo{}
-	for _, id := range t.order {
-		if e := t.ended[id]; e.owner == owner && e.info.EndedReason != string(nsjail.EndDeleted) {
-			out = append(out, e.info)
-		}
-	}
-	t.mu.Unlock()
-	for _, s := range live {
-		out = append(out, s.info())
-	}
-	slices.SortFunc(out, func(a, b SessionInfo) int { return cmp.Compare(a.ID, b.ID) })
-	return out
-}
-
-// shutdown refuses new sessions and ends the idle ones; those in a call
-// end with it (closeAll).
-func (t *sessions) shutdown() {
-	t.mu.Lock()
-	t.closed = true
-	live := slicesOf(t.live)
-	t.mu.Unlock()
-	for _, s := range live {
-		s.mu.Lock()
-		idle := !s.busy
-		s.mu.Unlock()
-		if idle {
-			s.js.End(nsjail.EndShutdown)
-		}
-	}
-}
-
-// closeAll ends every session and waits until each is removed.
-func (t *sessions) closeAll() {
-	t.mu.Lock()
-	t.closed = true
-	live := slicesOf(t.live)
-	t.mu.Unlock()
-	for _, s := range live {
-		s.js.End(nsjail.EndShutdown)
-	}
-	t.watchers.Wait()
-}
-
-func slicesOf(m map[string]*session) []*session {
-	out := make([]*session, 0, len(m))
-	for _, s := range m {
-		out = append(out, s)
-	}
-	return out
 }
 
 // begin starts a call: name is its code's name; reason is why the

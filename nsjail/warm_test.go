@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -223,52 +221,6 @@ func TestWarmCloseLeavesNothing(t *testing.T) {
 	assert.Equal(t, [2]int{0, 0}, [2]int{up, ahead})
 }
 
-// zygote.py's constants are the Go side's: its message types, fds, ids
-// and op codes (by name).
-func TestZygotePyConstants(t *testing.T) {
-	src := string(zygotePy)
-	val := func(name string) int {
-		t.Helper()
-		m := regexp.MustCompile(`(?m)^` + name + ` = (\d+)(?: << (\d+))?`).FindStringSubmatch(src)
-		require.NotNil(t, m, "zygote.py has no %s", name)
-		v, _ := strconv.Atoi(m[1])
-		if m[2] != "" {
-			sh, _ := strconv.Atoi(m[2])
-			v <<= sh
-		}
-		return v
-	}
-	assert.Equal(t, reportFd, val("REPORT_FD"))
-	assert.Equal(t, zygoteInside, val("ZYGOTE_INSIDE"))
-	assert.Equal(t, maxMsg, val("MAX_MSG"))
-	assert.Equal(t, maxMsgFds, val("MAX_FDS"))
-	tuple := func(re string) []string {
-		t.Helper()
-		m := regexp.MustCompile(re).FindStringSubmatch(src)
-		require.NotNil(t, m, re)
-		return strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '(' || r == ')' })
-	}
-	msgs := tuple(`(?m)^(MSG_BUILD[^=]*)= 1, 2`)
-	for i, want := range []msgType{msgBuild, msgReady, msgRequest, msgGo, msgSeccomp, msgExec, msgExit, msgError} { // msgAdopt: the init's alone
-		assert.Equal(t, "MSG_"+strings.ToUpper(strings.TrimPrefix(want.String(), "msg")), msgs[i])
-		assert.Equal(t, int(want), i+1)
-	}
-	ops := tuple(`(?s)\n\((OP_UNSHARE.*?OP_LAST)\) = range\(1, `)
-	assert.Equal(t, opLast, len(ops), "OP_LAST is plan.go's opLast")
-	goOps := map[string]int{"OP_UNSHARE": opUnshare, "OP_MOUNT": opMount, "OP_BIND_RO": opBindRO, "OP_MKDIR": opMkdir,
-		"OP_SYMLINK": opSymlink, "OP_WRITE": opWrite, "OP_CHMOD": opChmod, "OP_IF_EXISTS": opIfExists, "OP_UMOUNT": opUmount,
-		"OP_RMDIR": opRmdir, "OP_PIVOT_ROOT": opPivotRoot, "OP_HOSTNAME": opHostname, "OP_DOMAINNAME": opDomainname,
-		"OP_LOOPBACK_UP": opLoopbackUp, "OP_CHDIR": opChdir, "OP_SECCOMP": opSeccomp, "OP_STDIO": opStdio,
-		"OP_RLIMIT": opRlimit, "OP_EXEC": opExec, "OP_KEEP_CAPS": opKeepCaps, "OP_ADOPT": opAdopt, "OP_ATTACH": opAttach, "OP_LAST": opLast}
-	for i, name := range ops {
-		assert.Equal(t, goOps[name], i+1, "%s", name)
-	}
-	assert.Contains(t, src, `Z_READY, Z_FORK = 101, 102`)
-	assert.Equal(t, msgType(101), zReady)
-	assert.Equal(t, msgType(102), zFork)
-	assert.Equal(t, 1+nestedNS+1, val("Z_NS"), "the program's socket, the mount namespace and the init's others")
-}
-
 // KeepWarm of a name already kept (the daemon does it once matplotlib's
 // font cache is built, with a new /etc) replaces its zygote without a
 // cold run: the old one serves the requests of either /etc until the new
@@ -395,7 +347,7 @@ func etcTreesInUse(r *Runner) bool {
 func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 3})
 	for _, pj := range warmReady(t, r) {
-		pid := pj.j.progPid
+		pid := warmOf(pj.j).progPid
 		require.NotZero(t, pid)
 		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		require.NoError(t, err)
@@ -437,7 +389,7 @@ func warmReady(t *testing.T, r *Runner) []*preparedJail {
 func TestWarmProgramAheadHasNoBoundingSet(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
 	for _, pj := range warmReady(t, r) {
-		assert.Equal(t, "0000000000000000", procStatus(t, pj.j.progPid)["CapBnd"])
+		assert.Equal(t, "0000000000000000", procStatus(t, warmOf(pj.j).progPid)["CapBnd"])
 	}
 }
 
@@ -569,7 +521,7 @@ func testJail(t *testing.T, r *Runner) *jail {
 	t.Helper()
 	uid, err := r.UIDs.Acquire()
 	require.NoError(t, err)
-	j := &jail{runner: r, uid: uid}
+	j := newJail(r, uid)
 	t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
 	return j
 }
@@ -622,14 +574,14 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 		if err := j.awaitBuild(); err != nil {
 			return err
 		}
-		return j.forkProgram()
+		return j.flow.prepareAhead(j)
 	})
 	require.NoError(t, err)
 	assert.False(t, j.threadBound())
 	// Running only tells a live process from a zombie; a SIGKILL on its
 	// way is seen by the run below, which needs both.
 	assert.True(t, systest.Running(j.proc.Pid), "the warm jail's pid 1 lives on")
-	assert.True(t, systest.Running(j.progPid), "its program, forked ahead, lives on")
+	assert.True(t, systest.Running(warmOf(j).progPid), "its program, forked ahead, lives on")
 	spec := &Spec{ID: NewID(), Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm}
 	res, err := j.finish(context.Background(), spec, requestConfigFor(spec, codeFiles(spec)))
 	require.NoError(t, err)
@@ -654,9 +606,9 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 	require.Eventually(t, func() bool { return !systest.Running(c.proc.Pid) }, 10*time.Second, time.Millisecond,
 		"the cold jail's pid 1 dies with the thread")
 	require.NoError(t, c.wait())
-	if assert.NotNil(t, c.state, "the cold jail's pid 1 was waited for") {
-		ws := c.state.Sys().(syscall.WaitStatus)
-		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", c.state)
+	if st := c.flow.(*coldFlow).state; assert.NotNil(t, st, "the cold jail's pid 1 was waited for") {
+		ws := st.Sys().(syscall.WaitStatus)
+		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", st)
 	}
 }
 

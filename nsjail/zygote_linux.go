@@ -2,23 +2,16 @@ package nsjail
 
 import (
 	"bufio"
-	"context"
 	_ "embed"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"agentjail/seccomp"
 )
@@ -85,9 +78,6 @@ import (
 // namespace; its parent (the zygote) is outside it: getppid() is 0 in the
 // program, as in a process entered with setns.
 
-//go:embed zygote.py
-var zygotePy []byte
-
 // zygoteName is the zygote's program under its /code.
 const zygoteName = "agentjail_zygote.py"
 
@@ -95,14 +85,6 @@ const zygoteName = "agentjail_zygote.py"
 const (
 	zReady msgType = 101 // the zygote's imports are done: ZygoteInfo as JSON
 	zFork  msgType = 102 // fork a run's program: its uid (payload); its socket, then the run's mount, pid, user, net, ipc and uts namespaces (SCM_RIGHTS)
-)
-
-// StartMode says how a run's interpreter starts.
-type StartMode string
-
-const (
-	StartCold StartMode = "cold" // a fresh python3 is exec'd in a fresh jail
-	StartWarm StartMode = "warm" // a fork of the environment's zygote, in fresh namespaces
 )
 
 // ZygoteSpec is one environment's warm interpreter.
@@ -500,7 +482,7 @@ func (w *warmRuntime) startZygote() {
 			// Its runs made ahead go too: they would keep it (and its
 			// address-space layout and hash seed) alive until requests
 			// took them.
-			w.pool.drop(func(j *jail) bool { return j.zygote == retired })
+			w.pool.drop(func(j *jail) bool { return runZygote(j) == retired })
 		}
 		if replaced != nil {
 			w.r.teardowns.Go(replaced.close)
@@ -545,159 +527,6 @@ func (w *warmRuntime) retryLater() {
 	time.AfterFunc(d, w.startZygote)
 }
 
-// launch starts a zygote's jail and waits until its imports are done. The
-// caller's OS thread is locked; the jail is waited for on it (z.done).
-func (w *warmRuntime) launch() (*zygote, error) {
-	r, s := w.r, w.spec
-	uid, err := r.UIDs.Acquire()
-	if err != nil {
-		return nil, err
-	}
-	cfg, _ := json.Marshal(map[string]any{"preload": s.Preload, "entry": entryPath(s.Entry)})
-	// A library sizes its thread pools when it is imported, in the
-	// zygote: as for its runs (libraryEnv of their CPUs), not for the
-	// zygote's own bandwidth, unless the environment says otherwise.
-	env := maps.Clone(s.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	for _, kv := range libraryEnv(s.RunLimits.withDefaults().CPUs) {
-		k, v, _ := strings.Cut(kv, "=")
-		if _, set := env[k]; !set {
-			env[k] = v
-		}
-	}
-	spec := &Spec{
-		ID: "zygote-" + NewID(), Python: s.Python, Program: zygotePy, ProgramName: zygoteName, CodeFiles: s.Code,
-		Args: []string{string(cfg)}, DefaultEnv: env, ReadOnlyMounts: s.ReadOnlyMounts, Etc: s.Etc,
-		Limits: s.Limits, OnForbiddenSyscall: seccomp.ModeErrno,
-		Report: true, // fd 3: its control socket (jail.control)
-	}
-	rc := requestConfigFor(spec, codeFiles(spec))
-	rc.KeepCaps = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_SYS_ADMIN
-	// Its runs set their own rlimits, lower: none can raise one above the
-	// zygote's (that needs CAP_SYS_RESOURCE of the host). So the zygote's
-	// are this process's own hard limit of open files, and no limit of
-	// file size or CPU time (it lives long, and writes nothing).
-	var nofile unix.Rlimit
-	_ = unix.Getrlimit(unix.RLIMIT_NOFILE, &nofile)
-	// Its namespace was made with no per-user bound (bootstrap_linux.c):
-	// the zygote itself takes a jail's (userRlimits), and each run's
-	// bootstrap makes the run's namespace with them.
-	rc.Rlimits = append([]initRlimit{
-		{unix.RLIMIT_NOFILE, nofile.Max, nofile.Max},
-		{unix.RLIMIT_FSIZE, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
-		{unix.RLIMIT_CORE, 0, 0},
-		{unix.RLIMIT_CPU, unix.RLIM_INFINITY, unix.RLIM_INFINITY},
-	}, userRlimits...)
-	// Its namespace maps its own uid, as 1000, and every other uid of the
-	// range, which its runs' namespaces map to: only those are written by
-	// this process, with the fork's own one-line map.
-	j := &jail{runner: r, uid: uid, idMap: zygoteIDMap(uid, r.UIDs.Base, r.UIDs.Size), filter: seccomp.ZygoteProgramBytes()}
-	z := &zygote{w: w, j: j, done: make(chan struct{})}
-	fail := func(err error) (*zygote, error) {
-		_ = j.cleanup()
-		r.UIDs.Release(uid)
-		return nil, err
-	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fail(stageErr("socketpair", err))
-	}
-	z.ctl = os.NewFile(uintptr(fds[0]), "zygote-control")
-	j.control = os.NewFile(uintptr(fds[1]), "zygote-control-child")
-	j.closers = append(j.closers, j.control)
-	j.spec = spec
-	if err := j.start(r.build(jailBase{binds: w.base.binds, etc: s.Etc, shared: nil, filter: j.filter}, s.Limits.TmpBytes)); err != nil {
-		z.ctl.Close()
-		return fail(err)
-	}
-	// The zygote's user and pid namespaces are its jail's pid 1's: each
-	// run's bootstrap joins them through this pidfd (nestFd).
-	nsRef, err := unix.PidfdOpen(j.proc.Pid, 0)
-	if err != nil {
-		z.ctl.Close()
-		return fail(stageErr("pidfd of the zygote's jail", err))
-	}
-	z.nsRef = os.NewFile(uintptr(nsRef), "zygote-ns")
-	j.closers = append(j.closers, z.nsRef)
-	pio, err := j.deliver(rc)
-	if err != nil {
-		z.ctl.Close()
-		return fail(err)
-	}
-	j.control.Close() // the zygote holds its own copy
-	listener, _, err := j.awaitExec()
-	if err != nil {
-		z.ctl.Close()
-		return fail(err)
-	}
-	// Its forbidden calls while it imports are ours to know of (a zygote
-	// makes none): logged, never killed. Then its listener is closed: the
-	// kernel lets a process install a filter with a listener of its own
-	// (each run's) only when no filter above it has one open. A forbidden
-	// call of the zygote's fails with ENOSYS from then on.
-	supCtx, stopSupervising := context.WithCancel(context.Background())
-	supervised := make(chan struct{})
-	go func() {
-		defer close(supervised)
-		_ = seccomp.Supervise(supCtx, listener, seccomp.ModeErrno, nil, func(v seccomp.Violation) {
-			if l := r.Log; l != nil {
-				l.Warn("zygote made a forbidden system call", "environment", s.Name, "syscall", v.Syscall, "number", v.Number)
-			}
-		})
-	}()
-	defer func() {
-		stopSupervising()
-		<-supervised
-	}()
-	go logOutput(r.Log, s.Name, pio.out)
-	go logOutput(r.Log, s.Name, pio.err)
-	_ = z.ctl.SetReadDeadline(time.Now().Add(zygoteStartTimeout))
-	typ, payload, fds2, err := readMsgFds(z.ctl)
-	closeFds(fds2)
-	if err == nil && typ != zReady {
-		err = fmt.Errorf("the zygote sent %v instead of its readiness", typ)
-	}
-	if err == nil {
-		err = json.Unmarshal(payload, &z.info)
-	}
-	if err == nil && z.info.Entry != "" {
-		err = fmt.Errorf("the zygote could not load its entry %s: %s", s.Entry, z.info.Entry)
-	}
-	if err == nil && z.info.Error != "" {
-		err = errors.New(z.info.Error)
-	}
-	if err != nil {
-		z.ctl.Close()
-		_ = j.proc.Kill()
-		_ = j.wait()
-		return fail(fmt.Errorf("zygote of environment %q: %w", s.Name, err))
-	}
-	_ = z.ctl.SetReadDeadline(time.Time{})
-	go func() {
-		// The zygote's life: its end (it exits when its control socket
-		// closes, or dies) ends its jail.
-		_ = j.wait()
-		z.ctl.Close()
-		_ = j.cleanup()
-		r.UIDs.Release(uid)
-		close(z.done)
-	}()
-	return z, nil
-}
-
-// zygoteStartTimeout bounds a zygote's imports.
-const zygoteStartTimeout = 2 * time.Minute
-
-// entryPath is the entry's path in the zygote's jail ("" for none).
-func entryPath(entry string) string {
-	if entry == "" {
-		return ""
-	}
-	return "/code/" + entry
-}
-
 // zygoteIDMap is a zygote's uid (and gid) map: its own uid as 1000 inside,
 // and every other uid of the range [base, base+size) after 100000, so
 // that its runs' namespaces can map theirs.
@@ -726,200 +555,3 @@ func logOutput(l *slog.Logger, name string, f *os.File) {
 		}
 	}
 }
-
-// startRun starts j (whose uid is acquired) as a run of the current
-// zygote: a jail whose user and pid namespaces are made inside the
-// zygote's (jail.start with j.zygote set), built with b; awaitBuild
-// follows. The caller's OS thread must be locked until it returns (its
-// bootstrap's parent-death signal), not longer (jail.threadBound).
-func (w *warmRuntime) startRun(j *jail, b built) error {
-	z := w.current()
-	if z == nil {
-		return errNoZygote
-	}
-	j.warm, j.zygote = true, z
-	return j.start(b)
-}
-
-var errNoZygote = errors.New("no zygote is up")
-
-// nestedNS is how many namespaces a warm run's init sends after its
-// mount namespace (jail.ns): pid, user, network, IPC and UTS.
-const nestedNS = 5
-
-// zygoteUID is the name of host uid uid in a zygote's user namespace
-// (zygoteIDMap), base the first uid of the range.
-func zygoteUID(uid, base uint32) uint32 { return zygoteInside + uid - base }
-
-// forkProgram has the zygote fork the warm run's program into the jail,
-// once the jail is built (ahead of the request, for a run of the pool):
-// the program's socket and the jail's namespaces go to the zygote with
-// zFork; the fork becomes the run's uid, joins the namespaces, and says
-// so with msgReady, whose credentials give its pid. It then waits for its
-// request (sendProg) and its go (goProgram). Its messages come on j.prog.
-func (j *jail) forkProgram() error {
-	z := j.zygote
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return stageErr("socketpair", err)
-	}
-	child := &childFD{fds[1]}
-	defer child.Close()
-	// The program's messages come with their sender's credentials: its
-	// pid in this process's pid namespace (v2 moves it by that pid).
-	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		unix.Close(fds[0])
-		return stageErr("socketpair", err)
-	}
-	if err := unix.SetNonblock(fds[0], true); err != nil {
-		unix.Close(fds[0])
-		return stageErr("socketpair", err)
-	}
-	j.prog = os.NewFile(uintptr(fds[0]), "program")
-	j.closers = append(j.closers, j.prog)
-	payload := binary.LittleEndian.AppendUint32(nil, zygoteUID(j.uid, j.runner.UIDs.Base))
-	sent := append([]int{child.fd, int(j.mntns.Fd())}, j.ns...)
-	z.ctlMu.Lock()
-	err = sendMsgFds(z.ctl, zFork, payload, sent)
-	z.ctlMu.Unlock()
-	if err != nil {
-		// The zygote is gone (the jail with it): nothing of the program ran.
-		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("send fork to the zygote", err))
-	}
-	child.Close()
-	// The namespaces are the program's now; this process keeps the mount
-	// namespace only (jail.mntns), to release the file system on another
-	// thread after the answer, as for a cold jail.
-	closeFds(j.ns)
-	j.ns = nil
-	_ = j.prog.SetDeadline(time.Now().Add(setupTimeout))
-	typ, payload, got, pid, err := readMsgCreds(j.prog)
-	closeFds(got)
-	switch {
-	case err != nil:
-		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("wait for the program's fork", err))
-	case typ == msgError:
-		return decodeRecord(payload)
-	case typ != msgReady || pid <= 0:
-		return &StageError{Stage: "fork", Msg: fmt.Sprintf("the program sent %v instead of its readiness", typ)}
-	}
-	// A handle on it, taken while it waits (it is alive): its end before
-	// its request is seen (progEnded), and its pid never names another
-	// process.
-	fd, err := unix.PidfdOpen(int(pid), unix.PIDFD_NONBLOCK)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("pidfd of the program", err))
-	}
-	j.progFD = os.NewFile(uintptr(fd), "program-pidfd")
-	j.closers = append(j.closers, j.progFD)
-	j.progPid = int(pid)
-	return nil
-}
-
-// progEnded tells whether the warm run's program, forked ahead, has
-// ended: then nothing of the request may go to it, and its pid may name
-// another process.
-func (j *jail) progEnded() bool {
-	p := []unix.PollFd{{Fd: int32(j.progFD.Fd()), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(p, 0)
-		if err != unix.EINTR {
-			return err != nil || n > 0
-		}
-	}
-}
-
-// sendProg sends the warm run's program one message (its request, its go).
-func (j *jail) sendProg(typ msgType, payload []byte, fds []int) error {
-	j.trace("-> program", typ, len(payload), len(fds))
-	_ = j.prog.SetDeadline(time.Now().Add(setupTimeout))
-	return sendOn(j.prog, typ, payload, fds)
-}
-
-// goProgram lets the warm run's program start, once its init has the
-// request's files: it joins the run's group with the init's tasks files
-// (v1), or is moved there by its pid (v2). Its messages are the run's from
-// then on (peer).
-func (j *jail) goProgram() error {
-	join := j.join
-	j.join = nil
-	defer closeFds(join)
-	if join == nil {
-		// By its pid (v2 moves a process by pid only): the program, alive
-		// here, waits for this go and cannot end by itself; only a kill
-		// from outside (root's, or its zygote's) could end it between the
-		// check and the move and let its pid name another process.
-		if j.progEnded() {
-			return &StageError{Stage: "attach the program to its cgroup", Msg: "the program ended before its start"}
-		}
-		if err := j.cg.Attach(j.progPid); err != nil {
-			return stageErr("attach the program to its cgroup", err)
-		}
-	}
-	if err := j.sendProg(msgGo, nil, join); err != nil {
-		return stageErr("send the program go", err)
-	}
-	j.progLive = true
-	return nil
-}
-
-// runWarm runs s as a fork of its runtime's zygote: a run forked ahead
-// when one waits, else one forked now. ok is false when none could be
-// had (no zygote up): the caller runs it cold.
-func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) (res *Result, err error, ok bool) {
-	w := r.warmFor(b, s.Etc)
-	if w == nil {
-		return nil, nil, false
-	}
-	rest, fits := withoutShared(code, w.base.shared)
-	if !fits {
-		return nil, nil, false
-	}
-	cfg := requestConfigFor(s, rest)
-	if pj, fillNow := w.pool.takeWarm(); pj != nil {
-		if fillNow {
-			w.pool.fill(r)
-		}
-		res, err := pj.runWith(ctx, s, cfg)
-		if !errors.Is(err, errNotDelivered) {
-			return markWarm(res), err, true
-		}
-	}
-	uid, err := r.UIDs.Acquire()
-	if err != nil {
-		return nil, err, true
-	}
-	defer r.UIDs.Release(uid)
-	// The bootstrap dies with this thread (Pdeathsig): it stays locked
-	// until startRun has waited for it (threadBound).
-	runtime.LockOSThread()
-	j := &jail{runner: r, uid: uid}
-	err = w.startRun(j, w.pool.build)
-	runtime.UnlockOSThread()
-	if err != nil {
-		_ = j.cleanup()
-		if errors.Is(err, errNoZygote) {
-			w.fallback.Add(1)
-			return nil, nil, false
-		}
-		return nil, err, true
-	}
-	res, err = j.finish(ctx, s, cfg)
-	return markWarm(res), err, true
-}
-
-func markWarm(res *Result) *Result {
-	if res != nil {
-		res.Start = StartWarm
-		if res.PeakMemorySource != "" {
-			res.PeakMemorySource += WarmPeakSuffix
-		}
-	}
-	return res
-}
-
-// WarmPeakSuffix ends a warm run's PeakMemorySource: the same counter as
-// a cold run's, but a fork's pages that it only reads (its zygote's
-// interpreter and preloaded modules) are charged to the zygote; what it
-// allocates or writes (copies of the zygote's pages included) is its own.
-const WarmPeakSuffix = " (warm fork)"

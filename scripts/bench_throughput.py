@@ -24,7 +24,8 @@ matplotlib in a jail against plain python3.
 """
 import glob, json, os, re, resource, statistics, subprocess, threading, time
 
-import bench, bench_floor, kernelcpu
+import benchlib as bench  # the helpers; bench.py imports this script
+import bench_floor, kernelcpu
 
 # The kernel's counters of this benchmark's own cgroup (scripts/kernelcpu.py),
 # set up by main (None where they cannot be: then the columns say n/a), and

@@ -9,23 +9,41 @@ import (
 	"agentjail/seccomp"
 )
 
-// FuzzPlanDryPass feeds the init stage's plan decoder (init_linux.c's dry
-// pass, through planCheck) with mutations of real plans: it must never
-// crash, hang or read past the plan, whatever the bytes, and it must take
-// every plan this package builds.
-func FuzzPlanDryPass(f *testing.F) {
+// planSeed is one input of the plan decoder: a plan and the number of fds
+// its message brought.
+type planSeed struct {
+	plan []byte
+	nfds int
+}
+
+// planSeeds are real plans (a jail's build plan, a run's request plan) and
+// small edge cases: FuzzPlanDryPass's seeds and the sanitized C harness's
+// (TestPlanSeeds, scripts/fuzz-plan-asan).
+func planSeeds(t testing.TB) []planSeed {
 	r := &Runner{RootDir: DefaultRootDir, Seccomp: seccomp.DefaultProgramBytes()}
 	build := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{}), shared: []File{{Path: "boot.py", Content: []byte("pass")}}}, DefaultLimits().TmpBytes))
 	s := &Spec{Program: []byte("print(1)"), Limits: DefaultLimits(), Report: true, Collect: []string{"*"},
 		Files: []File{{Path: "data/in.csv", Content: []byte("a,b\n1,2\n")}}, Env: map[string]string{"A": "1"}}
 	request := requestPlan(requestConfigFor(s, codeFiles(s)), DefaultLimits().TmpBytes/2)
 	if !boot.PlanCheck(build, 0) || !boot.PlanCheck(request, 4) {
-		f.Fatal("a plan this package builds is refused")
+		t.Fatal("a plan this package builds is refused")
 	}
-	f.Add(build, 0)
-	f.Add(request, 4)
-	f.Add([]byte{}, 0)
-	f.Add([]byte{byte(opIfExists), 1, 0, 0, 0, 'x', 0}, 0)
+	return []planSeed{
+		{build, 0},
+		{request, 4},
+		{[]byte{}, 0},
+		{[]byte{byte(opIfExists), 1, 0, 0, 0, 'x', 0}, 0},
+	}
+}
+
+// FuzzPlanDryPass feeds the init stage's plan decoder (init_linux.c's dry
+// pass, through planCheck) with mutations of real plans: it must never
+// crash, hang or read past the plan, whatever the bytes, and it must take
+// every plan this package builds.
+func FuzzPlanDryPass(f *testing.F) {
+	for _, s := range planSeeds(f) {
+		f.Add(s.plan, s.nfds)
+	}
 	f.Fuzz(func(t *testing.T, plan []byte, nfds int) {
 		boot.PlanCheck(plan, nfds%(maxMsgFds+1))
 	})

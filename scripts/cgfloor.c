@@ -73,11 +73,14 @@
 #define MAXDIRS 8
 #define MAXROUNDS 64
 
+// tables, laid out by hand:
+// clang-format off
 enum { NOGROUP, MKDIR, LOCKS, LIMITS, RENAME, FIGURES, PROCESS, NROWS };
 static const char *rows[NROWS] = {
 	"a process, no group", "mkdir, rmdir", "+ locks", "+ limits", "+ rename", "+ join files, figures",
 	"+ a process in it",
 };
+// clang-format on
 
 static int ndirs;
 static int parent[MAXDIRS]; // fds of the DIR arguments
@@ -96,6 +99,8 @@ static void fail(const char *what, const char *name)
 // The files a new group offers in each hierarchy, looked up once in a
 // probe group (the daemon, too, learns them at its start): has(d, f) is
 // whether a group in hierarchy d has file f.
+// a table, laid out by hand:
+// clang-format off
 static const char *files[] = {
 	"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", "memory.kmem.tcp.limit_in_bytes", "memory.max",
 	"memory.swap.max", "pids.max", "cpu.cfs_quota_us", "cpu.max", "tasks", "memory.max_usage_in_bytes",
@@ -103,6 +108,7 @@ static const char *files[] = {
 	// read as figures, each through an fd kept from the first read
 	"memory.oom_control", "memory.events", "pids.events", "pids.peak", "cpuacct.usage", "cpu.stat",
 };
+// clang-format on
 #define NFILES (sizeof files / sizeof files[0])
 #define FIRSTKEPT 12
 #define NKEPT (NFILES - FIRSTKEPT)

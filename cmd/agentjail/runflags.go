@@ -95,38 +95,43 @@ func runFlags() []runFlag {
 				return l.Set(ra.req.Limits, n)
 			}})
 	}
-	return append(flags,
-		runFlag{name: "json", group: "output",
+	return append(flags, outputAndWhereFlags()...)
+}
+
+// outputAndWhereFlags are the flags that say what to print and where to run.
+func outputAndWhereFlags() []runFlag {
+	return []runFlag{
+		{name: "json", group: "output",
 			help: "print exactly one JSON object on stdout: the result, or the error when there is none",
 			set:  boolFlag(func(ra *runArgs) *bool { return &ra.json })},
-		runFlag{name: "collect-dir", arg: "DIR", group: "output",
+		{name: "collect-dir", arg: "DIR", group: "output",
 			help: "write the collected files below DIR (made if missing), at their paths in /workspace, and the figures the program showed (display-1.png, …); nothing leaves DIR, no symbolic link is followed, and a DIR that holds anything is refused before the run (exit 2) unless --overwrite",
 			set:  func(ra *runArgs, v string) error { ra.collectDir = v; return nil }},
-		runFlag{name: "overwrite", group: "output",
+		{name: "overwrite", group: "output",
 			help: "with --collect-dir: write into a DIR that holds files, replacing those the run collects (a directory is never replaced; other files are left)",
 			set:  boolFlag(func(ra *runArgs) *bool { return &ra.overwrite })},
-		runFlag{name: "fail-on-test-failure", group: "output",
+		{name: "fail-on-test-failure", group: "output",
 			help: "exit 1 when a test failed and the program itself exited 0 (for CI); without it the exit status is the program's",
 			set:  boolFlag(func(ra *runArgs) *bool { return &ra.failOnTests })},
-		runFlag{name: "socket", arg: "PATH", group: "where",
+		{name: "socket", arg: "PATH", group: "where",
 			help: "send the run to the daemon on this socket (default $AGENTJAIL_SOCKET; empty: run the jail in this process, as root)",
 			set:  func(ra *runArgs, v string) error { ra.socket = v; return nil }},
-		runFlag{name: "url", arg: "URL", group: "where",
+		{name: "url", arg: "URL", group: "where",
 			help: "send the run to the daemon's remote listener, e.g. https://node-1:8443 (default $AGENTJAIL_URL); with --token-file and, for a private CA, --ca",
 			set:  func(ra *runArgs, v string) error { ra.remote.url = v; return nil }},
-		runFlag{name: "token-file", arg: "FILE", group: "where",
+		{name: "token-file", arg: "FILE", group: "where",
 			help: "with --url: a file that holds the bearer token (default: $AGENTJAIL_TOKEN holds the token itself)",
 			set:  func(ra *runArgs, v string) error { ra.remote.tokenFile = v; return nil }},
-		runFlag{name: "ca", arg: "FILE", group: "where",
+		{name: "ca", arg: "FILE", group: "where",
 			help: "with --url: PEM certificates to trust for the daemon's (default: the system's)",
 			set:  func(ra *runArgs, v string) error { ra.remote.ca = v; return nil }},
-		runFlag{name: "tls-server-name", arg: "NAME", group: "where",
+		{name: "tls-server-name", arg: "NAME", group: "where",
 			help: "with --url: check the daemon's certificate against NAME instead of the URL's host, e.g. agentjail.agentjail.svc for a pod's IP (default $AGENTJAIL_TLS_SERVER_NAME)",
 			set:  func(ra *runArgs, v string) error { ra.remote.serverName = v; return nil }},
-		runFlag{name: "environment", arg: "NAME", group: "where", field: "environment", def: daemon.DefaultEnvironment,
+		{name: "environment", arg: "NAME", group: "where", field: "environment", def: daemon.DefaultEnvironment,
 			help: "the environment (Python runtime) to run in: one of the daemon's (GET /v1/environments), or without a daemon one of --config's",
 			set:  func(ra *runArgs, v string) error { ra.req.Environment = v; return nil }},
-		runFlag{name: "start", arg: "warm|cold", group: "where", field: "start",
+		{name: "start", arg: "warm|cold", group: "where", field: "start",
 			help: "through a daemon: warm (a fork of the environment's ready interpreter) or cold (a fresh python3); default the daemon's. Without a daemon runs are cold",
 			set: func(ra *runArgs, v string) error {
 				if v != string(nsjail.StartWarm) && v != string(nsjail.StartCold) {
@@ -135,13 +140,13 @@ func runFlags() []runFlag {
 				ra.req.Start = v
 				return nil
 			}},
-		runFlag{name: "config", arg: "FILE", group: "where", def: daemon.DefaultConfigPath + " when it exists",
+		{name: "config", arg: "FILE", group: "where", def: daemon.DefaultConfigPath + " when it exists",
 			help: "without a daemon: the configuration whose environments and [limits.default] to use",
 			set:  func(ra *runArgs, v string) error { ra.config = v; return nil }},
-		runFlag{name: "python", arg: "PATH", group: "where",
+		{name: "python", arg: "PATH", group: "where",
 			help: "the interpreter, under /usr (this process only; default the environment's, " + nsjail.DefaultPython + "); a daemon runs the one of its configuration",
 			set:  func(ra *runArgs, v string) error { ra.python = v; return nil }},
-	)
+	}
 }
 
 func boolFlag(field func(*runArgs) *bool) func(*runArgs, string) error {

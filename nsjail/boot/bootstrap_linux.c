@@ -204,7 +204,7 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	uid_t nest = zygote ? 0 : aj_env_id(envp, AJ_NEST_ENV);
 	if (nest == 0 ? syscall(SYS_close_range, AJ_SYNC_FD + 1, ~0U, 0) < 0
 		      : syscall(SYS_close_range, AJ_SYNC_FD + 1, AJ_NEST_FD - 1, 0) < 0 ||
-			    syscall(SYS_close_range, AJ_NEST_FD + 1, ~0U, 0) < 0)
+				syscall(SYS_close_range, AJ_NEST_FD + 1, ~0U, 0) < 0)
 		aj_fail("close inherited fds");
 	uid_t host = aj_env_id(envp, AJ_UID_ENV);
 	if (host == 0) {

@@ -87,30 +87,30 @@ long aj_slack_of_a_thread_made_by(unsigned long creator_slack, long *main_slack)
 /* The steps of a plan (init_linux.c carries them out); plan.go's op
    constants must be the same (bootstrap_linux.go checks them). */
 enum {
-	AJ_OP_UNSHARE = 1,  // flags u32
-	AJ_OP_MOUNT,        // source, target, fstype, flags u64, data
-	AJ_OP_BIND_RO,      // source, target, extra flags u64, cleared flags u64
-	AJ_OP_MKDIR,        // path, mode u32, parents u32 (mkdir -p: existing ones are fine)
-	AJ_OP_SYMLINK,      // target, path
-	AJ_OP_WRITE,        // directory, path below it, mode u32, content
-	AJ_OP_CHMOD,        // path, mode u32
-	AJ_OP_IF_EXISTS,    // path: the next step only if it exists (lstat)
-	AJ_OP_UMOUNT,       // path, flags u32
-	AJ_OP_RMDIR,        // path
-	AJ_OP_PIVOT_ROOT,   // new root
-	AJ_OP_HOSTNAME,     // name
-	AJ_OP_DOMAINNAME,   // name
-	AJ_OP_LOOPBACK_UP,  // (no arguments)
-	AJ_OP_CHDIR,        // path
-	AJ_OP_SECCOMP,      // the filter: struct sock_filter[], as seccomp.Program.MarshalBinary
-	AJ_OP_STDIO,        // count u32: the message's fds become fds 0 to count-1
-	AJ_OP_RLIMIT,       // resource u32, soft u64, hard u64
-	AJ_OP_EXEC,         // report u32, collect u32, argc u32, argv..., envc u32, env...
-	AJ_OP_KEEP_CAPS,    // mask u64: capabilities the program keeps (a zygote's), 0 by default
-	AJ_OP_ADOPT,        // (no arguments) instead of AJ_OP_EXEC: the program is forked into
-	                    // the jail by its zygote, and this init only watches it (warm runs)
-	AJ_OP_ATTACH,       // path: attach the mount the message brought (a detached tree, the
-	                    // message's only fd) there
+	AJ_OP_UNSHARE = 1, // flags u32
+	AJ_OP_MOUNT,       // source, target, fstype, flags u64, data
+	AJ_OP_BIND_RO,     // source, target, extra flags u64, cleared flags u64
+	AJ_OP_MKDIR,       // path, mode u32, parents u32 (mkdir -p: existing ones are fine)
+	AJ_OP_SYMLINK,     // target, path
+	AJ_OP_WRITE,       // directory, path below it, mode u32, content
+	AJ_OP_CHMOD,       // path, mode u32
+	AJ_OP_IF_EXISTS,   // path: the next step only if it exists (lstat)
+	AJ_OP_UMOUNT,      // path, flags u32
+	AJ_OP_RMDIR,       // path
+	AJ_OP_PIVOT_ROOT,  // new root
+	AJ_OP_HOSTNAME,    // name
+	AJ_OP_DOMAINNAME,  // name
+	AJ_OP_LOOPBACK_UP, // (no arguments)
+	AJ_OP_CHDIR,       // path
+	AJ_OP_SECCOMP,     // the filter: struct sock_filter[], as seccomp.Program.MarshalBinary
+	AJ_OP_STDIO,       // count u32: the message's fds become fds 0 to count-1
+	AJ_OP_RLIMIT,      // resource u32, soft u64, hard u64
+	AJ_OP_EXEC,        // report u32, collect u32, argc u32, argv..., envc u32, env...
+	AJ_OP_KEEP_CAPS,   // mask u64: capabilities the program keeps (a zygote's), 0 by default
+	AJ_OP_ADOPT,       // (no arguments) instead of AJ_OP_EXEC: the program is forked into
+			   // the jail by its zygote, and this init only watches it (warm runs)
+	AJ_OP_ATTACH,      // path: attach the mount the message brought (a detached tree, the
+			   // message's only fd) there
 	AJ_OP_LAST
 };
 

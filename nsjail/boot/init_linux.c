@@ -178,8 +178,11 @@ static int aj_send_fds(char type, const int *fds, int n)
 	}
 	memset(&cm, 0, sizeof cm);
 	struct iovec iov = {.iov_base = msg, .iov_len = sizeof msg};
+	// clang-format would join these lines:
+	// clang-format off
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
 			    .msg_controllen = CMSG_SPACE((size_t)n * sizeof(int))};
+	// clang-format on
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -379,10 +382,13 @@ int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, 
 // a user namespace must repeat (the kernel locks them).
 static unsigned long aj_locked_flags(const struct statvfs *st)
 {
+	// a table, laid out by hand:
+	// clang-format off
 	static const struct {
 		unsigned long st, ms;
 	} m[] = {{ST_NOEXEC, MS_NOEXEC}, {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME},
 		 {ST_RELATIME, MS_RELATIME}, {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV}};
+	// clang-format on
 	unsigned long f = 0;
 	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
 		if (st->f_flag & m[i].st)
@@ -393,12 +399,12 @@ static unsigned long aj_locked_flags(const struct statvfs *st)
 // AJ_ARGS_READ ends a step's reading of its arguments (in aj_step_*): the
 // plan is malformed if they could not be read, and a skipped step ends
 // there.
-#define AJ_ARGS_READ()                                                                                                 \
-	do {                                                                                                           \
-		if (r->bad)                                                                                            \
-			return r->bad;                                                                                 \
-		if (w->skip)                                                                                           \
-			return NULL;                                                                                   \
+#define AJ_ARGS_READ()                 \
+	do {                           \
+		if (r->bad)            \
+			return r->bad; \
+		if (w->skip)           \
+			return NULL;   \
 	} while (0)
 
 // aj_walk is one walk through a plan: its reader, its fds, and what its
@@ -499,7 +505,7 @@ static const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, i
 		a = aj_str(r, 0);
 		AJ_ARGS_READ();
 		*ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
-		     chdir("/") == 0;
+		      chdir("/") == 0;
 		break;
 	case AJ_OP_ATTACH:
 		a = aj_str(r, 0);
@@ -599,7 +605,7 @@ static const char *aj_step_program(struct aj_walk *w, int op, const char *stage,
 			return r->bad;
 		if (w->filters++ > 0)
 			return "a second filter"; // it would replace the first
-		struct sock_filter last; // the program must end with a return
+		struct sock_filter last;          // the program must end with a return
 		if (n == 0 || n % sizeof last != 0 || n / sizeof last > BPF_MAXINSNS)
 			return "no usable filter";
 		memcpy(&last, a + n - sizeof last, sizeof last);

@@ -231,8 +231,9 @@ def error_of(resp: Response) -> AgentjailError:
         obj = json.loads(resp.body)
         err = obj.get("error") if isinstance(obj, dict) else None
         if isinstance(err, dict):
-            code = err.get("code") if isinstance(err.get("code"), str) else None
-            message = err.get("message") if isinstance(err.get("message"), str) else ""
+            c, m = err.get("code"), err.get("message")
+            code = c if isinstance(c, str) else None
+            message = m if isinstance(m, str) else ""
     except (ValueError, UnicodeDecodeError):
         pass
     if not message:

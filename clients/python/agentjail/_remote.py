@@ -119,11 +119,11 @@ class Remote:
             self._nodes.append(Node(host, port))
         if discover is not None:
             kind, _, rest = discover.partition(":")
-            name, _, port = rest.rpartition(":")
-            if kind != "dns" or not name or not port.isdigit():
+            name, _, dport = rest.rpartition(":")
+            if kind != "dns" or not name or not dport.isdigit():
                 raise ValueError(f"discover is \"dns:NAME:PORT\", e.g. \"dns:agentjail.ns.svc.cluster.local:8443\", "
                                  f"not {discover!r}")
-            self._discover = (name, int(port))
+            self._discover = (name, int(dport))
             schemes.add("https")
         if not self._nodes and self._discover is None:
             raise ValueError("remote access needs url=, urls=[...] or discover=\"dns:NAME:PORT\"")

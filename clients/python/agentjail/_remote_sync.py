@@ -208,10 +208,10 @@ class RemoteMixin:
                     chunk = self._recv(sock, deadline)
                     try:
                         events = parser.feed(chunk) if chunk else parser.eof()
-                    except AgentjailError as e:
-                        e = unauthorized(e, target)
-                        if yielded or node is not None or not retryable(e) or attempt == TRIES - 1:
-                            raise e from None
+                    except AgentjailError as exc:
+                        err = unauthorized(exc, target)
+                        if yielded or node is not None or not retryable(err) or attempt == TRIES - 1:
+                            raise err from None
                         break  # refused before it started: the next node
                     head = parser._http.head
                     if head is not None:

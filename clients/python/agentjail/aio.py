@@ -307,7 +307,7 @@ async def _complete(coro: Awaitable[Any], grace: float) -> Tuple["asyncio.Task[A
     raise once it has dealt with the task's outcome. After a cancellation,
     the task gets `grace` seconds more, then it is cancelled too."""
     loop = asyncio.get_running_loop()
-    task = loop.create_task(coro)  # type: ignore[arg-type]
+    task: "asyncio.Task[Any]" = loop.create_task(coro)  # type: ignore[arg-type]
     cancel: Optional[BaseException] = None
     deadline: Optional[float] = None
     while not task.done():
@@ -363,8 +363,9 @@ class _SessionOpener(_Call):
         return AsyncSession(client, SessionInfo.from_dict(task.result()))
 
     async def __aenter__(self) -> "AsyncSession":
-        self._session = await self
-        return self._session
+        session = await self
+        self._session = session
+        return session
 
     async def __aexit__(self, typ: Optional[Type[BaseException]], exc: Optional[BaseException],
                         tb: Optional[TracebackType]) -> None:

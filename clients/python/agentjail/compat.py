@@ -255,7 +255,8 @@ class CodeSandbox:
         if self.env is not None or env is not None:
             req["env"] = dict(self.env or {}, **dict(env or {}))
         if self.files is not None or files is not None:
-            merged: Dict[str, Dict[str, Any]] = {}  # by path: the run's replace the sandbox's
+            # By path: the run's replace the sandbox's (one without a path is the daemon's to refuse).
+            merged: Dict[Any, Dict[str, Any]] = {}
             for f in (_files(self.files) if self.files is not None else []) + (_files(files) if files is not None else []):
                 merged[f.get("path")] = f
             req["files"] = list(merged.values())

@@ -8,7 +8,7 @@ not be reached.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, Optional, Tuple, Type
 
 __all__ = [
     "AgentjailError",
@@ -188,11 +188,10 @@ class Timeout(AgentjailError, TimeoutError):
     default_code = "timeout"
 
 
-_BY_CODE = {
-    cls.default_code: cls
-    for cls in (InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed, NotFound, SessionBusy,
-                SessionEnded, TooManySessions)
-}
+_BY_CODE_CLASSES: Tuple[Type[AgentjailError], ...] = (
+    InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed, NotFound, SessionBusy, SessionEnded,
+    TooManySessions)
+_BY_CODE = {cls.default_code: cls for cls in _BY_CODE_CLASSES}
 _BY_CODE["draining"] = ShuttingDown
 _BY_CODE["unauthorized"] = Unauthorized
 _BY_CODE["session_elsewhere"] = SessionLost

@@ -9,6 +9,7 @@ breaks on a daemon of another version.
 from __future__ import annotations
 
 import base64
+import builtins
 import binascii
 import dataclasses
 from dataclasses import dataclass, field
@@ -463,7 +464,8 @@ class Display:
     def is_text(self) -> bool:
         return self.mime.startswith("text/")
 
-    def read_bytes(self) -> bytes:
+    # builtins.bytes: in this class, "bytes" is the field above.
+    def read_bytes(self) -> builtins.bytes:
         """The content, byte for byte: the image, or the text as UTF-8."""
         if self.is_text:
             return self.data.encode("utf-8")
@@ -472,7 +474,7 @@ class Display:
         except binascii.Error as e:
             raise ValueError(f"display {self.mime}: bad base64 from the daemon: {e}") from None
 
-    def _repr_png_(self) -> Optional[bytes]:
+    def _repr_png_(self) -> Optional[builtins.bytes]:
         return self.read_bytes() if self.mime == "image/png" else None
 
     def _repr_html_(self) -> Optional[str]:

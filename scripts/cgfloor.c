@@ -410,6 +410,6 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NROWS; i++)
 		if (only < 0 || i == only)
 			printf("| %s | %.0f | %.0f | %.0f | %.0f |\n", rows[i], median(wall[i], rounds), median(self[i], rounds),
-		       median(kids[i], rounds), median(machine[i], rounds));
+			       median(kids[i], rounds), median(machine[i], rounds));
 	return 0;
 }

@@ -160,6 +160,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NROWS; i++)
 		if (only < 0 || i == (size_t)only)
 			printf("| %s | %.0f | %.0f | %.0f |\n", rows[i].name, median(wall[i], rounds), median(cpu[i], rounds),
-		       median(machine[i], rounds));
+			       median(machine[i], rounds));
 	return 0;
 }

@@ -131,7 +131,12 @@ func writable(path string) bool {
 // lock marks a group as owned by a live Group; the kernel drops it when
 // the owning process dies, which is what makes Stale exact.
 func lockDir(dir string) (int, error) {
-	fd, err := openFile(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	return lockDirAt(unix.AT_FDCWD, dir, dir)
+}
+
+// lockDirAt is lockDir of name relative to dirfd; dir names it in errors.
+func lockDirAt(dirfd int, name, dir string) (int, error) {
+	fd, err := openAt(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return -1, err
 	}

@@ -79,7 +79,7 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 	// mkdir and its flock can only make this Create fail.)
 	g.lockFDs = make([]int, 0, len(g.dirs))
 	for i, d := range g.dirs {
-		err := unix.Mkdir(d, 0o755)
+		err := m.mkdir(d)
 		if err != nil {
 			g.undoCreate(i)
 			if errors.Is(err, unix.EEXIST) {
@@ -87,7 +87,7 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 			}
 			return nil, fmt.Errorf("creating group %s: mkdir %s: %w", name, d, notWritable(err))
 		}
-		fd, err := lockDir(d)
+		fd, err := m.lockDir(d)
 		if err != nil {
 			g.undoCreate(i + 1)
 			return nil, fmt.Errorf("creating group %s: %w", name, err)
@@ -110,7 +110,7 @@ func (m *Manager) Create(name string, r Resources) (*Group, error) {
 // drops its locks.
 func (g *Group) undoCreate(n int) {
 	for i := n - 1; i >= 0; i-- {
-		unix.Rmdir(g.dirs[i])
+		g.m.rmdir(g.dirs[i])
 	}
 	unlockDirs(g.lockFDs)
 	g.lockFDs = nil
@@ -225,9 +225,9 @@ func (g *Group) Rename(name string) error {
 	}
 	dirs := g.m.groupDirs(name)
 	for i, d := range g.dirs {
-		if err := unix.Rename(d, dirs[i]); err != nil {
+		if err := g.m.rename(d, dirs[i]); err != nil {
 			for k := i - 1; k >= 0; k-- {
-				if unix.Rename(dirs[k], g.dirs[k]) != nil {
+				if g.m.rename(dirs[k], g.dirs[k]) != nil {
 					g.dirs[k] = dirs[k] // where it is: Delete removes it there
 				}
 			}
@@ -721,7 +721,7 @@ func (g *Group) Delete() error {
 func (g *Group) rmdir(dir string, deadline time.Time) error {
 	backoff := 50 * time.Microsecond
 	for {
-		err := unix.Rmdir(dir)
+		err := g.m.rmdir(dir)
 		if err == nil || errors.Is(err, unix.ENOENT) {
 			return nil
 		}

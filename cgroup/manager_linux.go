@@ -47,6 +47,11 @@ type Manager struct {
 	v2own   string   // directory of our own cgroup /X (we live in /X/supervisor)
 	v2base  string   // directory /X/<subtree>, parent of the jails
 	v2ctrls []string // controllers enabled for the jails
+
+	// The directories jail groups are made in, and an O_PATH fd of each
+	// (-1: not open); basefd_linux.go.
+	baseDirs []string
+	baseFDs  []int
 }
 
 // v1ctrl is one v1 hierarchy.
@@ -109,9 +114,9 @@ func Open(subtree string) (*Manager, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("opening cgroup v2: %s not in /proc/self/mountinfo: %w", v2Mountpoint, ErrUnsupported)
 		}
-		return openV2(mounts[i], pc.Unified, subtree, true)
+		return kept(openV2(mounts[i], pc.Unified, subtree, true))
 	case cgroups.Legacy, cgroups.Hybrid:
-		return openV1(mounts, pc, subtree)
+		return kept(openV1(mounts, pc, subtree))
 	default:
 		return nil, fmt.Errorf("opening cgroups: nothing mounted at %s: %w", v2Mountpoint, ErrUnsupported)
 	}
@@ -173,6 +178,15 @@ func openV1(mounts []mount, pc procCgroup, subtree string) (*Manager, error) {
 		}
 	}
 	m.v1hier = func() ([]cgroup1.Subsystem, error) { return subs, nil }
+	return m, nil
+}
+
+// kept is m with its bases kept open (keepBases), or err.
+func kept(m *Manager, err error) (*Manager, error) {
+	if err != nil {
+		return nil, err
+	}
+	m.keepBases()
 	return m, nil
 }
 

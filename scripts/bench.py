@@ -147,6 +147,8 @@ def main():
                          "daemon CPU per run cold and warm; import numpy cold and warm; cold imports")
     ap.add_argument("--preload-numpy", action="store_true",
                     help="with --throughput: the import numpy row on a daemon whose default environment preloads numpy")
+    ap.add_argument("--burst", action="store_true",
+                    help="issue 36's burst instead: 500 programs at once after an idle minute, jail.warm_ahead on and off")
     ap.add_argument("--sessions", action="store_true",
                     help="issue 19's figures instead: a call in a live session against the client's round trip, "
                          "session start warm and cold, the daemon's cost per idle session")
@@ -154,7 +156,8 @@ def main():
                     help="issue 34's figures instead: warm `pass` through agentjail mcp against the daemon directly, "
                          "streamed output's first event, a warm plot against a cold one")
     a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("mcp", a.mcp), ("quick", a.quick),
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("mcp", a.mcp),
+                                             ("burst", a.burst), ("quick", a.quick),
                                              ("preload-numpy", a.preload_numpy)) if on)
     if a.mcp:
         import bench_display, bench_mcp, bench_stream
@@ -171,6 +174,11 @@ def main():
         import bench_sessions
         header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")
         bench_sessions.main(a.bin, a.quick)
+        return
+    if a.burst:
+        import bench_burst
+        header(a.bin, f"scripts/bench{flags}", "the two daemons up at once, their bursts in turn")
+        bench_burst.main(a.bin, a.quick)
         return
     if a.throughput:
         import bench_throughput

@@ -14,13 +14,23 @@ Per runner: programs per second, and the machine's CPU per program (all
 CPUs' busy time in /proc/stat over the pass, divided by the programs run:
 the daemon, the jails, the harness, this client, the kernel's threads and
 anyone else on the host; a second column leaves out the processes outside
-this benchmark's tree, and a table splits it further). Then `import numpy`
+this benchmark's tree, and a table splits it further). Then the same from
+the kernel's counters of this benchmark's own cgroup and the kernel
+threads (scripts/kernelcpu.py), the isolation floor beside it
+(scripts/bench_floor.py) and each runner's CPU per program ÷ the floor
+(issue 36). Then `import numpy`
 cold and warm through the daemon, and cold imports of numpy, pandas and
 matplotlib in a jail against plain python3.
 """
 import glob, json, os, re, resource, statistics, subprocess, threading, time
 
 import benchlib as bench  # the helpers; bench.py imports this script
+import bench_floor, kernelcpu
+
+# The kernel's counters of this benchmark's own cgroup (scripts/kernelcpu.py),
+# set up by main (None where they cannot be: then the columns say n/a), and
+# the kernel threads' idle rate measured before each round.
+KERNEL = {"meter": None, "rate": 0.0}
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
@@ -222,6 +232,8 @@ def phase(runner, programs, nclients):
     ths = [threading.Thread(target=work, args=(c,)) for c in clients]
     cg = getattr(runner, "cgroup_cpu", lambda: 0.0)
     daemon = runner.srv.pid if isinstance(runner, Daemon) else None
+    meter = KERNEL["meter"]
+    k0 = meter.sample() if meter else None
     p0, b0, cg0 = proc_times(), busy_ms(), cg()
     t0 = time.perf_counter()
     for th in ths:
@@ -232,8 +244,12 @@ def phase(runner, programs, nclients):
     b1, cg1, p1 = busy_ms(), cg(), proc_times()
     runner.close()
     n = len(programs)
+    kern = None
+    if meter:  # after the deferred work (namespaces' teardown) is done
+        time.sleep(bench_floor.SETTLE_S)
+        kern = {k: v / n for k, v in kernelcpu.Meter.delta(k0, meter.sample(), KERNEL["rate"]).items()}
     f = {k: v / n for k, v in split(p0, p1, daemon).items()}
-    f.update(rate=n / dt, machine=(b1 - b0) / n, cgroup=(cg1 - cg0) / n, outcomes=outcomes)
+    f.update(rate=n / dt, machine=(b1 - b0) / n, cgroup=(cg1 - cg0) / n, outcomes=outcomes, kernel=kern)
     f["net"] = f["machine"] - f["other"]
     f["rest"] = f["net"] - f["kthreads"] - f["programs"] - f["daemon"] - f["client"]
     return f
@@ -255,7 +271,7 @@ def fmt_range(v, f="%.0f"):
     return f"{f % statistics.median(v)} ({f % min(v)}–{f % max(v)})"
 
 
-def throughput(runners, programs, rounds):
+def throughput(runners, programs, rounds, floor=None):
     """The check pass, then rounds of timed passes at 1 and 2 clients.
     Prints the tables."""
     timed = [p for p in programs if p[2] != "timeout"]
@@ -272,6 +288,10 @@ def throughput(runners, programs, rounds):
     for c in (1, 2):
         for i in range(rounds):
             bg.append(background())
+            if KERNEL["meter"]:
+                KERNEL["rate"] = KERNEL["meter"].idle_kthreads()
+                if floor:
+                    floor.measure(KERNEL["rate"])
             k = i % len(runners)
             for r in runners[k:] + runners[:k]:
                 res = phase(r, timed, c)
@@ -328,6 +348,8 @@ def throughput(runners, programs, rounds):
             print(f"| {r.label} | {c} | {m['machine']:.1f} | {m['other']:.1f} | {m['kthreads']:.1f} | {m['programs']:.1f}{cg} | "
                   f"{m['daemon']:.1f} | {m['client']:.1f} | {m['rest']:.1f} |")
     print()
+    if KERNEL["meter"]:
+        bench_floor.print_tables(runners, figures, floor, rounds, KERNEL["meter"])
     print(f"Background: with this benchmark asleep (0.5 s before each round) the machine was busy "
           f"{fmt_range(bg)} ms per second (of {os.cpu_count() * 1000}).")
     print("The endless loop, wall time to its outcome: " + "; ".join(
@@ -493,6 +515,7 @@ def numpy_warm(binary, sock, preload, rounds):
 def main(binary, quick, preload_numpy):
     rounds, irounds, nrounds, npass = (2, 3, 6, 100) if quick else (5, 8, 20, 300)
     programs = load_corpus()
+    meter, floor = kernel_meter()
     srv, sock, conn = bench.start_daemon(binary, os.cpu_count())
     try:
         ok = bench.starts(conn)
@@ -503,10 +526,32 @@ def main(binary, quick, preload_numpy):
         if not ok["cold"]:
             print("The daemon refuses `\"start\"` (400): its rows are its only start, cold; the warm rows are n/a.")
             print()
-        throughput(runners, programs, rounds)
+        throughput(runners, programs, rounds, floor)
         # New connections for each part: the daemon closes one idle for a minute.
         numpy_warm(binary, sock, preload_numpy, nrounds)
         imports(binary, sock, irounds)
     finally:
         bench.stop_daemon(srv, sock)
+        if floor:
+            floor.close()
+        if meter:
+            meter.close()
+            KERNEL["meter"] = None
     bench.print_start_modes(bench.start_modes(binary, npass))
+
+
+def kernel_meter():
+    """This process in a cgroup of its own, and the floor's programs
+    built: (Meter, Floor), or (None, None) with a note printed."""
+    try:
+        meter = kernelcpu.Meter()
+    except OSError as e:
+        print(f"The kernel's CPU counters are n/a here ({e}): no floor, no warm ÷ floor.")
+        print()
+        return None, None
+    KERNEL["meter"] = meter
+    floor = bench_floor.Floor(meter)
+    if floor.error:
+        print(f"The isolation floor is n/a here: {floor.error}")
+        print()
+    return meter, floor

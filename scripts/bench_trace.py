@@ -8,6 +8,13 @@ own system calls per run. Run as root, on a quiet host; prints Markdown
 for BENCHMARKS.md:
 
     python3 scripts/bench_trace.py /tmp/agentjail [--runs 1000] [--start warm]
+
+With --machine, instead: the whole machine's CPU per warm run, step by
+step (the daemon by activity, the bootstrap, the init stage, the
+zygote's fork, the program, kernel threads, teardown), from `perf record
+-a` (scripts/trace_machine.py says how each sample is placed):
+
+    python3 scripts/bench_trace.py /tmp/agentjail --machine [--runs 500] [--code pass]
 """
 import argparse, collections, os, subprocess, sys, tempfile, time
 
@@ -51,7 +58,13 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--start", default="warm", choices=["warm", "cold"])
+    ap.add_argument("--machine", action="store_true", help="the whole machine's CPU per warm run, step by step")
+    ap.add_argument("--code", default="pass", help="with --machine: the program each run runs")
     a = ap.parse_args()
+    if a.machine:
+        import trace_machine
+        trace_machine.report(a.binary, a.runs, a.code, CATEGORIES)
+        return
     srv, sock, conn = bench.start_daemon(a.binary, 2)
     d = tempfile.mkdtemp(prefix="agentjail-trace-")
     data, counts = os.path.join(d, "perf.data"), os.path.join(d, "strace.txt")

@@ -87,7 +87,7 @@ class DaemonFailed(Exception):
     pass
 
 
-def try_start_daemon(binary, max_concurrent, extra_config="", env=None):
+def try_start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
     """A daemon of binary on a socket of its own, its 10 first runs done:
     (process, socket path, a kept-alive connection). extra_config is
     appended to its config file; env (a dict) is added to its
@@ -97,7 +97,8 @@ def try_start_daemon(binary, max_concurrent, extra_config="", env=None):
     sock = os.path.join(d, "s.sock")
     cfg = os.path.join(d, "config.toml")
     with open(cfg, "w") as f:
-        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % max_concurrent)
+        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = %d\n[log]\nlevel = \"warn\"\n"
+                % (max_concurrent, queue_length))
         f.write(extra_config)
     log = open(os.path.join(d, "stderr.log"), "w")
     srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=log,
@@ -137,9 +138,9 @@ def settle_daemon(conn, timeout=180):
     sys.exit("bench: the daemon's font cache was still being built after %d s" % timeout)
 
 
-def start_daemon(binary, max_concurrent, extra_config="", env=None):
+def start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
     try:
-        return try_start_daemon(binary, max_concurrent, extra_config, env)
+        return try_start_daemon(binary, max_concurrent, extra_config, env, queue_length)
     except DaemonFailed as e:
         sys.exit(f"bench: {e}")
 

@@ -36,7 +36,11 @@
 // Run it on a quiet machine and read medians.
 //
 //   gcc -O2 -Wall -o /tmp/cgfloor scripts/cgfloor.c
-//   /tmp/cgfloor N ROUNDS DIR...
+//   /tmp/cgfloor [-r ROW] N ROUNDS DIR...
+//
+// -r ROW (an index into the table, from 0) runs that row alone and does
+// not wait after it: scripts/bench --throughput measures around it with
+// the kernel's counters of its own cgroup (scripts/kernelcpu.py).
 //
 // Each DIR is a directory the caller may make groups in, one per
 // hierarchy: on cgroup v1 the memory, pids, cpu and cpuacct ones (a
@@ -356,6 +360,16 @@ static double cpu_us(int who)
 
 int main(int argc, char **argv)
 {
+	int only = -1; // -r ROW: that row alone, for a caller that measures around this program
+	if (argc > 2 && strcmp(argv[1], "-r") == 0) {
+		only = atoi(argv[2]);
+		if (only < 0 || only >= NROWS) {
+			fprintf(stderr, "cgfloor: -r ROW: a row from 0 to %d\n", NROWS - 1);
+			return 2;
+		}
+		argc -= 2;
+		argv += 2;
+	}
 	int n = argc > 1 ? atoi(argv[1]) : 0;
 	int rounds = argc > 2 ? atoi(argv[2]) : 0;
 	ndirs = argc - 3;
@@ -375,12 +389,15 @@ int main(int argc, char **argv)
 	for (int k = 0; k < rounds; k++) {
 		for (int j = 0; j < NROWS; j++) {
 			int row = k % 2 ? NROWS - 1 - j : j; // the order alternates
+			if (only >= 0 && row != only)
+				continue;
 			double s0 = cpu_us(RUSAGE_SELF), c0 = cpu_us(RUSAGE_CHILDREN), t0 = now_us();
 			long long b0 = busy_us();
 			for (int m = 0; m < n; m++)
 				iteration(row, it++);
 			double t1 = now_us(), s1 = cpu_us(RUSAGE_SELF);
-			usleep(300000);
+			if (only < 0)
+				usleep(300000);
 			long long b1 = busy_us();
 			wall[row][k] = (t1 - t0) / n;
 			self[row][k] = (s1 - s0) / n;
@@ -391,7 +408,8 @@ int main(int argc, char **argv)
 	printf("%d iterations a row, %d rounds, %d hierarchies; medians, microseconds per iteration\n\n", n, rounds, ndirs);
 	printf("| steps | wall | the caller's CPU | its children's CPU | machine CPU |\n|---|---|---|---|---|\n");
 	for (int i = 0; i < NROWS; i++)
-		printf("| %s | %.0f | %.0f | %.0f | %.0f |\n", rows[i], median(wall[i], rounds), median(self[i], rounds),
-		       median(kids[i], rounds), median(machine[i], rounds));
+		if (only < 0 || i == only)
+			printf("| %s | %.0f | %.0f | %.0f | %.0f |\n", rows[i], median(wall[i], rounds), median(self[i], rounds),
+			       median(kids[i], rounds), median(machine[i], rounds));
 	return 0;
 }

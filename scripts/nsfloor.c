@@ -13,7 +13,13 @@
 // it also holds whatever else the machine ran then: run it on a quiet
 // machine, rows interleaved over rounds, and read medians.
 //
-//   gcc -O2 -Wall -o /tmp/nsfloor scripts/nsfloor.c && /tmp/nsfloor [N] [ROUNDS]
+//   gcc -O2 -Wall -o /tmp/nsfloor scripts/nsfloor.c && /tmp/nsfloor [N] [ROUNDS] [ROW]
+//
+// ROW (an index into the table, from 0) runs that row alone and does not
+// wait after it: scripts/bench --throughput measures around it with the
+// kernel's counters of its own cgroup (scripts/kernelcpu.py). The last
+// row adds a jail's mount tree (a tmpfs and 19 binds), whose unmounting
+// when the namespace goes is part of every run's floor.
 //
 // As root (or with user namespaces for everyone); it writes nothing.
 #define _GNU_SOURCE
@@ -24,6 +30,8 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -34,6 +42,7 @@ struct row {
 	int user; // a user namespace first, mapping the caller's ids
 	int flags;
 	int fork_pid1;
+	int mounts; // a jail's mount tree: a tmpfs and binds in it
 };
 
 static const struct row rows[] = {
@@ -47,8 +56,10 @@ static const struct row rows[] = {
 	{"user + cgroup", 1, CLONE_NEWCGROUP, 0},
 	{"all but net", 1, CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP, 1},
 	{"all (a warm run's set)", 1, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP, 1},
+	{"all + a jail's 20 mounts", 1, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP, 1, 1},
 };
 #define NROWS (sizeof rows / sizeof rows[0])
+#define JAIL_MOUNTS 20
 #define MAXROUNDS 64
 
 static void put(const char *path, const char *s)
@@ -57,6 +68,22 @@ static void put(const char *path, const char *s)
 	if (fd < 0 || write(fd, s, strlen(s)) != (ssize_t)strlen(s))
 		_exit(3);
 	close(fd);
+}
+
+// mount_tree mounts what a jail's mount namespace holds, roughly: a
+// tmpfs (over /tmp, in this namespace only) and 19 read-only binds of /usr
+// in it, 20 mounts that the kernel unmounts when the namespace goes.
+static void mount_tree(void)
+{
+	char dir[32];
+	if (mount("none", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,nr_inodes=64"))
+		_exit(4);
+	for (int i = 1; i < JAIL_MOUNTS; i++) {
+		snprintf(dir, sizeof dir, "/tmp/%d", i);
+		if (mkdir(dir, 0755) || mount("/usr", dir, NULL, MS_BIND, NULL) ||
+		    mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL))
+			_exit(4);
+	}
 }
 
 static void child(const struct row *r, uid_t uid, gid_t gid)
@@ -73,6 +100,8 @@ static void child(const struct row *r, uid_t uid, gid_t gid)
 	}
 	if (r->flags && unshare(r->flags))
 		_exit(2);
+	if (r->mounts)
+		mount_tree();
 	if (r->fork_pid1) {
 		pid_t p = fork();
 		if (p == 0)
@@ -87,8 +116,9 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 500;
 	int rounds = argc > 2 ? atoi(argv[2]) : 5;
-	if (n < 1 || rounds < 1 || rounds > MAXROUNDS) {
-		fprintf(stderr, "usage: nsfloor [N >= 1] [ROUNDS 1..%d]\n", MAXROUNDS);
+	int only = argc > 3 ? atoi(argv[3]) : -1; // one row, for a caller that measures around this program
+	if (n < 1 || rounds < 1 || rounds > MAXROUNDS || only < -1 || only >= (int)NROWS) {
+		fprintf(stderr, "usage: nsfloor [N >= 1] [ROUNDS 1..%d] [ROW 0..%d]\n", MAXROUNDS, (int)NROWS - 1);
 		return 2;
 	}
 	static double wall[NROWS][MAXROUNDS], cpu[NROWS][MAXROUNDS], machine[NROWS][MAXROUNDS];
@@ -97,6 +127,8 @@ int main(int argc, char **argv)
 	for (int k = 0; k < rounds; k++) {
 		for (size_t j = 0; j < NROWS; j++) {
 			size_t i = k % 2 ? NROWS - 1 - j : j; // the order alternates
+			if (only >= 0 && i != (size_t)only)
+				continue;
 			struct rusage before, after;
 			getrusage(RUSAGE_CHILDREN, &before);
 			long long b0 = busy_us();
@@ -112,7 +144,8 @@ int main(int argc, char **argv)
 				}
 			}
 			double t1 = now_us();
-			usleep(300000);
+			if (only < 0)
+				usleep(300000);
 			long long b1 = busy_us();
 			getrusage(RUSAGE_CHILDREN, &after);
 			double c = (after.ru_utime.tv_sec - before.ru_utime.tv_sec) * 1e6 + (after.ru_utime.tv_usec - before.ru_utime.tv_usec) +
@@ -125,7 +158,8 @@ int main(int argc, char **argv)
 	printf("%d iterations a row, %d rounds; medians, microseconds per iteration\n\n", n, rounds);
 	printf("| namespaces | wall | children's CPU | machine CPU (kernel threads included) |\n|---|---|---|---|\n");
 	for (size_t i = 0; i < NROWS; i++)
-		printf("| %s | %.0f | %.0f | %.0f |\n", rows[i].name, median(wall[i], rounds), median(cpu[i], rounds),
-		       median(machine[i], rounds));
+		if (only < 0 || i == (size_t)only)
+			printf("| %s | %.0f | %.0f | %.0f |\n", rows[i].name, median(wall[i], rounds), median(cpu[i], rounds),
+			       median(machine[i], rounds));
 	return 0;
 }

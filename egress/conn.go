@@ -11,6 +11,7 @@ import (
 type conn struct {
 	client   net.Conn
 	start    time.Time
+	seq      uint64       // accept order in the run
 	sent     atomic.Int64 // program -> upstream
 	received atomic.Int64 // upstream -> program
 	last     atomic.Int64 // time of the last byte either way, unix ns

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,11 +79,13 @@ type Run struct {
 	live     map[*conn]struct{}
 	period   period // since the last Take
 	accepted int    // connections accepted since the last Take
+	seq      uint64 // connections accepted in all
 }
 
 // period gathers what a report will say.
 type period struct {
 	report Report
+	seqs   []uint64 // the accept order of report.Connections
 }
 
 // Start serves l for one run with policy and returns the run. The caller
@@ -133,6 +136,8 @@ func (r *Run) admit(c net.Conn) {
 		return
 	}
 	r.accepted++
+	r.seq++
+	rec.seq = r.seq
 	max := r.p.opts.MaxConnections
 	if r.accepted > max || len(r.live) >= max {
 		rec.verdict, rec.reason = Blocked, ReasonConnectionLimit
@@ -189,6 +194,7 @@ func (r *Run) recordLocked(rec *conn) {
 	rep.BytesReceived += c.Received
 	if len(rep.Connections) < MaxListed {
 		rep.Connections = append(rep.Connections, c)
+		r.period.seqs = append(r.period.seqs, rec.seq)
 	} else {
 		rep.Truncated = true
 	}
@@ -207,6 +213,7 @@ func (r *Run) Take() *Report {
 		}
 	}
 	rep := r.period.report
+	sort.Sort(byAccept{rep.Connections, r.period.seqs})
 	r.period = period{}
 	r.accepted = 0
 	r.bytes.Store(0)
@@ -229,4 +236,17 @@ func (r *Run) Close() *Report {
 	r.l.Close()
 	r.wg.Wait()
 	return r.Take()
+}
+
+// byAccept sorts a report's connections in the order they came.
+type byAccept struct {
+	c   []Connection
+	seq []uint64
+}
+
+func (b byAccept) Len() int           { return len(b.c) }
+func (b byAccept) Less(i, j int) bool { return b.seq[i] < b.seq[j] }
+func (b byAccept) Swap(i, j int) {
+	b.c[i], b.c[j] = b.c[j], b.c[i]
+	b.seq[i], b.seq[j] = b.seq[j], b.seq[i]
 }

@@ -2,17 +2,17 @@ package nsjail
 
 import (
 	"os"
-
-	"golang.org/x/sys/unix"
+	"strconv"
 )
 
 // openNetwork calls the spec's Network hook (egress, docs/contract.md §8)
 // with the jail's network namespace, once the jail is built and before
 // the program has its go: nothing of the program has run yet, so no
 // program can hold the proxy's port first. A warm run's program lives in
-// its init's namespaces, which the init's pidfd names; a cold jail's
-// init is this process's child, named by a pidfd opened now (setns takes
-// a pidfd and CLONE_NEWNET). A spec without the hook costs nothing.
+// its init's namespaces, which the init's pidfd names (setns takes a
+// pidfd and CLONE_NEWNET); a cold jail's init is this process's child,
+// not waited for yet, so its /proc/PID/ns/net is its own. A spec without
+// the hook costs nothing.
 func (j *jail) openNetwork() error {
 	if j.spec == nil || j.spec.Network == nil {
 		return nil
@@ -22,11 +22,11 @@ func (j *jail) openNetwork() error {
 		if j.proc == nil {
 			return &StageError{Stage: "network egress", Msg: "the jail has no process to find its network namespace by"}
 		}
-		fd, err := unix.PidfdOpen(j.proc.Pid, 0)
+		f, err := os.Open("/proc/" + strconv.Itoa(j.proc.Pid) + "/ns/net")
 		if err != nil {
-			return stageErr("network egress: pidfd of the jail's init", err)
+			return stageErr("network egress: the jail's network namespace", err)
 		}
-		ns = os.NewFile(uintptr(fd), "jail-pidfd")
+		ns = f
 		defer ns.Close()
 	}
 	if err := j.spec.Network(ns); err != nil {

@@ -2,8 +2,10 @@ package egress
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 )
@@ -73,7 +75,7 @@ func (r *Run) forward(rec *conn, q *request) {
 
 // respond copies the upstream's response (after any 1xx) to the client,
 // its header at most maxHeader bytes.
-func (r *Run) respond(rec *conn, req *http.Request, up io.Reader) {
+func (r *Run) respond(rec *conn, req *http.Request, up net.Conn) {
 	hl := &headerLimit{r: &upReader{r: r, c: rec, src: up}, left: maxHeader}
 	ubr := bufio.NewReader(hl)
 	w := rec.client
@@ -96,10 +98,33 @@ func (r *Run) respond(rec *conn, req *http.Request, up io.Reader) {
 			continue
 		}
 		resp.Close = true
+		if n := resp.ContentLength; n > 0 && len(resp.TransferEncoding) == 0 && req.Method != http.MethodHead {
+			r.sendBody(rec, resp, ubr, up, n)
+			return
+		}
 		_ = resp.Write(w)
 		resp.Body.Close()
 		return
 	}
+}
+
+// sendBody answers with a response of known length: its header as
+// resp.Write would write it, the body's bytes already read, then the rest
+// moved by download (in the kernel between TCP sockets).
+func (r *Run) sendBody(rec *conn, resp *http.Response, ubr *bufio.Reader, up net.Conn, n int64) {
+	resp.Header.Del("Content-Length")
+	var hdr bytes.Buffer
+	fmt.Fprintf(&hdr, "HTTP/%d.%d %s\r\n", resp.ProtoMajor, resp.ProtoMinor, resp.Status)
+	_ = resp.Header.Write(&hdr)
+	fmt.Fprintf(&hdr, "Content-Length: %d\r\nConnection: close\r\n\r\n", n)
+	if _, err := rec.client.Write(hdr.Bytes()); err != nil {
+		return
+	}
+	k := min(int64(ubr.Buffered()), n)
+	if _, err := io.CopyN(rec.client, ubr, k); err != nil {
+		return
+	}
+	_ = r.download(rec, up, n-k)
 }
 
 // headerLimit fails a read once more than left bytes have come.

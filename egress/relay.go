@@ -72,7 +72,7 @@ func (u *upWriter) Write(p []byte) (int, error) {
 func (r *Run) relay(rec *conn, clientR io.Reader, up net.Conn) {
 	done := make(chan error, 1)
 	go func() {
-		err := r.download(rec, up)
+		err := r.download(rec, up, -1)
 		if err == nil {
 			closeWrite(rec.client)
 		} else {
@@ -93,33 +93,46 @@ func (r *Run) relay(rec *conn, clientR io.Reader, up net.Conn) {
 // two looks at the byte cap.
 const spliceChunk = 256 << 10
 
-// download copies from up to the client until up ends. Between two TCP
-// sockets the kernel moves the bytes (splice, through io.LimitedReader),
-// spliceChunk at a time taken from the run's budget and the unused part
-// given back; otherwise through upReader.
-func (r *Run) download(rec *conn, up net.Conn) error {
+// download copies from up to the client until up ends, or limit bytes
+// when limit is not negative. Between two TCP sockets the kernel moves
+// the bytes (splice, through io.LimitedReader), spliceChunk at a time
+// taken from the run's budget and the unused part given back; otherwise
+// through upReader.
+func (r *Run) download(rec *conn, up net.Conn, limit int64) error {
 	dst, ok1 := rec.client.(*net.TCPConn)
 	src, ok2 := up.(*net.TCPConn)
 	if !ok1 || !ok2 {
-		_, err := io.CopyBuffer(rec.client, &upReader{r: r, c: rec, src: up}, make([]byte, 64<<10))
+		var from io.Reader = &upReader{r: r, c: rec, src: up}
+		if limit >= 0 {
+			from = io.LimitReader(from, limit)
+		}
+		_, err := io.CopyBuffer(rec.client, from, make([]byte, 64<<10))
 		return err
 	}
-	for {
-		take := r.charge(spliceChunk)
+	for limit != 0 {
+		chunk := int64(spliceChunk)
+		if limit > 0 {
+			chunk = min(chunk, limit)
+		}
+		take := int64(r.charge(int(chunk)))
 		if take == 0 {
 			rec.end(ReasonByteLimit)
 			return errByteLimit
 		}
-		n, err := dst.ReadFrom(io.LimitReader(src, int64(take)))
-		r.bytes.Add(n - int64(take))
+		n, err := dst.ReadFrom(io.LimitReader(src, take))
+		r.bytes.Add(n - take)
 		rec.received.Add(n)
 		if n > 0 {
 			rec.touch()
 		}
-		if err != nil || n < int64(take) { // an error, or up's end
+		if limit > 0 {
+			limit -= n
+		}
+		if err != nil || n < take { // an error, or up's end
 			return err
 		}
 	}
+	return nil
 }
 
 func closeWrite(c net.Conn) {

@@ -1,9 +1,12 @@
 package egress
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +94,55 @@ func TestProxyTrickleIsNotIdle(t *testing.T) {
 	rep := w.run.Close()
 	if got := only(t, rep); got.Reason != ReasonIdleTimeout || got.Received != 20 {
 		t.Errorf("%+v", got)
+	}
+}
+
+// An absolute-form response of known length comes through whole and
+// unchanged (its body spliced), as do a HEAD's and a chunked one.
+func TestProxyForwardsBodies(t *testing.T) {
+	body := make([]byte, 3<<20+17)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/chunked" {
+			for i := 0; i < len(body); i += 1 << 20 {
+				w.Write(body[i:min(i+1<<20, len(body))])
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Header().Set("X-Kept", "yes")
+		if r.Method != http.MethodHead {
+			w.Write(body)
+		}
+	})}
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	go srv.Serve(l)
+	defer srv.Close()
+	port := l.Addr().(*net.TCPAddr).AddrPort().String()[len("127.0.0.1:"):]
+	w := newWorld(t, nil, "up.test:"+port)
+	for _, path := range []string{"/", "/chunked"} {
+		resp, err := w.client().Get("http://up.test:" + port + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !bytes.Equal(got, body) {
+			t.Errorf("%s: %d bytes, want %d, equal %v", path, len(got), len(body), bytes.Equal(got, body))
+		}
+		if path == "/" && resp.Header.Get("X-Kept") != "yes" {
+			t.Errorf("headers lost: %v", resp.Header)
+		}
+	}
+	resp, err := w.client().Head("http://up.test:" + port + "/")
+	if err != nil || resp.ContentLength != int64(len(body)) {
+		t.Fatalf("HEAD: %v %v", resp, err)
+	}
+	rep := w.run.Close()
+	if rep.Allowed != 3 || rep.BytesReceived < 2*int64(len(body)) {
+		t.Errorf("%+v", rep)
 	}
 }

@@ -110,7 +110,7 @@ func (r *Run) respond(rec *conn, req *http.Request, up net.Conn) {
 
 // sendBody answers with a response of known length: its header as
 // resp.Write would write it, the body's bytes already read, then the rest
-// moved by download (in the kernel between TCP sockets).
+// (download, with its larger buffer than resp.Write's).
 func (r *Run) sendBody(rec *conn, resp *http.Response, ubr *bufio.Reader, up net.Conn, n int64) {
 	resp.Header.Del("Content-Length")
 	var hdr bytes.Buffer

@@ -89,50 +89,18 @@ func (r *Run) relay(rec *conn, clientR io.Reader, up net.Conn) {
 	<-done
 }
 
-// spliceChunk is how many bytes a download moves in the kernel between
-// two looks at the byte cap.
-const spliceChunk = 256 << 10
-
 // download copies from up to the client until up ends, or limit bytes
-// when limit is not negative. Between two TCP sockets the kernel moves
-// the bytes (splice, through io.LimitedReader), spliceChunk at a time
-// taken from the run's budget and the unused part given back; otherwise
-// through upReader.
+// when limit is not negative, every byte charged to the run and counted
+// (upReader). It copies in this process: splice(2) between the sockets
+// would be faster, but Go's splice keeps a pool of pipes open in the
+// daemon after a run, and a run must leave no descriptor behind.
 func (r *Run) download(rec *conn, up net.Conn, limit int64) error {
-	dst, ok1 := rec.client.(*net.TCPConn)
-	src, ok2 := up.(*net.TCPConn)
-	if !ok1 || !ok2 {
-		var from io.Reader = &upReader{r: r, c: rec, src: up}
-		if limit >= 0 {
-			from = io.LimitReader(from, limit)
-		}
-		_, err := io.CopyBuffer(rec.client, from, make([]byte, 64<<10))
-		return err
+	var from io.Reader = &upReader{r: r, c: rec, src: up}
+	if limit >= 0 {
+		from = io.LimitReader(from, limit)
 	}
-	for limit != 0 {
-		chunk := int64(spliceChunk)
-		if limit > 0 {
-			chunk = min(chunk, limit)
-		}
-		take := int64(r.charge(int(chunk)))
-		if take == 0 {
-			rec.end(ReasonByteLimit)
-			return errByteLimit
-		}
-		n, err := dst.ReadFrom(io.LimitReader(src, take))
-		r.bytes.Add(n - take)
-		rec.received.Add(n)
-		if n > 0 {
-			rec.touch()
-		}
-		if limit > 0 {
-			limit -= n
-		}
-		if err != nil || n < take { // an error, or up's end
-			return err
-		}
-	}
-	return nil
+	_, err := io.CopyBuffer(rec.client, from, make([]byte, 64<<10))
+	return err
 }
 
 func closeWrite(c net.Conn) {
@@ -145,7 +113,6 @@ func closeWrite(c net.Conn) {
 // timeout. It arms a timer; no goroutine waits meanwhile.
 func (r *Run) watchIdle(rec *conn) {
 	idle := r.p.opts.IdleTimeout
-	seen := rec.kernelBytes()
 	var check func()
 	check = func() {
 		rec.mu.Lock()
@@ -153,10 +120,6 @@ func (r *Run) watchIdle(rec *conn) {
 		rec.mu.Unlock()
 		if closed {
 			return
-		}
-		if k := rec.kernelBytes(); k != seen { // bytes came in a chunk still being spliced
-			seen = k
-			rec.touch()
 		}
 		since := time.Since(time.Unix(0, rec.last.Load()))
 		if since >= idle {

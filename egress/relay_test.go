@@ -54,8 +54,8 @@ func tunnel(t *testing.T, w *world, port string) net.Conn {
 	return c
 }
 
-// A download spliced in the kernel stops at the byte cap, exactly.
-func TestProxyByteLimitSpliced(t *testing.T) {
+// A download through a tunnel stops at the byte cap, exactly.
+func TestProxyByteLimitTunnel(t *testing.T) {
 	port := serveWith(t, func(c net.Conn) { c.Write(make([]byte, 4<<20)) })
 	w := newWorld(t, func(o *Options) { o.MaxBytes = 300000 }, "up.test:"+port)
 	c := tunnel(t, w, port)
@@ -69,9 +69,8 @@ func TestProxyByteLimitSpliced(t *testing.T) {
 	}
 }
 
-// A download that trickles (a byte every 50 ms, a chunk never full) is
-// not idle: the kernel's count of received bytes says so. Once it stops,
-// the idle timeout ends it.
+// A download that trickles (a byte every 50 ms) is not idle. Once it
+// stops, the idle timeout ends it.
 func TestProxyTrickleIsNotIdle(t *testing.T) {
 	port := serveWith(t, func(c net.Conn) {
 		for range 20 {
@@ -98,7 +97,7 @@ func TestProxyTrickleIsNotIdle(t *testing.T) {
 }
 
 // An absolute-form response of known length comes through whole and
-// unchanged (its body spliced), as do a HEAD's and a chunked one.
+// unchanged, as do a HEAD's and a chunked one.
 func TestProxyForwardsBodies(t *testing.T) {
 	body := make([]byte, 3<<20+17)
 	for i := range body {

@@ -15,33 +15,34 @@ import (
 // outside the jail. It drives the configuration's [limits.default] and
 // [limits.max] (their keys, defaults, maxima, the check that a default is
 // not above its maximum), the request's "limits" (RequestLimits.apply) and
-// the limit flags of `agentjail run`. A new limit is a field of
+// the limit flags of `agentjail run`, and which limits a session and a
+// call of it take (Scope). A new limit is a field of
 // nsjail.Limits (with its default and validation there), a row here, and
 // the field of that key in LimitValues and, when a request may set it, in
 // RequestLimits: TestLimitTable fails until all of them are there.
 var limitTable = []Limit{
-	{Key: "memory_bytes", Unit: UnitBytes, Flag: "memory", Help: "memory limit, swap off (e.g. 256MiB)", max: 4 << 30,
+	{Key: "memory_bytes", Scope: ScopeRun | ScopeSession, Unit: UnitBytes, Flag: "memory", Help: "memory limit, swap off (e.g. 256MiB)", max: 4 << 30,
 		jail: func(l *nsjail.Limits) any { return &l.MemoryBytes }},
-	{Key: "wall_time_ms", Unit: UnitMs, Flag: "timeout", Help: "wall-clock limit (e.g. 10s)", max: 300_000,
+	{Key: "wall_time_ms", Scope: ScopeRun | ScopeCall, Unit: UnitMs, Flag: "timeout", Help: "wall-clock limit (e.g. 10s)", max: 300_000,
 		jail: func(l *nsjail.Limits) any { return &l.WallTime }},
-	{Key: "cpu_time_ms", Unit: UnitMs, Flag: "cpu-time", Help: "CPU time of all processes (e.g. 5s)", max: 300_000,
+	{Key: "cpu_time_ms", Scope: ScopeRun | ScopeSession | ScopeCall, Unit: UnitMs, Flag: "cpu-time", Help: "CPU time of all processes (e.g. 5s)", max: 300_000,
 		jail: func(l *nsjail.Limits) any { return &l.CPUTime }},
-	{Key: "pids", Unit: UnitCount, Flag: "pids", Help: "processes and threads (e.g. 64)", max: 1024,
+	{Key: "pids", Scope: ScopeRun | ScopeSession, Unit: UnitCount, Flag: "pids", Help: "processes and threads (e.g. 64)", max: 1024,
 		jail: func(l *nsjail.Limits) any { return &l.Pids }},
-	{Key: "output_bytes", Unit: UnitBytes, Flag: "output-limit", Help: "stdout+stderr captured before the jail is killed (e.g. 1MiB)", max: 64 << 20,
+	{Key: "output_bytes", Scope: ScopeRun | ScopeCall, Unit: UnitBytes, Flag: "output-limit", Help: "stdout+stderr captured before the jail is killed (e.g. 1MiB)", max: 64 << 20,
 		jail: func(l *nsjail.Limits) any { return &l.OutputBytes }},
-	{Key: "tmp_bytes", Unit: UnitBytes, Flag: "tmp-size", Help: "size of /workspace, /tmp and /dev/shm together (e.g. 64MiB)", max: 1 << 30,
+	{Key: "tmp_bytes", Scope: ScopeRun | ScopeSession, Unit: UnitBytes, Flag: "tmp-size", Help: "size of /workspace, /tmp and /dev/shm together (e.g. 64MiB)", max: 1 << 30,
 		jail: func(l *nsjail.Limits) any { return &l.TmpBytes }},
-	{Key: "open_files", Unit: UnitCount, Flag: "open-files", Help: "open file descriptors per process (e.g. 256)", max: 4096,
+	{Key: "open_files", Scope: ScopeRun | ScopeSession, Unit: UnitCount, Flag: "open-files", Help: "open file descriptors per process (e.g. 256)", max: 4096,
 		jail: func(l *nsjail.Limits) any { return &l.OpenFiles }},
-	{Key: "file_size_bytes", Unit: UnitBytes, Flag: "file-size", Help: "largest file a process may write (e.g. 32MiB)", max: 1 << 30,
+	{Key: "file_size_bytes", Scope: ScopeRun | ScopeSession, Unit: UnitBytes, Flag: "file-size", Help: "largest file a process may write (e.g. 32MiB)", max: 1 << 30,
 		jail: func(l *nsjail.Limits) any { return &l.FileSizeBytes }},
-	{Key: "display_bytes", Unit: UnitBytes, Flag: "display-bytes", Help: "rich outputs (figures, HTML) kept in the result (e.g. 2MiB)", max: nsjail.MaxDisplayBytes,
+	{Key: "display_bytes", Scope: ScopeRun | ScopeCall, Unit: UnitBytes, Flag: "display-bytes", Help: "rich outputs (figures, HTML) kept in the result (e.g. 2MiB)", max: nsjail.MaxDisplayBytes,
 		jail: func(l *nsjail.Limits) any { return &l.DisplayBytes }},
 	// No flag and no request field: docs/contract.md has none, and the
 	// daemon's limits.default.cpus is every jail's share of the host. Its
 	// maximum only bounds limits.default.cpus.
-	{Key: "cpus", Unit: UnitCPUs, max: 1024,
+	{Key: "cpus", Scope: ScopeRun, Unit: UnitCPUs, max: 1024,
 		jail: func(l *nsjail.Limits) any { return &l.CPUs }},
 }
 
@@ -56,6 +57,9 @@ type Limit struct {
 	// its name.
 	Key  string
 	Unit LimitUnit
+	// Scope says what the limit bounds: a run, a session as a whole (its
+	// CPU time: all its calls together), a call of a session.
+	Scope LimitScope
 	// Flag is the flag of `agentjail run` that sets it, and Help that
 	// flag's help; "" when a request cannot set the limit.
 	Flag, Help string

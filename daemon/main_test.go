@@ -6,11 +6,12 @@ import (
 	"testing"
 
 	"agentjail/nsjail"
+	_ "agentjail/nsjail/boot" // the jail's C stages: this binary is also the init stage
 )
 
 // TestMain: the test binary is also the jail's init stage (the runner
 // re-executes /proc/self/exe), which is C run before the Go runtime starts
-// (nsjail/bootstrap_linux.c); the IsInit check is only what a binary built
+// (nsjail/boot, imported here); the IsInit check is only what a binary built
 // without cgo reaches. It is also a peer under another uid in
 // TestPeerCredentials (AGENTJAIL_TEST_PEER names the socket to call).
 func TestMain(m *testing.M) {

@@ -93,7 +93,7 @@ type attackEnv struct {
 // attack is one case of Part B.
 type attack struct {
 	id     string      // "R01_memory_bomb"
-	code   string      // the snippet, without the prelude
+	code   string      // the snippet, without the prelude; "": testdata/attacks/<id>.py
 	mod    func(*Spec) // limits for this case (DefaultLimits otherwise)
 	canary bool        // run the A.4 item 4 canary job during the attack
 	// check asserts the Expected outcome and the absence of the FAIL line.
@@ -144,7 +144,7 @@ func runAttack(t *testing.T, r *Runner, e *attackEnv, a attack, baseline time.Du
 	if a.canary {
 		canary = startCanary(r, 500*time.Millisecond)
 	}
-	res := jailRun(t, e.fill(a.code), a.mod)
+	res := jailRun(t, e.fill(attackProgram(t, a)), a.mod)
 	attackEnd := time.Now()
 	e.noCanaryLeak(t, res)
 	if canary != nil {
@@ -154,6 +154,19 @@ func runAttack(t *testing.T, r *Runner, e *attackEnv, a attack, baseline time.Du
 		after(t, res)
 	}
 	a.check(t, e, res, parseProbes(res))
+}
+
+// attackProgram is a's snippet: its code, or else its file in
+// testdata/attacks (where the catalogue's programs are, to be read, linted
+// and run by hand: python3 testdata/attacks/<id>.py after the
+// placeholders in braces are filled in).
+func attackProgram(t *testing.T, a attack) string {
+	if a.code != "" {
+		return a.code
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "attacks", a.id+".py"))
+	require.NoError(t, err, "attack %s: its program", a.id)
+	return string(b)
 }
 
 // e.fill replaces the harness's placeholders and prepends the prelude.
@@ -717,11 +730,6 @@ func attackCases() []attack {
 		// Group R: resource exhaustion
 		{
 			id: "R01_memory_bomb",
-			code: `chunks = []
-while True:
-    chunks.append(b"\x01" * (64 << 20))            # writes every page
-    print("R01 MiB", 64 * len(chunks), flush=True)
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				oom, rss := vmstat("oom_kill"), systest.SelfRSS()
 				kmsg := kernelLogFromNow(t)
@@ -773,10 +781,6 @@ while True:
 		},
 		{
 			id: "R03_peak_memory_reporting",
-			code: `x = b"\x01" * (200 << 20)
-del x
-time.sleep(1); print("R03 done")
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				assert.Equal(t, 0, res.ExitCode)
@@ -788,11 +792,7 @@ time.sleep(1); print("R03 done")
 		},
 		{
 			// Wall limit 2 s instead of 10 s.
-			id: "R04_fork_bomb",
-			code: `while True:
-    try: os.fork()
-    except OSError: time.sleep(0.01)
-`,
+			id:     "R04_fork_bomb",
 			mod:    wall(2 * time.Second),
 			canary: true,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
@@ -805,14 +805,7 @@ time.sleep(1); print("R03 done")
 		},
 		{
 			// Wall limit 2 s instead of 10 s.
-			id: "R05_thread_bomb",
-			code: `import threading
-n = 0
-try:
-    while True: threading.Thread(target=time.sleep, args=(3600,), daemon=True).start(); n += 1
-except Exception as e: print("R05 stopped at", n, type(e).__name__, flush=True)
-time.sleep(3600)
-`,
+			id:     "R05_thread_bomb",
 			mod:    wall(2 * time.Second),
 			canary: true,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
@@ -829,13 +822,6 @@ time.sleep(3600)
 		},
 		{
 			id: "R06_disk_fill_tmp",
-			code: `n = 0
-try:
-    while True:
-        with open(f"/tmp/fill{n // 8}", "ab") as f: f.write(b"\x03" * (1 << 20))
-        n += 1
-except OSError as e: print("R06", errno.errorcode[e.errno], "MiB", n)
-`,
 			// The jail's files are in its own tmpfs: none on the host's
 			// /tmp or below the state directory. (Not their free space:
 			// other tenants of the host change it.)
@@ -855,13 +841,6 @@ except OSError as e: print("R06", errno.errorcode[e.errno], "MiB", n)
 		},
 		{
 			id: "R07_file_size_and_sparse_bomb",
-			code: `try:
-    with open("/tmp/big", "wb") as f:
-        while True: f.write(b"\x04" * (1 << 20))
-except OSError as e: print("R07 write", errno.errorcode[e.errno], os.path.getsize("/tmp/big"))
-open("/tmp/sparse", "w").close()
-print("R07 truncate-1TiB", t(os.truncate, "/tmp/sparse", 1 << 40))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				assert.Equal(t, "EFBIG 33554432", out.line(t, "R07 write"))
@@ -870,11 +849,6 @@ print("R07 truncate-1TiB", t(os.truncate, "/tmp/sparse", 1 << 40))
 		},
 		{
 			id: "R08_inode_exhaustion",
-			code: `n = 0
-try:
-    while True: open(f"/tmp/i{n}", "w").close(); n += 1
-except OSError as e: print("R08", errno.errorcode[e.errno], n)
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "R08", "", "ENOSPC")
@@ -888,13 +862,6 @@ except OSError as e: print("R08", errno.errorcode[e.errno], n)
 		},
 		{
 			id: "R09_fd_exhaustion",
-			code: `import resource
-fds = []
-try:
-    while True: fds.append(os.open("/dev/null", os.O_RDONLY))
-except OSError as e: print("R09", errno.errorcode[e.errno], len(fds))
-print("R09 raise-hard", t(resource.setrlimit, resource.RLIMIT_NOFILE, (1 << 20, 1 << 20)))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				assert.Equal(t, "EMFILE 253", out.line(t, "R09"), "RLIMIT_NOFILE 256 minus stdio")
@@ -903,9 +870,6 @@ print("R09 raise-hard", t(resource.setrlimit, resource.RLIMIT_NOFILE, (1 << 20, 
 		},
 		{
 			id: "R11_stdout_flood",
-			code: `buf = b"A" * 65536
-while True: os.write(1, buf)
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				rss := systest.SelfRSS()
 				return func(t *testing.T, res *Result) {
@@ -925,10 +889,6 @@ while True: os.write(1, buf)
 			// CPU budget 1.5 s (docs/security.md: 6 s), wall 5 s: the budget, not
 			// the wall clock, must end it.
 			id: "R13_cpu_spin_many_processes",
-			code: `for _ in range(15):
-    if os.fork() == 0: break
-while True: pass
-`,
 			mod: func(s *Spec) {
 				s.Limits.CPUTime = 1500 * time.Millisecond
 				s.Limits.WallTime = 5 * time.Second
@@ -946,9 +906,8 @@ while True: pass
 		},
 		{
 			// Wall limit 1 s instead of 10 s.
-			id:   "R14_sleep_forever",
-			code: "time.sleep(10 ** 9)\n",
-			mod:  wall(time.Second),
+			id:  "R14_sleep_forever",
+			mod: wall(time.Second),
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				wallKilled(t, res, time.Second)
 				assert.Less(t, res.CPUTime, 200*time.Millisecond, "cpu_usec about 0")
@@ -956,14 +915,6 @@ while True: pass
 		},
 		{
 			id: "R15_orphan_keeps_stdout_open",
-			code: `if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT): signal.signal(s, signal.SIG_IGN)
-        time.sleep(3600)                  # grandchild holds the inherited stdout/stderr pipes
-    os._exit(0)
-print("R15 main exiting", flush=True)
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				start := time.Now()
 				return func(t *testing.T, res *Result) {
@@ -984,11 +935,6 @@ print("R15 main exiting", flush=True)
 		// Group F: filesystem escape
 		{
 			id: "F01_read_host_secrets",
-			code: `for p in ("/etc/shadow", "/etc/sudoers", "/root/.ssh/id_rsa", "/root/.bash_history", "/home",
-          "/var/lib", "/run/secrets", "/etc/{DAEMON_CONF}", "/var/log", "/boot"):
-    print("F01", p, t(lambda: os.listdir(p) if os.path.isdir(p) else open(p, "rb").read(64)))
-print("F01 canary", t(lambda: open("{CANARY}", "rb").read()))    # this suite's root-only host file
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				for _, p := range []string{"/etc/shadow", "/etc/sudoers", "/root/.ssh/id_rsa", "/root/.bash_history", "/home",
@@ -1000,11 +946,6 @@ print("F01 canary", t(lambda: open("{CANARY}", "rb").read()))    # this suite's 
 		},
 		{
 			id: "F02_write_outside_workdir",
-			code: `import sysconfig
-for p in ("/etc/x", "/usr/x", "/x", sysconfig.get_paths()["stdlib"] + "/os.py",
-          sysconfig.get_paths()["purelib"] + "/sitecustomize.py", "/proc/x", "/dev/x"):
-    print("F02", p, t(lambda: open(p, "a").write("print('persist')")))
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				osPy := fileHash("/usr/lib/python3.11/os.py")
 				return func(t *testing.T, res *Result) {
@@ -1033,10 +974,6 @@ for p in ("/etc/x", "/usr/x", "/x", sysconfig.get_paths()["stdlib"] + "/os.py",
 		{id: "F04_symlink_exfiltration_artefacts", run: runF04},
 		{
 			id: "F07_overwrite_running_binary",
-			code: `for p in ("/proc/self/exe", "/proc/1/exe"):
-    print("F07", p, t(os.readlink, p), t(os.open, p, os.O_WRONLY), t(os.open, p, os.O_RDWR | os.O_APPEND))
-    print("F07 O_PATH-reopen", p, t(lambda: os.open(f"/proc/self/fd/{os.open(p, os.O_PATH)}", os.O_WRONLY)))
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				py := fileHash("/usr/bin/python3.11")
 				return func(t *testing.T, res *Result) {
@@ -1065,9 +1002,6 @@ for p in ("/etc/x", "/usr/x", "/x", sysconfig.get_paths()["stdlib"] + "/os.py",
 		},
 		{
 			id: "F08_hunt_daemon_binary_in_proc",
-			code: `for p in filter(str.isdigit, os.listdir("/proc")):
-    print("F08", p, t(os.readlink, f"/proc/{p}/exe"), t(lambda: open(f"/proc/{p}/cmdline", "rb").read()[:80]))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				lines := out.all("F08")
@@ -1084,10 +1018,6 @@ for p in ("/etc/x", "/usr/x", "/x", sysconfig.get_paths()["stdlib"] + "/os.py",
 		},
 		{
 			id: "F11_sys_and_cgroupfs",
-			code: `print("F11 ls", t(os.listdir, "/sys"), t(os.listdir, "/sys/fs/cgroup"))
-for p, v in (("/sys/fs/cgroup/cgroup.procs", str(os.getpid())), ("/sys/kernel/uevent_helper", None)):
-    print("F11 w", p, t(lambda: open(p, "w").write(v if v is not None else open(p).read())))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				assert.Equal(t, "ENOENT ENOENT", out.line(t, "F11 ls"), "no /sys")
@@ -1097,11 +1027,6 @@ for p, v in (("/sys/fs/cgroup/cgroup.procs", str(os.getpid())), ("/sys/kernel/ue
 		},
 		{
 			id: "F12_kernel_knobs_proc",
-			code: `for p, v in (("/proc/sys/kernel/core_pattern", None), ("/proc/sysrq-trigger", "h"), ("/proc/sys/kernel/modprobe", None)):
-    try: old = v if v is not None else open(p).read()
-    except OSError as e: print("F12", p, errno.errorcode[e.errno]); continue
-    print("F12", p, t(lambda: open(p, "w").write(old)))     # writes back the same value; sysrq 'h' = help only
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				core := readOrErr("/proc/sys/kernel/core_pattern")
 				return func(t *testing.T, res *Result) {
@@ -1125,12 +1050,6 @@ for p, v in (("/sys/fs/cgroup/cgroup.procs", str(os.getpid())), ("/sys/kernel/ue
 		},
 		{
 			id: "F13_dev_access_and_mknod",
-			code: `print("F13 ls", sorted(os.listdir("/dev")))
-for d in ("/dev/mem", "/dev/kmsg", "/dev/port", "/dev/sda", "/dev/vda", "/dev/nvme0n1", "/dev/tty", "/dev/console",
-          "/dev/fuse", "/dev/net/tun", "/dev/kvm", "/dev/nvidia0", "/dev/nvidiactl"):
-    print("F13", d, t(os.open, d, os.O_RDONLY))
-print("F13 mknod", t(os.mknod, "/tmp/sda", 0o600 | 0o060000, os.makedev(8, 0)))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				// docs/security.md: null zero full random urandom and the fd
@@ -1152,12 +1071,6 @@ print("F13 mknod", t(os.mknod, "/tmp/sda", 0o600 | 0o060000, os.makedev(8, 0)))
 		},
 		{
 			id: "F14_mount_and_new_mount_api",
-			code: `os.makedirs("/tmp/m", exist_ok=True)
-print("F14 mount-tmpfs", sc(165, b"none", b"/tmp/m", b"tmpfs", 0, None))
-print("F14 bind-root", sc(165, b"/", b"/tmp/m", None, 0x1000 | 0x4000, None))       # MS_BIND|MS_REC
-print("F14 umount2", sc(166, b"/tmp/m", 2))                                          # MNT_DETACH
-print("F14 fsopen", sc(430, b"tmpfs", 0), "open_tree", sc(428, -100, b"/", 1), "move_mount", sc(429, -1, b"", -1, b"", 0))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "F14 mount-tmpfs", "", "EPERM")
@@ -1171,15 +1084,6 @@ print("F14 fsopen", sc(430, b"tmpfs", 0), "open_tree", sc(428, -100, b"/", 1), "
 		},
 		{
 			id: "F15_chroot_escape",
-			code: `pid = os.fork()
-if pid == 0:
-    os.makedirs("/tmp/c", exist_ok=True); r = t(os.chroot, "/tmp/c")
-    if r.startswith("OK"):
-        for _ in range(64): os.chdir("..")
-        os.chroot(".")
-    print("F15", r, sorted(os.listdir("/"))[:15], flush=True); os._exit(0)
-os.waitpid(pid, 0)
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "F15", "", "EPERM")
@@ -1193,10 +1097,6 @@ os.waitpid(pid, 0)
 		},
 		{
 			id: "F16_open_by_handle_at",
-			code: `fh = ctypes.create_string_buffer(struct.pack("Ii", 128, 0) + b"\0" * 128); mid = ctypes.c_int()
-print("F16 name_to_handle_at", sc(303, -100, b"/", fh, ctypes.byref(mid), 0))
-print("F16 open_by_handle_at", sc(304, os.open("/", os.O_RDONLY), fh, os.O_RDONLY))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				// Informational in docs/security.md; agentjail forbids it too.
@@ -1207,17 +1107,6 @@ print("F16 open_by_handle_at", sc(304, os.open("/", os.O_RDONLY), fh, os.O_RDONL
 		},
 		{
 			id: "F18_exec_from_writable_storage",
-			code: `# This suite: P01's probe inside the executed processes.
-P01 = 'import os; st = dict(l.split(":\\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\\t" in l); print("F18 LABEL", os.getuid(), *(k + "=" + st.get(k, "-").strip() for k in ("CapEff", "CapBnd", "NoNewPrivs", "Seccomp", "Seccomp_filters")), flush=True)'
-p = "/tmp/x.py"; open(p, "w").write(f"#!{sys.executable}\n" + P01.replace("LABEL", "tmp-P01") + "\n"); os.chmod(p, 0o4755)
-import subprocess
-print("F18 exec-tmp", t(subprocess.run, [p]))
-fd = os.memfd_create("x"); os.write(fd, open(sys.executable, "rb").read())
-print("F18 memfd", t(subprocess.run, [f"/proc/self/fd/{fd}", "-c", "print('memfd-exec')"], pass_fds=(fd,)))
-print("F18 memfd-child", t(subprocess.run, [f"/proc/self/fd/{fd}", "-c", P01.replace("LABEL", "memfd-P01")], pass_fds=(fd,)))
-st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
-print("F18 self-P01", os.getuid(), *(k + "=" + st.get(k, "-").strip() for k in ("CapEff", "CapBnd", "NoNewPrivs", "Seccomp", "Seccomp_filters")))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				// The scratch space is not noexec by default
@@ -1238,10 +1127,6 @@ print("F18 self-P01", os.getuid(), *(k + "=" + st.get(k, "-").strip() for k in (
 		// Group P: privilege and kernel attack surface
 		{
 			id: "P01_baseline_identity",
-			code: `st = dict(l.split(":\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\t" in l)
-print("P01", os.getuid(), os.geteuid(), os.getgid(), os.getgroups(),
-      {k: st.get(k, "-").strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters")})
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				l := out.line(t, "P01")
@@ -1261,10 +1146,6 @@ print("P01", os.getuid(), os.geteuid(), os.getgid(), os.getgroups(),
 		},
 		{
 			id: "P02_setuid_to_root",
-			code: `for f, a in ((os.setuid, (0,)), (os.setgid, (0,)), (os.setgroups, ([0],)), (os.setresuid, (0, 0, 0))):
-    print("P02", f.__name__, t(f, *a))
-print("P02 now", os.getuid(), os.geteuid())
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				// docs/security.md expects EPERM. The identity calls are allowed by
@@ -1283,13 +1164,6 @@ print("P02 now", os.getuid(), os.geteuid())
 		},
 		{
 			id: "P04_ptrace_vm_readv_pidfd_getfd",
-			code: `child = os.fork()
-if child == 0: time.sleep(30); os._exit(0)
-print("P04 seize-own-child", sc(101, 0x4206, child, 0, 0), "seize-pid1", sc(101, 0x4206, 1, 0, 0))   # PTRACE_SEIZE
-print("P04 vm_readv", sc(310, child, None, 0, None, 0, 0))
-pfd = libc.syscall(_a(434), _a(child), _a(0)); print("P04 pidfd_getfd", sc(438, pfd, 0, 0))
-os.kill(child, 9)
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				// agentjail forbids ptrace altogether (the recommended policy).
@@ -1302,11 +1176,6 @@ os.kill(child, 9)
 		},
 		{
 			id: "P05_unshare_setns",
-			code: `for name, fl in (("user", 0x10000000), ("mnt", 0x20000), ("net", 0x40000000), ("pid", 0x20000000),
-                 ("uts", 0x04000000), ("ipc", 0x08000000), ("cgroup", 0x02000000), ("time", 0x80)):
-    print("P05 unshare", name, sc(272, fl))
-print("P05 setns", sc(308, os.open("/proc/self/ns/net", os.O_RDONLY), 0))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				for _, n := range []string{"user", "mnt", "net", "pid", "uts", "ipc", "cgroup", "time"} {
@@ -1332,19 +1201,6 @@ print("P05k unshare user", sc(272, 0x10000000), flush=True)
 		},
 		{
 			id: "P06_clone_newuser_and_clone3",
-			code: `r = sc(56, 0x10000000 | 17, 0, 0, 0, 0)                 # clone(CLONE_NEWUSER|SIGCHLD)
-if r == "OK:0": os._exit(0)
-print("P06 clone-newuser", r)
-r = sc(435, ctypes.create_string_buffer(struct.pack("8Q", 0x10000000, 0, 0, 0, 17, 0, 0, 0)), 64)
-if r == "OK:0": os._exit(0)
-print("P06 clone3", r)
-r = sc(56, 0x8000 | 17, 0, 0, 0, 0)                            # clone(CLONE_PARENT|SIGCHLD): a sibling
-if r == "OK:0": os._exit(0)
-print("P06 clone-parent", r)
-pid = os.fork()
-if pid == 0: os._exit(7)
-print("P06 plain-fork", os.waitpid(pid, 0)[1] >> 8)
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P06 clone-newuser", "", "EPERM")
@@ -1360,10 +1216,6 @@ print("P06 plain-fork", os.waitpid(pid, 0)[1] >> 8)
 		},
 		{
 			id: "P07_kernel_keyring",
-			code: `print("P07 keyctl", sc(250, 0, -4, 0))                              # KEYCTL_GET_KEYRING_ID(@u)
-print("P07 add_key", sc(248, b"user", b"sbx", b"v", 1, -2))          # into @p
-print("P07 request_key", sc(249, b"user", b"sbx", None, -2))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				for _, c := range []string{"keyctl", "add_key", "request_key"} {
@@ -1374,9 +1226,6 @@ print("P07 request_key", sc(249, b"user", b"sbx", None, -2))
 		},
 		{
 			id: "P08_bpf",
-			code: `attr = ctypes.create_string_buffer(struct.pack("IIII", 2, 4, 4, 1), 128)     # BPF_MAP_CREATE ARRAY
-print("P08 bpf map_create", sc(321, 0, attr, 128))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P08 bpf map_create", "", "EPERM")
@@ -1385,9 +1234,6 @@ print("P08 bpf map_create", sc(321, 0, attr, 128))
 		},
 		{
 			id: "P09_perf_event_open",
-			code: `attr = ctypes.create_string_buffer(struct.pack("IIQ", 1, 128, 0), 128)       # SOFTWARE/CPU_CLOCK
-print("P09 self", sc(298, attr, 0, -1, -1, 0), "cpu0-all", sc(298, attr, -1, 0, -1, 0))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P09 self", "", "EPERM", "EACCES")
@@ -1397,9 +1243,6 @@ print("P09 self", sc(298, attr, 0, -1, -1, 0), "cpu0-all", sc(298, attr, -1, 0, 
 		},
 		{
 			id: "P10_io_uring",
-			code: `print("P10 setup", sc(425, 8, ctypes.create_string_buffer(120)))
-print("P10 enter", sc(426, 0, 0, 0, 0, None, 0), "register", sc(427, 0, 0, None, 0))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P10 setup", "", "EPERM", "ENOSYS")
@@ -1410,8 +1253,6 @@ print("P10 enter", sc(426, 0, 0, 0, 0, None, 0), "register", sc(427, 0, 0, None,
 		},
 		{
 			id: "P11_userfaultfd",
-			code: `print("P11 uffd", sc(323, os.O_CLOEXEC), "user-mode-only", sc(323, os.O_CLOEXEC | 1))   # UFFD_USER_MODE_ONLY
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P11 uffd", "", "EPERM")
@@ -1421,10 +1262,6 @@ print("P10 enter", sc(426, 0, 0, 0, 0, None, 0), "register", sc(427, 0, 0, None,
 		},
 		{
 			id: "P12_modules_and_socket_autoload",
-			code: `print("P12 init_module", sc(175, b"", 0, b""), "finit_module", sc(313, -1, b"", 0), "delete_module", sc(176, b"sbx_none", os.O_NONBLOCK))
-for fam, typ, proto in ((5, 2, 0), (9, 5, 0), (3, 2, 0), (21, 5, 0), (30, 4, 0), (2, 6, 33), (2, 1, 132), (15, 3, 2)):
-    print("P12 autoload", fam, typ, proto, t(socket.socket, fam, typ, proto))   # appletalk x25 ax25 rds tipc dccp sctp af_key
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P12 init_module", "", "EPERM")
@@ -1448,9 +1285,6 @@ for fam, typ, proto in ((5, 2, 0), (9, 5, 0), (3, 2, 0), (21, 5, 0), (30, 4, 0),
 		},
 		{
 			id: "P13_reboot_kexec",
-			code: `print("P13 reboot", sc(169, 0xfee1dead, 0, 0, None))                    # bad magic2: EPERM unpriv, EINVAL if privileged
-print("P13 kexec_load", sc(246, 0, 0, None, 0x8000), "kexec_file_load", sc(320, -1, -1, 0, b"", 0x8000))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P13 reboot", "", "EPERM", "ENOSYS")
@@ -1461,9 +1295,6 @@ print("P13 kexec_load", sc(246, 0, 0, None, 0x8000), "kexec_file_load", sc(320, 
 		},
 		{
 			id: "P14_sethostname",
-			code: `name = socket.gethostname().encode()
-print("P14 sethostname", sc(170, name, len(name)), "uname", os.uname().nodename)
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P14 sethostname", "", "EPERM")
@@ -1474,9 +1305,6 @@ print("P14 sethostname", sc(170, name, len(name)), "uname", os.uname().nodename)
 		},
 		{
 			id: "P15_clock_manipulation",
-			code: `ts = (ctypes.c_long * 2)(); libc.clock_gettime(0, ts)
-print("P15 clock_settime", sc(227, 0, ts), "settimeofday", sc(164, None, None))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "P15 clock_settime", "", "EPERM")
@@ -1498,11 +1326,6 @@ print("P15 clock_settime", sc(227, 0, ts), "settimeofday", sc(164, None, None))
 				s.Limits.WallTime = 60 * time.Second
 				s.Limits.CPUTime = 60 * time.Second
 			},
-			code: `hits = [os.path.join(d, f) for r in ("/usr", "/bin", "/sbin", "/lib", "/opt") for d, _, fs in os.walk(r) for f in fs
-        if os.path.exists(os.path.join(d, f)) and os.lstat(os.path.join(d, f)).st_mode & 0o6000]
-print("P21 suid/sgid", hits[:20])
-print("P21 mounts", [(l.split()[4], l.split()[5]) for l in open("/proc/self/mountinfo")])
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				// The host's setuid binaries are visible under the /usr bind
@@ -1532,13 +1355,6 @@ print("P21 mounts", [(l.split()[4], l.split()[5]) for l in open("/proc/self/moun
 		// Group N: network
 		{
 			id: "N01_tcp_to_host_via_loopback",
-			code: `for host in ("127.0.0.1", "::1"):
-    for port in (22, 53, 80, 443, 2375, 2376, 5432, 6379, 8080, 10250):
-        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET); s.settimeout(1)
-        print("N01", host, port, t(s.connect, (host, port))); s.close()
-s = socket.socket(); s.settimeout(1)                      # this suite: a real listener on the host's 127.0.0.1
-print("N01 host-listener", t(s.connect, ("127.0.0.1", {TCP_PORT})))
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				n := e.accepted.Load()
 				return func(t *testing.T, res *Result) {
@@ -1557,9 +1373,6 @@ print("N01 host-listener", t(s.connect, ("127.0.0.1", {TCP_PORT})))
 		},
 		{
 			id: "N02_metadata_host_lan",
-			code: `for ip in ("169.254.169.254", "{HOST_IP}", "10.0.0.1", "172.17.0.1", "192.168.1.1", "8.8.8.8"):
-    s = socket.socket(); s.settimeout(2); print("N02", ip, t(s.connect, (ip, 80))); s.close()
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				for _, ip := range []string{"169.254.169.254", e.hostIP, "10.0.0.1", "172.17.0.1", "192.168.1.1", "8.8.8.8"} {
@@ -1570,10 +1383,6 @@ print("N01 host-listener", t(s.connect, ("127.0.0.1", {TCP_PORT})))
 		},
 		{
 			id: "N03_dns",
-			code: `print("N03 getaddrinfo", t(socket.getaddrinfo, "example.com", 443))
-print("N03 resolv.conf", t(lambda: open("/etc/resolv.conf").read()[:200]))
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("N03 udp53", t(u.sendto, b"\0" * 12, ("8.8.8.8", 53)))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "N03 getaddrinfo", "", "gaierror")
@@ -1583,9 +1392,6 @@ u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("N03 udp53", t(u.sen
 		},
 		{
 			id: "N04_raw_and_packet_sockets",
-			code: `for fam, typ, proto in ((2, 3, 1), (10, 3, 58), (17, 3, 0x0300), (2, 2, 1)):     # RAW ICMP, RAW ICMPv6, PACKET ALL, ping DGRAM
-    print("N04", fam, typ, proto, t(socket.socket, fam, typ, proto))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "N04 2 3 1", "", "EPERM")
@@ -1601,12 +1407,6 @@ u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); print("N03 udp53", t(u.sen
 		},
 		{
 			id: "N05_unix_sockets_by_path",
-			code: `for p in ("{DAEMON_SOCK}", "/var/run/docker.sock", "/run/containerd/containerd.sock", "/run/systemd/private",
-          "/run/systemd/notify", "/run/dbus/system_bus_socket", "/run/user/0/bus", "/dev/log"):
-    s = socket.socket(socket.AF_UNIX); print("N05", p, t(s.connect, p)); s.close()
-print("N05 NOTIFY_SOCKET", os.environ.get("NOTIFY_SOCKET"))
-s = socket.socket(socket.AF_UNIX); print("N05 abstract", t(s.connect, "\0{ABSTRACT}")); s.close()   # this suite: the host's abstract socket
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				t.Setenv("NOTIFY_SOCKET", "/run/systemd/notify")
 				n := e.accepted.Load()
@@ -1628,12 +1428,6 @@ s = socket.socket(socket.AF_UNIX); print("N05 abstract", t(s.connect, "\0{ABSTRA
 		},
 		{
 			id: "N07_netlink_and_interfaces",
-			code: `print("N07 ifaces", t(socket.if_nameindex))
-for proto in (0, 4, 9, 12, 15):                  # ROUTE, SOCK_DIAG, AUDIT, NETFILTER, KOBJECT_UEVENT
-    print("N07 netlink", proto, t(socket.socket, socket.AF_NETLINK, socket.SOCK_RAW, proto))
-import fcntl; s = socket.socket()
-print("N07 SIOCSIFFLAGS", t(fcntl.ioctl, s, 0x8914, struct.pack("16sH22x", b"sbxnone0", 0)))   # nonexistent ifname
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				ifaces := out.line(t, "N07 ifaces")
@@ -1659,9 +1453,6 @@ print("N07 SIOCSIFFLAGS", t(fcntl.ioctl, s, 0x8914, struct.pack("16sH22x", b"sbx
 		// Group I: information leaks
 		{
 			id: "I01_daemon_environment",
-			code: `print("I01 env", sorted(os.environ))
-print("I01 proc-environ", sorted(k.split(b"=")[0] for k in open("/proc/self/environ", "rb").read().split(b"\0") if k))
-`,
 			host: func(t *testing.T, e *attackEnv) func(*testing.T, *Result) {
 				for k, v := range map[string]string{"NOTIFY_SOCKET": "/run/systemd/notify", "LISTEN_FDS": "1", "LISTEN_PID": "1",
 					"INVOCATION_ID": "0123", "JOURNAL_STREAM": "8:1", "CREDENTIALS_DIRECTORY": "/run/credentials/x",
@@ -1680,8 +1471,7 @@ print("I01 proc-environ", sorted(k.split(b"=")[0] for k in open("/proc/self/envi
 			},
 		},
 		{
-			id:   "I02_host_hostname",
-			code: `print("I02", socket.gethostname(), os.uname().nodename, t(lambda: open("/etc/hostname").read().strip()))` + "\n",
+			id: "I02_host_hostname",
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				f := strings.Fields(out.line(t, "I02"))
@@ -1698,9 +1488,6 @@ print("I01 proc-environ", sorted(k.split(b"=")[0] for k in open("/proc/self/envi
 		},
 		{
 			id: "I03_host_pids",
-			code: `pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
-print("I03", os.getpid(), os.getppid(), pids, t(lambda: open("/proc/1/cmdline", "rb").read()[:120]))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				m := regexp.MustCompile(`^(\d+) (\d+) \[([0-9, ]*)\] (.*)$`).FindStringSubmatch(out.line(t, "I03"))
@@ -1713,12 +1500,6 @@ print("I03", os.getpid(), os.getppid(), pids, t(lambda: open("/proc/1/cmdline", 
 		},
 		{
 			id: "I05_inherited_fds",
-			code: `for fd in range(3, 4096):
-    try: st = os.fstat(fd)
-    except OSError: continue
-    print("I05 LEAK", fd, oct(st.st_mode), t(os.readlink, f"/proc/self/fd/{fd}"))
-print("I05 stdio", [t(os.readlink, f"/proc/self/fd/{i}") for i in (0, 1, 2)])
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				assert.Empty(t, out.all("I05 LEAK"), "descriptors leaked into the jail")
@@ -1727,9 +1508,6 @@ print("I05 stdio", [t(os.readlink, f"/proc/self/fd/{i}") for i in (0, 1, 2)])
 		},
 		{
 			id: "I06_mount_table_and_cgroup",
-			code: `print("I06 cgroup", open("/proc/self/cgroup").read().strip())
-for l in open("/proc/self/mountinfo"): print("I06 mnt", l.split()[3:6], l.split(" - ")[1].strip())
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				stdout := string(res.Stdout)
@@ -1754,12 +1532,6 @@ for l in open("/proc/self/mountinfo"): print("I06 mnt", l.split()[3:6], l.split(
 			// Files other jails (and the host) read: /usr, and /etc, which
 			// an environment's jails share (Runner.ShareEtc).
 			id: "I10_dnotify_shared_files",
-			code: `import fcntl
-for d in ("/etc", "/usr/lib"):
-    fd = os.open(d, os.O_RDONLY)
-    print("I10 dnotify", d, t(fcntl.fcntl, fd, 1026, 0x80000000 | 1))   # F_NOTIFY, DN_MULTISHOT|DN_ACCESS
-print("I10 getfl", t(fcntl.fcntl, 0, 3))
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				out.expect(t, "I10 dnotify /etc", "", "EPERM")
@@ -1774,10 +1546,7 @@ print("I10 getfl", t(fcntl.fcntl, 0, 3))
 		// Group S: signals, timing and lifecycle
 		{
 			// Wall limit 1 s instead of 10 s.
-			id: "S01_ignore_term_int_hup",
-			code: `for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP): signal.signal(s, signal.SIG_IGN)
-while True: time.sleep(1)
-`,
+			id:  "S01_ignore_term_int_hup",
 			mod: wall(time.Second),
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				wallKilled(t, res, time.Second)
@@ -1786,11 +1555,6 @@ while True: time.sleep(1)
 		{
 			// CPU budget 1.5 s (docs/security.md: 6 s), wall 5 s.
 			id: "S02_catch_sigxcpu_and_spin",
-			code: `import resource
-signal.signal(signal.SIGXCPU, lambda *a: print("S02 got SIGXCPU", flush=True))
-print("S02 raise", t(resource.setrlimit, resource.RLIMIT_CPU, (resource.RLIM_INFINITY, resource.RLIM_INFINITY)))
-while True: pass
-`,
 			mod: func(s *Spec) {
 				s.Limits.CPUTime = 1500 * time.Millisecond
 				s.Limits.WallTime = 5 * time.Second
@@ -1813,8 +1577,7 @@ while True: pass
 		},
 		{id: "S03_kill_parent_pid1_everyone", run: runS03},
 		{
-			id:   "S05_exit_code_spoofing",
-			code: `sys.stdout.write("S05\n"); sys.stdout.flush(); os._exit(137)` + "\n",
+			id: "S05_exit_code_spoofing",
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				assert.Equal(t, StatusError, res.Status)
 				assert.Equal(t, 137, res.ExitCode)
@@ -1826,10 +1589,7 @@ while True: pass
 		},
 		{
 			// Wall limit 1 s instead of 10 s.
-			id: "S08_close_stdio_and_linger",
-			code: `os.close(0); os.close(1); os.close(2)
-time.sleep(3600)
-`,
+			id:  "S08_close_stdio_and_linger",
 			mod: wall(time.Second),
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				wallKilled(t, res, time.Second)
@@ -1842,14 +1602,6 @@ time.sleep(3600)
 		// Group X: daemon-facing integrity
 		{
 			id: "X02_peak_memory_across_processes",
-			code: `for _ in range(3):
-    if os.fork() == 0:
-        x = b"\x01" * (50 << 20); time.sleep(2); os._exit(0)
-x = b"\x01" * (50 << 20); time.sleep(2)
-while True:
-    try: os.wait()
-    except ChildProcessError: break
-`,
 			check: func(t *testing.T, e *attackEnv, res *Result, out *probeOut) {
 				okRun(t, res)
 				assert.GreaterOrEqual(t, res.PeakMemoryBytes, int64(200<<20), "peak is cgroup-wide, not one process's ru_maxrss")

@@ -1,10 +1,6 @@
-package nsjail
+//go:build linux
 
-// #cgo CFLAGS: -Wall -Wextra -Werror -O2
-// #cgo LDFLAGS: -Wl,--wrap=pthread_create
-// #include <stdlib.h>
-// #include "bootstrap_linux.h"
-import "C"
+package nsjail
 
 import (
 	"bytes"
@@ -14,94 +10,22 @@ import (
 	"io"
 	"os"
 	"strconv"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"agentjail/nsjail/internal/wire"
 )
 
-// sysmonSlackNS is the timer slack slack_linux.c gives the Go runtime's
-// sysmon thread, in nanoseconds.
-const sysmonSlackNS = 2_000_000
-
-// slackOfAThreadMadeBy is the timer slack, in nanoseconds, of a thread
-// that a thread with creatorSlack makes through pthread_create (-1: none
-// could be made), and the main thread's slack as slack_linux.c read it.
-// For TestThreadsSysmonMakesDoNotInheritItsSlack.
-func slackOfAThreadMadeBy(creatorSlack int) (made, main int) {
-	var m C.long
-	made = int(C.aj_slack_of_a_thread_made_by(C.ulong(creatorSlack), &m))
-	return made, int(m)
-}
-
-// bootstrap_linux.c and init_linux.c must agree with protocol.go,
-// this file and plan.go: each index below is 0 when both sides
-// agree, and out of range (it does not compile) otherwise.
-var (
-	_ = [1]int{}[C.AJ_SYNC_FD-syncFd]
-	_ = [1]int{}[C.AJ_REPORT_FD-reportFd]
-	_ = [1]int{}[C.AJ_JAIL_ID-jailID]
-	_ = [1]int{}[C.AJ_MAX_MSG-maxMsg]
-	_ = [1]int{}[C.AJ_MAX_FDS-maxMsgFds]
-	_ = [1]int{}[C.AJ_MSG_BUILD-int(msgBuild)]
-	_ = [1]int{}[C.AJ_MSG_READY-int(msgReady)]
-	_ = [1]int{}[C.AJ_MSG_REQUEST-int(msgRequest)]
-	_ = [1]int{}[C.AJ_MSG_GO-int(msgGo)]
-	_ = [1]int{}[C.AJ_MSG_SECCOMP-int(msgSeccomp)]
-	_ = [1]int{}[C.AJ_MSG_EXEC-int(msgExec)]
-	_ = [1]int{}[C.AJ_MSG_EXIT-int(msgExit)]
-	_ = [1]int{}[C.AJ_MSG_ERROR-int(msgError)]
-	_ = [1]int{}[C.AJ_MSG_ADOPT-int(msgAdopt)]
-	_ = [1]int{}[C.AJ_NEST_FD-nestFd]
-	_ = [1]int{}[C.AJ_RECORD_SIZE-recordSize]
-	_ = [1]int{}[C.AJ_SYSMON_SLACK_NS-sysmonSlackNS]
-	_ = [1]int{}[C.AJ_REC_ERROR-int(recError)]
-	_ = [1]int{}[C.AJ_OP_UNSHARE-opUnshare]
-	_ = [1]int{}[C.AJ_OP_MOUNT-opMount]
-	_ = [1]int{}[C.AJ_OP_BIND_RO-opBindRO]
-	_ = [1]int{}[C.AJ_OP_MKDIR-opMkdir]
-	_ = [1]int{}[C.AJ_OP_SYMLINK-opSymlink]
-	_ = [1]int{}[C.AJ_OP_WRITE-opWrite]
-	_ = [1]int{}[C.AJ_OP_CHMOD-opChmod]
-	_ = [1]int{}[C.AJ_OP_IF_EXISTS-opIfExists]
-	_ = [1]int{}[C.AJ_OP_UMOUNT-opUmount]
-	_ = [1]int{}[C.AJ_OP_RMDIR-opRmdir]
-	_ = [1]int{}[C.AJ_OP_PIVOT_ROOT-opPivotRoot]
-	_ = [1]int{}[C.AJ_OP_HOSTNAME-opHostname]
-	_ = [1]int{}[C.AJ_OP_DOMAINNAME-opDomainname]
-	_ = [1]int{}[C.AJ_OP_LOOPBACK_UP-opLoopbackUp]
-	_ = [1]int{}[C.AJ_OP_CHDIR-opChdir]
-	_ = [1]int{}[C.AJ_OP_SECCOMP-opSeccomp]
-	_ = [1]int{}[C.AJ_OP_STDIO-opStdio]
-	_ = [1]int{}[C.AJ_OP_RLIMIT-opRlimit]
-	_ = [1]int{}[C.AJ_OP_EXEC-opExec]
-	_ = [1]int{}[C.AJ_OP_KEEP_CAPS-opKeepCaps]
-	_ = [1]int{}[C.AJ_OP_ADOPT-opAdopt]
-	_ = [1]int{}[C.AJ_OP_ATTACH-opAttach]
-	_ = [1]int{}[C.AJ_OP_LAST-opLast]
-)
-
-func init() {
-	want := map[int]uint64{unix.RLIMIT_SIGPENDING: C.AJ_RLIMIT_SIGPENDING, unix.RLIMIT_NPROC: C.AJ_RLIMIT_NPROC,
-		unix.RLIMIT_MSGQUEUE: C.AJ_RLIMIT_MSGQUEUE, unix.RLIMIT_MEMLOCK: C.AJ_RLIMIT_MEMLOCK}
-	for _, r := range userRlimits {
-		if want[r.Resource] != r.Cur || r.Cur != r.Max {
-			panic("nsjail: ids.go's userRlimits differ from bootstrap_linux.h's AJ_RLIMIT_*")
-		}
-	}
-}
-
-// bootstrapBuilt: this binary has bootstrap_linux.c.
-const bootstrapBuilt = true
-
-// bootstrapArg0 is the argv[0] the C bootstrap acts on (for a test: it must
-// be initArg0).
-func bootstrapArg0() string { return C.AJ_INIT_ARG0 }
-
-// bootstrap_linux.h's strings must be ids.go's (no compile-time check
-// for strings: the first use of the package says so).
-func init() {
-	if C.AJ_UID_ENV != uidEnv || C.AJ_ZYGOTE_ENV != zygoteEnv || C.AJ_NEST_ENV != nestEnv {
-		panic("nsjail: bootstrap_linux.h's AJ_UID_ENV, AJ_ZYGOTE_ENV or AJ_NEST_ENV differs from ids.go")
+// bootstrapBuilt is nil when this binary has the C stages (it imports
+// agentjail/nsjail/boot, built with cgo), and otherwise says what to do.
+func bootstrapBuilt() error {
+	switch wire.Boot {
+	case wire.BootLinked:
+		return nil
+	case wire.BootNoCgo:
+		return ErrBuiltWithoutCgo
+	default:
+		return ErrNoBootstrap
 	}
 }
 
@@ -127,17 +51,17 @@ func bootstrap(sync io.ReadWriter, proc *os.Process, idMap string) (*os.Process,
 		return nil, err
 	}
 	if idMap != "" {
-		if _, err := readRecord(sync, C.AJ_REC_USERNS); err != nil {
+		if _, err := readRecord(sync, wire.RecUserns); err != nil {
 			return reap(err)
 		}
 		if err := writeIDMaps(proc.Pid, idMap); err != nil {
 			return reap(err)
 		}
-		if _, err := sync.Write([]byte{C.AJ_MAPPED}); err != nil {
+		if _, err := sync.Write([]byte{wire.Mapped}); err != nil {
 			return reap(stageErr("bootstrap: send mapped", err))
 		}
 	}
-	pid, err := readRecord(sync, C.AJ_REC_PID)
+	pid, err := readRecord(sync, wire.RecPID)
 	if err == nil && pid <= 0 { // Kill would signal a process group
 		err = &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("pid %d", pid)}
 	}
@@ -172,7 +96,7 @@ func bootstrap(sync io.ReadWriter, proc *os.Process, idMap string) (*os.Process,
 // a pidfd of it (taken while it waits for msgBuild: it is alive). proc
 // has been waited for when it returns, whatever the outcome.
 func bootstrapNested(sync *os.File, proc *os.Process) (*os.Process, *os.File, error) {
-	_, _, pid, err := readRecordCreds(sync, C.AJ_REC_PID)
+	_, _, pid, err := readRecordCreds(sync, wire.RecPID)
 	if err == nil && pid <= 0 {
 		err = &StageError{Stage: "bootstrap", Msg: fmt.Sprintf("pid %d in the credentials", pid)}
 	}
@@ -315,37 +239,4 @@ func writeIDMaps(pid int, m string) error {
 		}
 	}
 	return nil
-}
-
-// writeBeneath writes f below dir as the init stage writes /etc, /code and
-// the request's files (init_linux.c's aj_write_beneath), for its test.
-func writeBeneath(dir string, f File, mode uint32) error {
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	rel := C.CString(f.Path)
-	defer C.free(unsafe.Pointer(rel))
-	var content *C.char
-	if len(f.Content) > 0 {
-		content = (*C.char)(C.CBytes(f.Content))
-		defer C.free(unsafe.Pointer(content))
-	}
-	if r, err := C.aj_write_beneath(C.int(fd), rel, content, C.size_t(len(f.Content)), C.uint(mode)); r != 0 {
-		return err
-	}
-	return nil
-}
-
-// planCheck is init_linux.c's dry pass over a plan (aj_plan_check), for
-// the fuzz test: it tells whether the init stage would carry the plan out
-// rather than refuse it as malformed.
-func planCheck(plan []byte, nfds int) bool {
-	var p *C.char
-	if len(plan) > 0 {
-		p = (*C.char)(C.CBytes(plan))
-		defer C.free(unsafe.Pointer(p))
-	}
-	return C.aj_plan_check(p, C.uint32_t(len(plan)), C.int(nfds)) == 0
 }

@@ -20,10 +20,6 @@ import (
 	"agentjail/internal/systest"
 )
 
-func TestBootstrapActsOnInitArg0(t *testing.T) {
-	assert.Equal(t, initArg0, bootstrapArg0())
-}
-
 // record is one record as bootstrap_linux.c and init_linux.c write it
 // (struct aj_record).
 func record(kind byte, value int32, stage, msg string) []byte {

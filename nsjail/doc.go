@@ -34,8 +34,8 @@
 // # Where Go ends and C begins
 //
 // Every decision about a jail is made in Go. The jail's own side is C
-// (bootstrap_linux.c, init_linux.c) that runs before the Go runtime would
-// start, so no Go runtime ever starts in a jail: the bootstrap because
+// (nsjail/boot: bootstrap_linux.c, init_linux.c) that runs before the Go
+// runtime would start, so no Go runtime ever starts in a jail: the bootstrap because
 // unshare(CLONE_NEWUSER) needs a process of one thread, the init stage
 // because it saves the runtime's start on every run. The init stage
 // carries out plans (plan.go): lists of steps, each a system call or a
@@ -54,6 +54,15 @@
 // is the parent's side of it. plan.go encodes the plans and holds the
 // build plan (the file system, the identity, the network: the same for
 // every run of a Runner) and the request plan (the program, its files,
-// stdio and rlimits). bootstrap_linux.h holds the C side's constants,
-// which bootstrap_linux.go checks against the Go side's at compile time.
+// stdio and rlimits). boot/bootstrap_linux.h holds the C side's
+// constants, which boot/boot_linux.go checks at compile time against
+// internal/wire's, the Go names of this package's own.
+//
+// # No process-wide side effects
+//
+// The C stages run from a constructor, and slack_linux.c wraps
+// pthread_create: both in nsjail/boot, which only a binary that runs jails
+// imports (cmd/agentjail's main.go; the tests of nsjail and daemon, in a
+// _test.go file). A program that imports this package alone gets neither,
+// and NewRunner says ErrNoBootstrap (nsjail/internal/noboot's test).
 package nsjail

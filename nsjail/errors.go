@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+
+	"agentjail/nsjail/internal/wire"
 )
 
 // ErrNotRoot is returned when the host cannot map a dedicated uid for the
@@ -20,6 +22,10 @@ var ErrNoKillCap = errors.New("running jails needs CAP_KILL: each jail runs as a
 // ErrBuiltWithoutCgo is returned by a binary built with CGO_ENABLED=0: the
 // jail's bootstrap (bootstrap_linux.c) is C that must run before the Go
 // runtime starts.
+// ErrNoBootstrap: the binary imports nsjail but not the C stages that
+// start a jail (nsjail/boot), which only a binary that runs jails imports.
+var ErrNoBootstrap = errors.New(`this binary does not import agentjail/nsjail/boot, the C that starts a jail before Go does: add import _ "agentjail/nsjail/boot" to its main package (or, for a test binary, to a _test.go file)`)
+
 var ErrBuiltWithoutCgo = errors.New("this agentjail was built without cgo, so it has no jail bootstrap: build it with scripts/build (CGO_ENABLED=1, gcc)")
 
 // StageError is a failure of the jail's set-up, reported by the stage that
@@ -68,8 +74,8 @@ func stageErr(stage string, err error) *StageError {
 // bootstrap_linux.h): the bootstrap on its own exchange, the init stage as
 // msgError's payload.
 const (
-	recordSize      = 256
-	recError   byte = 'E'
+	recordSize      = wire.RecordSize
+	recError   byte = wire.RecError
 )
 
 // decodeRecord is the StageError a failure record carries: its stage, its

@@ -12,29 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Etc is what a jail's /etc holds beyond agentjail's own files (passwd,
-// group, hosts, hostname, nsswitch.conf): the entries of the host's /etc
-// that the runtime's libraries resolve through (HostEtc), and files the
-// daemon adds for an environment (a matplotlib font cache built once).
-// It is made once per environment and shared, read-only, by every jail of
-// it: its entries are never changed once it is in use.
-type Etc struct {
-	Entries []EtcEntry // each directory before what it holds
-	// MatplotlibCache, when set, names a font cache file among Entries,
-	// below "matplotlib/": the jail's matplotlib (MPLCONFIGDIR=/tmp/matplotlib)
-	// finds it there through a link, instead of building its own on every
-	// run.
-	MatplotlibCache string
-}
-
-// EtcEntry is one entry of a jail's /etc.
-type EtcEntry struct {
-	Path    string // below /etc, e.g. "alternatives/libblas.so.3-x86_64-linux-gnu"
-	Dir     bool   // a directory (mode 0755)
-	Link    string // a symbolic link's target, as on the host
-	Content []byte // a regular file's bytes (mode 0444), unless Dir or Link
-}
-
 // Bounds of what HostEtc copies: the jail's root file system has 1024
 // inodes and is sized for what it holds.
 const (

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"agentjail/nsjail/internal/wire"
 )
 
 // NewID returns a job id "j-" followed by a ULID: sortable by creation
@@ -99,7 +99,7 @@ func (r *UIDRange) Release(u uint32) {
 
 // jailID is the uid and gid of the jail's user inside its namespace
 // (bootstrap_linux.h's AJ_JAIL_ID).
-const jailID = 1000
+const jailID = wire.JailID
 
 // uidEnv is the environment variable that gives the bootstrap the jail's
 // host uid (bootstrap_linux.h's AJ_UID_ENV); zygoteEnv=1 has the
@@ -110,41 +110,7 @@ const jailID = 1000
 // namespace maps it: the bootstrap makes the jail's namespaces inside the
 // zygote's (AJ_NEST_ENV).
 const (
-	uidEnv    = "AGENTJAIL_JAIL_UID"
-	zygoteEnv = "AGENTJAIL_ZYGOTE"
-	nestEnv   = "AGENTJAIL_NEST_UID"
+	uidEnv    = wire.UIDEnv
+	zygoteEnv = wire.ZygoteEnv
+	nestEnv   = wire.NestEnv
 )
-
-// userRlimits are the per-user rlimits that the kernel also counts up the
-// chain of user namespaces, with a jail's bounds (bootstrap_linux.h's
-// AJ_RLIMIT_*): every jail's processes get them, and its namespace is made
-// with them; a zygote's namespace with none, so that its runs share no
-// bound and each run's own namespace holds the run's.
-var userRlimits = []initRlimit{
-	{unix.RLIMIT_SIGPENDING, 1024, 1024},
-	{unix.RLIMIT_NPROC, 4096, 4096},
-	{unix.RLIMIT_MSGQUEUE, 102400, 102400},
-	{unix.RLIMIT_MEMLOCK, 8 << 20, 8 << 20},
-}
-
-// SharedUserRlimits says, for a Runner's zygotes, which per-user rlimits
-// their runs share because this process can neither raise them
-// (CAP_SYS_RESOURCE) nor has them unlimited: each is the daemon's bound
-// that the runs of one environment share (bootstrap_linux.c). Empty: each
-// run has its own bound of each.
-func SharedUserRlimits() []string {
-	var shared []string
-	if hasCapability(unix.CAP_SYS_RESOURCE) {
-		return nil
-	}
-	for _, r := range userRlimits {
-		var rl unix.Rlimit
-		if unix.Getrlimit(r.Resource, &rl) == nil && rl.Max != unix.RLIM_INFINITY {
-			shared = append(shared, fmt.Sprintf("%s=%d", rlimitName[r.Resource], rl.Max))
-		}
-	}
-	return shared
-}
-
-var rlimitName = map[int]string{unix.RLIMIT_SIGPENDING: "RLIMIT_SIGPENDING", unix.RLIMIT_NPROC: "RLIMIT_NPROC",
-	unix.RLIMIT_MSGQUEUE: "RLIMIT_MSGQUEUE", unix.RLIMIT_MEMLOCK: "RLIMIT_MEMLOCK"}

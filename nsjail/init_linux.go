@@ -1,11 +1,15 @@
 package nsjail
 
-import "os"
+import (
+	"os"
+
+	"agentjail/nsjail/internal/wire"
+)
 
 // initArg0 is argv[0] of the re-executed binary when it must run as the
 // jail's init stage. It shows in the jail's /proc/1/cmdline only until the
 // exec of python3 replaces it.
-const initArg0 = "agentjail-init"
+const initArg0 = wire.InitArg0
 
 // IsInit reports whether this process was started as a jail's init stage.
 // main must check it before anything else and then call Init.

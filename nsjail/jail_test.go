@@ -810,7 +810,7 @@ func TestWaitHoldsNoThread(t *testing.T) {
 	seen := map[int]int{}
 	for range 30 {
 		now := map[int]int{}
-		for _, tid := range threadsInSyscall(t, unix.SYS_WAITID) {
+		for _, tid := range systest.ThreadsInSyscall(t, unix.SYS_WAITID) {
 			now[tid] = seen[tid] + 1
 			assert.Less(t, now[tid], 3, "thread %d blocked in waitid", tid)
 		}
@@ -818,36 +818,6 @@ func TestWaitHoldsNoThread(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	require.NoError(t, <-done)
-}
-
-// threads are this process's thread ids.
-func threads(t *testing.T) []int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/task")
-	require.NoError(t, err)
-	var tids []int
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			tids = append(tids, tid)
-		}
-	}
-	return tids
-}
-
-// threadsInSyscall are the threads of this process that are in system
-// call nr now (their /proc/self/task/*/syscall; one that ends meanwhile is
-// left out).
-func threadsInSyscall(t *testing.T, nr int) []int {
-	t.Helper()
-	prefix := strconv.Itoa(nr) + " "
-	var in []int
-	for _, tid := range threads(t) {
-		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/syscall")
-		if err == nil && strings.HasPrefix(string(b), prefix) {
-			in = append(in, tid)
-		}
-	}
-	return in
 }
 
 // awaitExit returns for a child that has ended, whenever it ended: before

@@ -1,3 +1,5 @@
+//go:build linux
+
 package nsjail
 
 import (
@@ -6,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"agentjail/nsjail/internal/wire"
 )
 
 // A plan is what the init stage (init_linux.c, C: no Go runtime starts in
@@ -23,29 +27,29 @@ import (
 type plan struct{ b []byte }
 
 const (
-	opUnshare    = iota + 1 // flags u32
-	opMount                 // source, target, fstype, flags u64, data ("" is NULL for source, fstype, data)
-	opBindRO                // source, target, extra flags u64, cleared flags u64
-	opMkdir                 // path, mode u32, parents u32
-	opSymlink               // target, path
-	opWrite                 // directory, path below it, mode u32, content
-	opChmod                 // path, mode u32
-	opIfExists              // path: the next step only when it exists
-	opUmount                // path, flags u32
-	opRmdir                 // path
-	opPivotRoot             // new root
-	opHostname              // name
-	opDomainname            // name
-	opLoopbackUp            // -
-	opChdir                 // path
-	opSeccomp               // the filter (seccomp.Program.MarshalBinary)
-	opStdio                 // count u32: the message's fds become 0 … count-1
-	opRlimit                // resource u32, soft u64, hard u64
-	opExec                  // report u32, collect u32, argc u32, argv…, envc u32, env…
-	opKeepCaps              // mask u64: capabilities the program keeps (a zygote's)
-	opAdopt                 // - : instead of opExec, a warm run's init adopts the program its zygote forks
-	opAttach                // path: the message's one fd, a detached mount, is attached there
-	opLast
+	opUnshare    = wire.OpUnshare    // flags u32
+	opMount      = wire.OpMount      // source, target, fstype, flags u64, data ("" is NULL for source, fstype, data)
+	opBindRO     = wire.OpBindRO     // source, target, extra flags u64, cleared flags u64
+	opMkdir      = wire.OpMkdir      // path, mode u32, parents u32
+	opSymlink    = wire.OpSymlink    // target, path
+	opWrite      = wire.OpWrite      // directory, path below it, mode u32, content
+	opChmod      = wire.OpChmod      // path, mode u32
+	opIfExists   = wire.OpIfExists   // path: the next step only when it exists
+	opUmount     = wire.OpUmount     // path, flags u32
+	opRmdir      = wire.OpRmdir      // path
+	opPivotRoot  = wire.OpPivotRoot  // new root
+	opHostname   = wire.OpHostname   // name
+	opDomainname = wire.OpDomainname // name
+	opLoopbackUp = wire.OpLoopbackUp // -
+	opChdir      = wire.OpChdir      // path
+	opSeccomp    = wire.OpSeccomp    // the filter (seccomp.Program.MarshalBinary)
+	opStdio      = wire.OpStdio      // count u32: the message's fds become 0 … count-1
+	opRlimit     = wire.OpRlimit     // resource u32, soft u64, hard u64
+	opExec       = wire.OpExec       // report u32, collect u32, argc u32, argv…, envc u32, env…
+	opKeepCaps   = wire.OpKeepCaps   // mask u64: capabilities the program keeps (a zygote's)
+	opAdopt      = wire.OpAdopt      // - : instead of opExec, a warm run's init adopts the program its zygote forks
+	opAttach     = wire.OpAttach     // path: the message's one fd, a detached mount, is attached there
+	opLast       = wire.OpLast
 )
 
 func (p *plan) op(code byte, stage string) *plan {

@@ -21,33 +21,6 @@ import (
 	"agentjail/internal/systest"
 )
 
-// The init stage's writer of /etc, /code and /workspace (init_linux.c)
-// resolves every path beneath its directory: the paths Validate lets
-// through work, and none that leaves the directory does, even if one got
-// past Validate.
-func TestWriteBeneathStaysBeneath(t *testing.T) {
-	dir := t.TempDir()
-	outside := t.TempDir()
-	require.NoError(t, writeBeneath(dir, File{Path: "a/b/c.txt", Content: []byte("c")}, 0o644))
-	require.NoError(t, writeBeneath(dir, File{Path: "top", Content: []byte("t")}, 0o644))
-	b, err := os.ReadFile(filepath.Join(dir, "a/b/c.txt"))
-	require.NoError(t, err)
-	assert.Equal(t, "c", string(b))
-	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link")))
-	require.NoError(t, os.Symlink(outside+"/f", filepath.Join(dir, "dangling")))
-	require.NoError(t, os.Symlink("a", filepath.Join(dir, "in"))) // inside, but a link all the same
-	for _, p := range []string{"../escape", "a/../../escape", "link/escape", outside + "/escape", "dangling",
-		// a missing directory on the way: the directories are made beneath too
-		"n/../../escape/x", "m/../link/x/y", "in/x"} {
-		assert.Error(t, writeBeneath(dir, File{Path: p, Content: []byte("x")}, 0o644), p)
-	}
-	ents, err := os.ReadDir(outside)
-	require.NoError(t, err)
-	assert.Empty(t, ents, "a write left the directory")
-	_, err = os.Stat(filepath.Join(filepath.Dir(dir), "escape"))
-	assert.ErrorIs(t, err, os.ErrNotExist)
-}
-
 // withJail starts an init stage with b, on this goroutine's locked
 // thread, runs f with it, and cleans the jail up (its mount namespace
 // released at once: Runner.Close waits for that).

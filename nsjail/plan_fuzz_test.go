@@ -5,6 +5,7 @@ package nsjail
 import (
 	"testing"
 
+	"agentjail/nsjail/boot"
 	"agentjail/seccomp"
 )
 
@@ -18,7 +19,7 @@ func FuzzPlanDryPass(f *testing.F) {
 	s := &Spec{Program: []byte("print(1)"), Limits: DefaultLimits(), Report: true, Collect: []string{"*"},
 		Files: []File{{Path: "data/in.csv", Content: []byte("a,b\n1,2\n")}}, Env: map[string]string{"A": "1"}}
 	request := requestPlan(requestConfigFor(s, codeFiles(s)), DefaultLimits().TmpBytes/2)
-	if !planCheck(build, 0) || !planCheck(request, 4) {
+	if !boot.PlanCheck(build, 0) || !boot.PlanCheck(request, 4) {
 		f.Fatal("a plan this package builds is refused")
 	}
 	f.Add(build, 0)
@@ -26,6 +27,6 @@ func FuzzPlanDryPass(f *testing.F) {
 	f.Add([]byte{}, 0)
 	f.Add([]byte{byte(opIfExists), 1, 0, 0, 0, 'x', 0}, 0)
 	f.Fuzz(func(t *testing.T, plan []byte, nfds int) {
-		planCheck(plan, nfds%(maxMsgFds+1))
+		boot.PlanCheck(plan, nfds%(maxMsgFds+1))
 	})
 }

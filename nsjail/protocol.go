@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+
+	"agentjail/nsjail/internal/wire"
 )
 
 // The parent and the init stage talk over a socketpair that the init stage
@@ -88,25 +90,25 @@ import (
 // A program that dies before pid 1 reports it (the jail killed as a whole:
 // a limit, a cancel) has no msgExit: its end is pid 1's, SIGKILL.
 const (
-	reportFd = 3
-	syncFd   = 4
-	execFd   = 5 // the sealed binary (Runner.ExeFile), closed by the bootstrap once exec'd
-	nestFd   = 6 // a warm run's bootstrap: a pidfd in its zygote's namespaces (bootstrap_linux.h's AJ_NEST_FD)
+	reportFd = wire.ReportFD
+	syncFd   = wire.SyncFD
+	execFd   = 5           // the sealed binary (Runner.ExeFile), closed by the bootstrap once exec'd
+	nestFd   = wire.NestFD // a warm run's bootstrap: a pidfd in its zygote's namespaces (bootstrap_linux.h's AJ_NEST_FD)
 )
 
 // msgType is the first byte of a message.
 type msgType byte
 
 const (
-	msgBuild   msgType = iota + 1 // the build plan; no fds
-	msgReady                      // the build (with the mount namespace's fd) or the request is carried out
-	msgRequest                    // the request plan, with the program's stdio (and report) fds
-	msgGo                         // start the program (v1: with the group's tasks files)
-	msgSeccomp                    // the filter's listener fd (and /workspace's), no payload
-	msgExec                       // the program was exec'd: int64 CLOCK_MONOTONIC ns, just before
-	msgExit                       // the program ended: int32 wait status
-	msgError                      // a step failed: a failure record (decodeRecord)
-	msgAdopt                      // a warm run's program is forked: its init watches it (fd: a pidfd of the program)
+	msgBuild   msgType = wire.MsgBuild   // the build plan; no fds
+	msgReady   msgType = wire.MsgReady   // the build (with the mount namespace's fd) or the request is carried out
+	msgRequest msgType = wire.MsgRequest // the request plan, with the program's stdio (and report) fds
+	msgGo      msgType = wire.MsgGo      // start the program (v1: with the group's tasks files)
+	msgSeccomp msgType = wire.MsgSeccomp // the filter's listener fd (and /workspace's), no payload
+	msgExec    msgType = wire.MsgExec    // the program was exec'd: int64 CLOCK_MONOTONIC ns, just before
+	msgExit    msgType = wire.MsgExit    // the program ended: int32 wait status
+	msgError   msgType = wire.MsgError   // a step failed: a failure record (decodeRecord)
+	msgAdopt   msgType = wire.MsgAdopt   // a warm run's program is forked: its init watches it (fd: a pidfd of the program)
 )
 
 var msgNames = [...]string{msgBuild: "msgBuild", msgReady: "msgReady", msgRequest: "msgRequest", msgGo: "msgGo",
@@ -120,7 +122,7 @@ func (t msgType) String() string {
 }
 
 // maxMsg bounds a message: the program, files and configuration.
-const maxMsg = 256 << 20
+const maxMsg = wire.MaxMsg
 
 // errTooLarge: a message whose length its 4 bytes (and the init stage's
 // maxMsg) cannot hold is never sent. Cut, its payload's own bytes would be

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"agentjail/nsjail/internal/wire"
 )
 
 // maxMsgFds is the most fds one message of the init stage's conversation
@@ -14,7 +16,7 @@ import (
 // `tasks` files, one for each of the four hierarchies cgroup uses; a warm
 // run's init's six namespaces). A message with more is refused whole,
 // never cut (MSG_CTRUNC).
-const maxMsgFds = 8
+const maxMsgFds = wire.MaxMsgFDs
 
 // recvMsg reads one message whose first bytes come from recv (a recvmsg),
 // so that the fds passed with it (SCM_RIGHTS) are received rather than

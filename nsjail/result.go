@@ -34,6 +34,14 @@ const (
 	KillShutdown      KillReason = "shutdown"        // the daemon was stopping
 )
 
+// KillReasons are all the reasons a jail or a call is killed for (not
+// KillNone), in the order of the constants; TestEveryKillReasonIsListed
+// finds each KillReason constant of the package here.
+func KillReasons() []KillReason {
+	return []KillReason{KillMemoryLimit, KillWallTimeout, KillCPUTimeout, KillOutputLimit, KillSeccomp,
+		KillFileSizeLimit, KillCancelled, KillShutdown, KillControlLost}
+}
+
 // Error lets a KillReason be the cause of a cancelled context: cancel a
 // run's context with context.WithCancelCause(ctx)(nsjail.KillShutdown) and
 // the result says "shutdown"; any other cause says "cancelled".

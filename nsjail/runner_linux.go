@@ -127,8 +127,8 @@ func NewRunner() (*Runner, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
-	if !bootstrapBuilt {
-		return nil, ErrBuiltWithoutCgo
+	if err := bootstrapBuilt(); err != nil {
+		return nil, err
 	}
 	if !hasCapability(unix.CAP_KILL) {
 		return nil, ErrNoKillCap

@@ -33,23 +33,57 @@ const (
 // call's one end record (sessionrecords_linux.go).
 const EndProtocol EndReason = "protocol_violation"
 
+// EndRuntime: a warm session's zygote died or stalled (ErrZygoteFailed).
+const EndRuntime EndReason = "runtime_failed"
+
 // KillControlLost is the kill reason of a call whose session lost its
 // control channel during the call (EndControlLost): the session was
 // killed because no call could reach it any more.
 const KillControlLost KillReason = "control_lost"
 
+// endReasons is every EndReason, with the kill reason a call running
+// when its session ends that way gets (TestEveryEndReasonIsInTheTable
+// finds each EndReason constant of the package here).
+var endReasons = []struct {
+	end  EndReason
+	kill KillReason
+}{
+	{EndExited, KillReason(EndExited)},
+	{EndDeleted, KillCancelled}, // its owner (or the daemon for it) ended it
+	{EndIdle, KillCancelled},
+	{EndLifetime, KillCancelled},
+	{EndShutdown, KillShutdown},
+	{EndMemory, KillMemoryLimit},
+	{EndCPU, KillCPUTimeout}, // the call's own limits, and its caller gone
+	{EndWall, KillWallTimeout},
+	{EndOutput, KillOutputLimit},
+	{EndCancelled, KillCancelled},
+	{EndSeccomp, KillSeccomp},
+	{EndFileSize, KillFileSizeLimit},
+	{EndControlLost, KillControlLost},
+	{EndProtocol, KillControlLost},
+	{EndRuntime, KillReason(EndRuntime)},
+}
+
+// EndReasons are all the reasons a session ends for, in the table's
+// order.
+func EndReasons() []EndReason {
+	out := make([]EndReason, len(endReasons))
+	for i, r := range endReasons {
+		out[i] = r.end
+	}
+	return out
+}
+
 // killFor is the kill reason a call running when its session ends this
 // way gets.
 func killFor(r EndReason) KillReason {
-	switch r {
-	case EndDeleted, EndIdle, EndLifetime:
-		return KillCancelled // its owner (or the daemon for it) ended it
-	case EndShutdown:
-		return KillShutdown
-	case EndControlLost, EndProtocol:
-		return KillControlLost
+	for _, e := range endReasons {
+		if e.end == r {
+			return e.kill
+		}
 	}
-	return KillReason(r) // wall_timeout, cpu_timeout, output_limit, cancelled: the call's own
+	return KillReason(r)
 }
 
 // InterruptGrace is how long a session's call has to end after its

@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -221,52 +219,6 @@ func TestWarmCloseLeavesNothing(t *testing.T) {
 	assert.Equal(t, mounts, systest.MountCount())
 	up, ahead, _, _ := r.WarmStats()
 	assert.Equal(t, [2]int{0, 0}, [2]int{up, ahead})
-}
-
-// zygote.py's constants are the Go side's: its message types, fds, ids
-// and op codes (by name).
-func TestZygotePyConstants(t *testing.T) {
-	src := string(zygotePy)
-	val := func(name string) int {
-		t.Helper()
-		m := regexp.MustCompile(`(?m)^` + name + ` = (\d+)(?: << (\d+))?`).FindStringSubmatch(src)
-		require.NotNil(t, m, "zygote.py has no %s", name)
-		v, _ := strconv.Atoi(m[1])
-		if m[2] != "" {
-			sh, _ := strconv.Atoi(m[2])
-			v <<= sh
-		}
-		return v
-	}
-	assert.Equal(t, reportFd, val("REPORT_FD"))
-	assert.Equal(t, zygoteInside, val("ZYGOTE_INSIDE"))
-	assert.Equal(t, maxMsg, val("MAX_MSG"))
-	assert.Equal(t, maxMsgFds, val("MAX_FDS"))
-	tuple := func(re string) []string {
-		t.Helper()
-		m := regexp.MustCompile(re).FindStringSubmatch(src)
-		require.NotNil(t, m, re)
-		return strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '(' || r == ')' })
-	}
-	msgs := tuple(`(?m)^(MSG_BUILD[^=]*)= 1, 2`)
-	for i, want := range []msgType{msgBuild, msgReady, msgRequest, msgGo, msgSeccomp, msgExec, msgExit, msgError} { // msgAdopt: the init's alone
-		assert.Equal(t, "MSG_"+strings.ToUpper(strings.TrimPrefix(want.String(), "msg")), msgs[i])
-		assert.Equal(t, int(want), i+1)
-	}
-	ops := tuple(`(?s)\n\((OP_UNSHARE.*?OP_LAST)\) = range\(1, `)
-	assert.Equal(t, opLast, len(ops), "OP_LAST is plan.go's opLast")
-	goOps := map[string]int{"OP_UNSHARE": opUnshare, "OP_MOUNT": opMount, "OP_BIND_RO": opBindRO, "OP_MKDIR": opMkdir,
-		"OP_SYMLINK": opSymlink, "OP_WRITE": opWrite, "OP_CHMOD": opChmod, "OP_IF_EXISTS": opIfExists, "OP_UMOUNT": opUmount,
-		"OP_RMDIR": opRmdir, "OP_PIVOT_ROOT": opPivotRoot, "OP_HOSTNAME": opHostname, "OP_DOMAINNAME": opDomainname,
-		"OP_LOOPBACK_UP": opLoopbackUp, "OP_CHDIR": opChdir, "OP_SECCOMP": opSeccomp, "OP_STDIO": opStdio,
-		"OP_RLIMIT": opRlimit, "OP_EXEC": opExec, "OP_KEEP_CAPS": opKeepCaps, "OP_ADOPT": opAdopt, "OP_ATTACH": opAttach, "OP_LAST": opLast}
-	for i, name := range ops {
-		assert.Equal(t, goOps[name], i+1, "%s", name)
-	}
-	assert.Contains(t, src, `Z_READY, Z_FORK = 101, 102`)
-	assert.Equal(t, msgType(101), zReady)
-	assert.Equal(t, msgType(102), zFork)
-	assert.Equal(t, 1+nestedNS+1, val("Z_NS"), "the program's socket, the mount namespace and the init's others")
 }
 
 // KeepWarm of a name already kept (the daemon does it once matplotlib's

@@ -78,9 +78,6 @@ import (
 // namespace; its parent (the zygote) is outside it: getppid() is 0 in the
 // program, as in a process entered with setns.
 
-//go:embed zygote.py
-var zygotePy []byte
-
 // zygoteName is the zygote's program under its /code.
 const zygoteName = "agentjail_zygote.py"
 
@@ -88,14 +85,6 @@ const zygoteName = "agentjail_zygote.py"
 const (
 	zReady msgType = 101 // the zygote's imports are done: ZygoteInfo as JSON
 	zFork  msgType = 102 // fork a run's program: its uid (payload); its socket, then the run's mount, pid, user, net, ipc and uts namespaces (SCM_RIGHTS)
-)
-
-// StartMode says how a run's interpreter starts.
-type StartMode string
-
-const (
-	StartCold StartMode = "cold" // a fresh python3 is exec'd in a fresh jail
-	StartWarm StartMode = "warm" // a fork of the environment's zygote, in fresh namespaces
 )
 
 // ZygoteSpec is one environment's warm interpreter.

@@ -21,9 +21,6 @@ import (
 // run.
 var ErrZygoteFailed = errors.New("the warm runtime failed")
 
-// EndRuntime: a warm session's zygote died or stalled (ErrZygoteFailed).
-const EndRuntime EndReason = "runtime_failed"
-
 // zygoteReapGrace is how long a zygote may take to reap a run's program
 // that has ended (it does at its next SIGCHLD) before it is taken for
 // stalled and killed.

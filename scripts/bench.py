@@ -6,21 +6,27 @@ drift hits both equally; ratios are what to compare across machines.
 """
 import argparse, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, threading, time
 
-PY = "/usr/bin/python3"
-
-
-def timed(cmd):
-    t = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    dt = time.perf_counter() - t
-    if p.returncode != 0:
-        sys.exit(f"bench: {cmd} exited {p.returncode}")
-    return dt * 1000
-
-
-def pct(v, q):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(q * len(v)))]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import (  # noqa: E402 (the helpers the other bench scripts use, as bench.X too)
+    DaemonFailed,
+    PY,
+    UnixHTTP,
+    cgroup_version,
+    header,
+    parse_side,
+    pct,
+    post,
+    post_run,
+    print_start_modes,
+    proc_cpu_ms,
+    proc_rss,
+    settle_daemon,
+    start_daemon,
+    start_modes,
+    starts,
+    stop_daemon,
+    timed,
+    try_start_daemon)
 
 
 def latency(binary, n):
@@ -79,150 +85,6 @@ def precision(binary, reps):
     return base, fbase, rows
 
 
-def cgroup_version():
-    return "v2" if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else "v1 (hybrid)" if os.path.isdir("/sys/fs/cgroup/memory") else "?"
-
-
-class UnixHTTP(http.client.HTTPConnection):
-    def __init__(self, path):
-        super().__init__("agentjail")
-        self.path = path
-
-    def connect(self):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(self.path)
-
-
-def post(conn, req):
-    """POST /v1/run of the request req (a dict): (HTTP status, the answer's JSON)."""
-    conn.request("POST", "/v1/run", json.dumps(req), {"Content-Type": "application/json"})
-    r = conn.getresponse()
-    data = r.read()
-    try:
-        return r.status, json.loads(data)
-    except ValueError:
-        return r.status, {"error": data[:300].decode(errors="replace")}
-
-
-def post_run(conn, code="pass", start=None, **req):
-    """The result of a run of code; start: "cold", "warm" or None (the
-    daemon's default, and the only choice of a daemon without warm runs)."""
-    req["code"] = code
-    if start:
-        req["start"] = start
-    status, res = post(conn, req)
-    if status != 200:
-        sys.exit(f"bench: daemon answered {status}: {res}")
-    return res
-
-
-def starts(conn):
-    """Which of "cold" and "warm" this daemon accepts in a request's
-    "start" (issue 18): a 400 means it does not know the field or the
-    value."""
-    ok = {}
-    for s in ("cold", "warm"):
-        status, res = post(conn, {"code": "pass", "start": s})
-        if status not in (200, 400):
-            sys.exit(f"bench: daemon answered {status}: {res}")
-        ok[s] = status == 200
-    return ok
-
-
-def proc_cpu_ms(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")  # utime + stime of the daemon itself
-
-
-def proc_rss(pid):
-    for l in open(f"/proc/{pid}/status"):
-        if l.startswith("VmRSS:"):
-            return int(l.split()[1]) << 10
-    return 0
-
-
-class DaemonFailed(Exception):
-    pass
-
-
-def try_start_daemon(binary, max_concurrent, extra_config="", env=None):
-    """A daemon of binary on a socket of its own, its 10 first runs done:
-    (process, socket path, a kept-alive connection). extra_config is
-    appended to its config file; env (a dict) is added to its
-    environment. Raises DaemonFailed with the daemon's last words if it
-    does not come up."""
-    d = tempfile.mkdtemp(prefix="agentjail-bench-")
-    sock = os.path.join(d, "s.sock")
-    cfg = os.path.join(d, "config.toml")
-    with open(cfg, "w") as f:
-        f.write("[peers]\nuids = [0]\n[admission]\nmax_concurrent = %d\nqueue_length = 64\n[log]\nlevel = \"warn\"\n" % max_concurrent)
-        f.write(extra_config)
-    log = open(os.path.join(d, "stderr.log"), "w")
-    srv = subprocess.Popen([binary, "serve", "--config", cfg, "--socket", sock], stderr=log,
-                           env={**os.environ, **env} if env else None)
-    log.close()
-    for _ in range(200):
-        if os.path.exists(sock) or srv.poll() is not None:
-            break
-        time.sleep(0.02)
-    if srv.poll() is not None or not os.path.exists(sock):
-        srv.kill()
-        srv.wait()
-        words = open(os.path.join(d, "stderr.log")).read().strip()
-        stop_daemon(None, sock)
-        raise DaemonFailed(f"the daemon did not come up (exit status {srv.returncode}): {words[-500:]}")
-    conn = UnixHTTP(sock)
-    settle_daemon(conn)
-    for _ in range(10):
-        post_run(conn)
-    return srv, sock, conn
-
-
-def settle_daemon(conn, timeout=180):
-    """Waits until no environment's font cache is being built: once built,
-    the daemon replaces its jails, and runs meanwhile may start cold."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        conn.request("GET", "/v1/environments")
-        r = conn.getresponse()
-        data = r.read()
-        if r.status != 200:  # an older daemon: nothing to wait for
-            return
-        envs = json.loads(data).get("environments", [])
-        if not any(e.get("font_cache") == "building" for e in envs):
-            return
-        time.sleep(0.1)
-    sys.exit("bench: the daemon's font cache was still being built after %d s" % timeout)
-
-
-def start_daemon(binary, max_concurrent, extra_config="", env=None):
-    try:
-        return try_start_daemon(binary, max_concurrent, extra_config, env)
-    except DaemonFailed as e:
-        sys.exit(f"bench: {e}")
-
-
-def parse_side(side):
-    """One side of the side-by-side scripts, BINARY[@EXTRA_CONFIG[@ENV]]:
-    EXTRA_CONFIG is appended to the daemon's config file (\\n for a
-    newline), ENV is NAME=VALUE[,NAME=VALUE] for its process. Returns
-    (binary, extra_config, env dict)."""
-    binary, extra, envs = (side.split("@", 2) + ["", ""])[:3]
-    return binary, extra.replace("\\n", "\n"), dict(kv.split("=", 1) for kv in envs.split(",") if kv)
-
-
-def stop_daemon(srv, sock):
-    """Ends a start_daemon daemon and removes its folder."""
-    if srv:
-        srv.terminate()
-        srv.wait(timeout=30)
-    d = os.path.dirname(sock)
-    for f in ("config.toml", "s.sock", "stderr.log"):
-        if os.path.exists(os.path.join(d, f)):
-            os.remove(os.path.join(d, f))
-    os.rmdir(d)
-
-
 def daemon_bench(binary, n):
     """End-to-end latency through the socket, throughput, idle RSS and
     daemon CPU per run, against a daemon started here."""
@@ -276,82 +138,6 @@ def daemon_bench(binary, n):
         stop_daemon(srv, sock)
 
 
-def start_modes(binary, n, block=50):
-    """Runs of `pass` through one daemon, cold and warm side by side (issue
-    18): the kept-alive latency against bare python3 and the daemon's own
-    CPU (utime+stime) per run. Blocks of `block` runs of one start alternate
-    (cold, warm, warm, cold, ...), each run after a bare python3: the
-    daemon's CPU is read at a block's two ends, after a pause, so that the
-    clock ticks' rounding stays small and the work a run leaves behind (the
-    replacement of its prepared jail) falls in its own block. Returns
-    {"cold"/"warm": None when the daemon refuses that start, else a dict}."""
-    srv, sock, conn = start_daemon(binary, os.cpu_count())
-    try:
-        ok = starts(conn)
-        # A daemon without warm runs refuses "start" altogether: its runs are cold.
-        modes = {"cold": "cold" if ok["cold"] else None}
-        if ok["warm"]:
-            modes["warm"] = "warm"
-        stat = {m: {"bare": [], "run": [], "cpu": 0.0, "starts": {}} for m in modes}
-        settle = lambda: time.sleep(0.02)
-        for b in range(max(1, n // block)):
-            for m in (list(modes) if b % 2 == 0 else list(modes)[::-1]):
-                st = stat[m]
-                settle()
-                c0 = proc_cpu_ms(srv.pid)
-                for _ in range(block):
-                    settle(); st["bare"].append(timed([PY, "-I", "-c", "pass"]))
-                    settle()
-                    t = time.perf_counter()
-                    res = post_run(conn, "pass", modes[m])
-                    st["run"].append((time.perf_counter() - t) * 1000)
-                    k = res.get("start", "(absent)")
-                    st["starts"][k] = st["starts"].get(k, 0) + 1
-                settle()
-                st["cpu"] += proc_cpu_ms(srv.pid) - c0
-        out = {"cold": None, "warm": None}
-        for m, st in stat.items():
-            mb, v = statistics.median(st["bare"]), st["run"]
-            out[m] = {"cpu": st["cpu"] / len(v), "median": statistics.median(v), "p10": pct(v, .1), "p90": pct(v, .9),
-                      "bare": mb, "ratio": statistics.median(v) / mb, "runs": len(v), "starts": st["starts"],
-                      "sent": modes[m]}
-        return out
-    finally:
-        stop_daemon(srv, sock)
-
-
-def print_start_modes(r):
-    print("Cold and warm runs of `pass` through one daemon, kept-alive connection, side by side (issue 18): blocks of 50 runs of each start alternate, each run after a bare python3.")
-    print()
-    print("| `pass`, kept-alive | runs | median ms | p10 | p90 | bare python3, its interleaved median | ratio to bare | daemon CPU per run (its own utime+stime) | result's `start` |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for m in ("cold", "warm"):
-        x = r[m]
-        if x is None:
-            print(f"| {m} | n/a: the daemon answers 400 to `\"start\": \"{m}\"` | | | | | | | |")
-            continue
-        sent = f"`\"start\": \"{x['sent']}\"`" if x["sent"] else "no `start` (the daemon refuses the field; its runs are cold)"
-        seen = ", ".join(f"{k}: {v}" for k, v in x["starts"].items())
-        print(f"| {m}: {sent} | {x['runs']} | {x['median']:.2f} | {x['p10']:.2f} | {x['p90']:.2f} | {x['bare']:.2f} | **{x['ratio']:.2f}** | **{x['cpu']:.2f} ms** | {seen} |")
-    w = r["warm"]
-    wr = "n/a" if w is None else "%.2f×" % w["ratio"]
-    wc = "n/a" if w is None else "%.2f ms" % w["cpu"]
-    print()
-    print(f"Targets: warm ≤ 0.25× bare: {wr}; daemon CPU per run ≤ 1.5 ms: cold {r['cold']['cpu']:.2f} ms, warm {wc}.")
-    print()
-
-
-def header(binary, command, what):
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    version = subprocess.run([binary, "version"], capture_output=True, text=True).stdout.strip()
-    print(f"### {datetime.date.today()} · {platform.node()}")
-    print()
-    print(f"- machine: {os.cpu_count()} CPUs ({cpu}), {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30} GiB, Linux {platform.release()}, cgroup {cgroup_version()}")
-    print(f"- binary: {binary} ({version})")
-    print(f"- command: `{command}` ({what})")
-    print()
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
@@ -364,9 +150,23 @@ def main():
     ap.add_argument("--sessions", action="store_true",
                     help="issue 19's figures instead: a call in a live session against the client's round trip, "
                          "session start warm and cold, the daemon's cost per idle session")
+    ap.add_argument("--mcp", action="store_true",
+                    help="issue 34's figures instead: warm `pass` through agentjail mcp against the daemon directly, "
+                         "streamed output's first event, a warm plot against a cold one")
     a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("quick", a.quick),
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("mcp", a.mcp), ("quick", a.quick),
                                              ("preload-numpy", a.preload_numpy)) if on)
+    if a.mcp:
+        import bench_display, bench_mcp, bench_stream
+        binary = os.path.abspath(a.bin)
+        load = open("/proc/loadavg").read().split()[:3]
+        header(binary, f"scripts/bench{flags}", f"each figure side by side with its baseline in the same run; load average at the start {' '.join(load)}")
+        bench_mcp.run(binary, 100 if a.quick else 500, 20)
+        print()
+        bench_stream.run(binary, 20)
+        bench_display.run(binary, 6 if a.quick else 20)
+        print(f"Load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}.")
+        return
     if a.sessions:
         import bench_sessions
         header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")

@@ -12,7 +12,7 @@ Stdlib only; the helpers are bench.py's.
 """
 import json, os, statistics, time
 
-from bench import PY, UnixHTTP, pct, proc_cpu_ms, proc_rss, start_daemon, stop_daemon, timed
+from benchlib import PY, UnixHTTP, pct, proc_cpu_ms, proc_rss, start_daemon, stop_daemon, timed
 
 
 def request(conn, method, path, body=None):

@@ -13,7 +13,7 @@ Stdlib only; the daemon helpers are bench.py's.
 """
 import json, os, random, sys, threading, time
 
-from bench import UnixHTTP, post, proc_rss, start_daemon, stop_daemon
+from benchlib import UnixHTTP, post, proc_rss, start_daemon, stop_daemon
 
 MiB = 1 << 20
 

@@ -20,7 +20,7 @@ matplotlib in a jail against plain python3.
 """
 import glob, json, os, re, resource, statistics, subprocess, threading, time
 
-import bench
+import benchlib as bench  # the helpers; bench.py imports this script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")

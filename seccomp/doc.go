@@ -6,7 +6,7 @@
 //
 //	daemon/CLI start:  prog, err := seccomp.DefaultPolicy().Compile()   // once; ~1 ms; cgo
 //	                   b, _ := prog.MarshalBinary()                      // carried to every init stage
-//	init stage (nsjail/init_linux.c, C, one thread; its last steps):
+//	init stage (nsjail/boot/init_linux.c, C, one thread; its last steps):
 //	                   close_range; prctl(PR_SET_NO_NEW_PRIVS)
 //	                   fd = seccomp(NEW_LISTENER|WAIT_KILLABLE_RECV, prog)  // 5.19+; else NEW_LISTENER
 //	                   sendmsg(fd → parent, SCM_RIGHTS); close(fd); execve(python3)

@@ -8,6 +8,11 @@ import (
 	"os"
 
 	"agentjail/nsjail"
+	// The jail's C stages, run before the Go runtime starts (a
+	// constructor), and the runtime threads' timer slack: only a binary
+	// that runs jails imports them, for these side effects. This
+	// package's tests get them through this file too.
+	_ "agentjail/nsjail/boot"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -21,8 +26,8 @@ const (
 
 func main() {
 	// A jail's init stage is this binary re-executed, but it never gets
-	// here: it is C (nsjail/init_linux.c), which the bootstrap's
-	// constructor (nsjail/bootstrap_linux.c) enters before the Go runtime
+	// here: it is C (nsjail/boot/init_linux.c), which the bootstrap's
+	// constructor (nsjail/boot/bootstrap_linux.c) enters before the Go runtime
 	// starts, and it never returns. Only a binary built without cgo, which
 	// cannot run jails, reaches this check as an init stage: it exits.
 	if nsjail.IsInit() {

@@ -18,7 +18,7 @@ import (
 )
 
 // The test binary doubles as the jail's init stage, like the real one: C
-// that runs before the Go runtime (nsjail/bootstrap_linux.c), so the
+// that runs before the Go runtime (nsjail/boot/bootstrap_linux.c, which main.go imports), so the
 // IsInit check is only what a binary built without cgo reaches.
 func TestMain(m *testing.M) {
 	if nsjail.IsInit() {

@@ -20,7 +20,8 @@ import (
 // `agentjail mcp`: a Model Context Protocol server on stdin and stdout
 // (docs/contract.md §9), for agents whose host starts it as a command. Its
 // tools (mcp_tools.go) send the daemon's own requests to a daemon on its
-// socket (--socket, or AGENTJAIL_SOCKET), or, when none is given, to a
+// socket (--socket, or AGENTJAIL_SOCKET), to a daemon's remote listener
+// (--url, or AGENTJAIL_URL: mcp_remote.go), or, when none is given, to a
 // daemon inside this process with the configuration `agentjail run` reads
 // without a daemon (mcp_backend.go). The protocol alone is on stdout;
 // logs go to stderr.
@@ -30,16 +31,22 @@ import (
 // sessions it started are ended, and a daemon inside it stops with every
 // jail and cgroup it made.
 
-const mcpUsage = `usage: agentjail mcp [--socket PATH] [--config FILE]
+const mcpUsage = `usage: agentjail mcp [--socket PATH | --url URL [--token-file FILE] [--ca FILE]] [--config FILE]
 
 A Model Context Protocol server on stdin/stdout, with the tools run_python,
-session_start, session_run, session_end and list_environments.
+run_command, session_start, session_run, session_end and list_environments.
 
-  --socket PATH   send the runs to the agentjail daemon on PATH (default:
-                  $AGENTJAIL_SOCKET); without it, jails run in this process
-                  (as root, or a user with delegated cgroups)
-  --config FILE   without --socket: the configuration to run with (default:
-                  /etc/agentjail/config.toml when it exists, else the defaults)
+  --socket PATH      send the runs to the agentjail daemon on PATH (default:
+                     $AGENTJAIL_SOCKET); without it or --url, jails run in this
+                     process (as root, or a user with delegated cgroups)
+  --url URL          send them to a daemon's remote listener instead,
+                     https://HOST:PORT (default: $AGENTJAIL_URL)
+  --token-file FILE  with --url: a file that holds the bearer token (default:
+                     $AGENTJAIL_TOKEN holds the token itself)
+  --ca FILE          with --url: PEM certificates to trust for the daemon's
+                     (default: the system's)
+  --config FILE      without a daemon: the configuration to run with (default:
+                     /etc/agentjail/config.toml when it exists, else the defaults)
 `
 
 // mcpStopGrace bounds the stop: calls in flight end, sessions end, the
@@ -51,7 +58,10 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	sock := fs.String("socket", os.Getenv("AGENTJAIL_SOCKET"), "")
 	config := fs.String("config", "", "")
-	url := fs.String("url", "", "")
+	var remote remoteURL
+	fs.StringVar(&remote.url, "url", os.Getenv("AGENTJAIL_URL"), "")
+	fs.StringVar(&remote.tokenFile, "token-file", "", "")
+	fs.StringVar(&remote.ca, "ca", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, mcpUsage)
@@ -60,15 +70,23 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agentjail mcp: %v\n%s", err, mcpUsage)
 		return exitUsage
 	}
+	// A flag wins over the other's variable; of the two variables, the URL.
+	if flagGiven(fs, "socket") && !flagGiven(fs, "url") {
+		remote.url = ""
+	} else if remote.url != "" {
+		*sock = ""
+	}
 	switch {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "agentjail mcp: unexpected argument %q\n%s", fs.Arg(0), mcpUsage)
 		return exitUsage
-	case *url != "":
-		// Remote daemons (docs/contract.md §7) are a jailBackend to come.
-		fmt.Fprintf(stderr, "agentjail mcp: --url: remote daemons are not supported yet; run agentjail mcp on the daemon's host with --socket\n")
+	case flagGiven(fs, "url") && flagGiven(fs, "socket"):
+		fmt.Fprintf(stderr, "agentjail mcp: --url and --socket: give one daemon\n%s", mcpUsage)
 		return exitUsage
-	case *sock != "" && *config != "":
+	case remote.url == "" && (remote.tokenFile != "" || remote.ca != ""):
+		fmt.Fprintf(stderr, "agentjail mcp: --token-file and --ca go with --url\n%s", mcpUsage)
+		return exitUsage
+	case (*sock != "" || remote.url != "") && *config != "":
 		fmt.Fprintf(stderr, "agentjail mcp: --config: the daemon runs with its own configuration; --config is for jails run without a daemon\n")
 		return exitUsage
 	}
@@ -78,7 +96,15 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg := daemon.DefaultConfig()
 	var backend jailBackend
 	var log *slog.Logger
-	if *sock != "" {
+	if remote.url != "" {
+		b, err := newURLBackend(remote)
+		if err != nil {
+			fmt.Fprintf(stderr, "agentjail mcp: %v\n", err)
+			return exitUsage
+		}
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+		backend = b
+	} else if *sock != "" {
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 		backend = newSocketBackend(*sock)
 	} else {
@@ -91,7 +117,7 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.SlogLevel()}))
 		backend = newLocalBackend(cfg, path, log)
 	}
-	return serveMCP(backend, cfg, *sock != "", stdin, stdout, log)
+	return serveMCP(backend, cfg, *sock != "" || remote.url != "", stdin, stdout, log)
 }
 
 // serveMCP serves the tools on stdin and stdout until the client goes
@@ -161,3 +187,10 @@ func (h sdkLogHandler) WithGroup(name string) slog.Handler {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// flagGiven says whether the command line set the flag (not its default).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

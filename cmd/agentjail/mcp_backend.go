@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,14 +14,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/daemon"
-	"agentjail/nsjail"
 )
 
 // A jailBackend is where `agentjail mcp` sends its requests: the HTTP API
 // of docs/contract.md §2 and §6, spoken to a daemon on its socket
-// (socketBackend) or to a daemon inside this process (localBackend). A
-// daemon reached over TCP (--url, docs/contract.md §7) will be a third
-// kind: the tools need nothing else from it.
+// (socketBackend), to a daemon's remote listener (urlBackend, --url,
+// docs/contract.md §7), or to a daemon inside this process
+// (localBackend).
 type jailBackend interface {
 	// do sends one request, with body as its JSON (nil: none), and
 	// returns the answer's status and body. Cancelling ctx closes the
@@ -50,21 +47,8 @@ type socketBackend struct {
 }
 
 func newSocketBackend(sock string) *socketBackend {
-	c := daemon.HTTPClient(sock)
-	tr := c.Transport.(*http.Transport)
-	tr.MaxIdleConnsPerHost = 4
-	dial := tr.DialContext
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, dialError(sock, err)
-		}
-		if err := trustedServer(conn); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return conn, nil
-	}
+	c := trustedClient(sock)
+	c.Transport.(*http.Transport).MaxIdleConnsPerHost = 4
 	return &socketBackend{sock: sock, client: c}
 }
 
@@ -87,20 +71,9 @@ func (b *socketBackend) close(context.Context) error {
 // body as its JSON (nil: none), and returns the answer's status and body.
 // Cancelling ctx closes the connection.
 func httpDo(ctx context.Context, client *http.Client, where, method, path string, body any) (int, []byte, error) {
-	var rd io.Reader
-	if body != nil {
-		buf, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		rd = bytes.NewReader(buf)
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
+	hr, err := jsonRequest(ctx, method, "http://agentjail"+path, body)
 	if err != nil {
 		return 0, nil, err
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := client.Do(hr)
 	if err != nil {
@@ -211,22 +184,10 @@ func startLocalDaemon(cfg *daemon.Config, path string, l net.Listener, log *slog
 	if err := cfg.CheckHost(path, ""); err != nil {
 		return nil, err
 	}
-	runner, err := nsjail.NewRunner()
+	runner, exe, err := daemonRunner(cfg)
 	if err != nil {
 		return nil, err
 	}
-	runner.UIDs = cfg.UIDRange()
-	runner.ShareEtc = true
-	if err := runner.UIDs.Validate(os.Getuid()); err != nil {
-		runner.Close()
-		return nil, fmt.Errorf("jail.uid_base/uid_count: %w", err)
-	}
-	exe, err := nsjail.SealedExe()
-	if err != nil {
-		runner.Close()
-		return nil, fmt.Errorf("sealed copy of the binary: %w", err)
-	}
-	runner.ExeFile = exe
 	// The jails of a process that died without its clean-up (kill -9):
 	// Stale names only groups whose owner is gone (cgroup/doc.go), never
 	// a live daemon's or another `agentjail mcp`'s.

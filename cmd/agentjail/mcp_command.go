@@ -53,3 +53,22 @@ func (t *mcpTools) runCommand(ctx context.Context, call *mcp.CallToolRequest, in
 		Limits: in.Limits, Files: in.Files, Collect: in.Collect}
 	return t.run(ctx, call, "run the command", req)
 }
+
+// callProgram puts a session_run's program into req: its code, or its
+// command as ["bash", "-c", command]; exactly one of them.
+func callProgram(req *daemon.CallRequest, in sessionRunArgs) *mcp.CallToolResult {
+	switch {
+	case in.Code != nil && in.Command != nil:
+		return toolError("give code or command, not both: code runs Python in the session's interpreter, command a shell command line in its jail")
+	case in.Command != nil:
+		if *in.Command == "" {
+			return toolError("command is empty: give a shell command line, e.g. \"ls -la\"")
+		}
+		req.Command = []string{"bash", "-c", *in.Command}
+	case in.Code != nil:
+		req.Code = in.Code
+	default:
+		return toolError("code or command is required: code runs Python in the session's interpreter, command a shell command line in its jail")
+	}
+	return nil
+}

@@ -21,12 +21,15 @@ import (
 // `agentjail mcp`, over stdio. Its packages are installed with npm ci
 // into the user's cache, once per package-lock.json. Where node is
 // missing the test is skipped, but not as root or under CI (CI=...),
-// where scripts/deps installs it: there it fails.
+// where scripts/deps installs it: there it fails. It plots, so it needs
+// matplotlib (scripts/deps --scientific). After the script, no process of
+// this test's uid range and no jail cgroup may be left: the script's last
+// client closed its connection mid-call, with a session alive.
 func TestMCPNodeClient(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil && (os.Geteuid() == 0 || os.Getenv("CI") != "") {
 		t.Fatalf("node is needed here (root or CI): scripts/deps installs Debian's nodejs and npm: %v", err)
 	}
-	systest.Require(t, systest.Node)
+	systest.Require(t, systest.Node, systest.Scientific) // it plots with matplotlib
 	config, base := mcpConfig(t)
 	dir := nodeModules(t)
 	exe, err := os.Executable()

@@ -157,13 +157,14 @@ func sessionStartSchema(cfg *daemon.Config, daemonMode bool) *jsonschema.Schema 
 func sessionRunSchema(cfg *daemon.Config, daemonMode bool) *jsonschema.Schema {
 	return object("", map[string]*jsonschema.Schema{
 		"session_id": str("The id session_start returned (s-...)."),
-		"code":       str("Python 3 code to run in the session's interpreter, as a notebook cell: variables, imports and functions of earlier calls are there. The value of a trailing expression comes back as value (its repr)."),
+		"code":       str("Python 3 code to run in the session's interpreter, as a notebook cell: variables, imports and functions of earlier calls are there. The value of a trailing expression comes back as value (its repr). Give code or command, not both."),
+		"command":    str("Instead of code: a shell command line, run as bash -c COMMAND in the session's jail and its /workspace (the files earlier calls wrote are there), e.g. \"ls -la && wc -l out.csv\". Its output is the call's, its exit status the call's status; the interpreter's variables are not touched. A program the environment lacks exits 127."),
 		"stdin":      str("Text given to the code on its standard input (default: none)."),
 		"limits":     limitsSchema(cfg, daemonMode, callLimitKeys, "Limits of this call; each one omitted takes its default. A call past its wall time is interrupted (KeyboardInterrupt) and the session lives."),
 		"files":      filesSchema(),
 		"collect":    collectSchema(),
 		"tests":      testsSchema(),
-	}, "session_id", "code")
+	}, "session_id")
 }
 
 func sessionEndSchema() *jsonschema.Schema {

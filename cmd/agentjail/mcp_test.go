@@ -40,7 +40,11 @@ func TestMCPUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"mcp", "extra"},
 		{"mcp", "--bogus"},
-		{"mcp", "--url", "https://node:8443"},
+		{"mcp", "--url", "https://node:8443"}, // no token
+		{"mcp", "--url", "ftp://node:8443", "--token-file", "/dev/null"},
+		{"mcp", "--url", "https://node:8443", "--socket", "/run/agentjail/agentjail.sock"},
+		{"mcp", "--token-file", "/etc/agentjail/token"},
+		{"mcp", "--url", "https://node:8443", "--config", "/etc/agentjail/config.toml"},
 		{"mcp", "--socket", "/run/agentjail/agentjail.sock", "--config", "/etc/agentjail/config.toml"},
 		{"mcp", "--config", filepath.Join(t.TempDir(), "missing.toml")},
 	} {

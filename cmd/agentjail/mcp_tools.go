@@ -62,7 +62,8 @@ func (t *mcpTools) register(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  "session_run",
 		Title: "Run code in a Python session",
-		Description: "Runs code in a session's interpreter, where earlier calls' variables are. Answers as run_python does, plus the trailing expression's value (repr) " +
+		Description: "Runs code in a session's interpreter, where earlier calls' variables are, or a shell command (command) in the session's jail, " +
+			"where the files of earlier calls are. Answers as run_python does, plus the trailing expression's value (repr) " +
 			"and the session's state (calls so far, alive). A call that passes its wall time is interrupted and the session lives; " +
 			"one that passes the session's memory or CPU limit ends the session (the answer says why).",
 		InputSchema:  sessionRunSchema(t.cfg, t.daemonMode),
@@ -106,7 +107,8 @@ type (
 	}
 	sessionRunArgs struct {
 		SessionID string                `json:"session_id"`
-		Code      string                `json:"code"`
+		Code      *string               `json:"code,omitempty"`
+		Command   *string               `json:"command,omitempty"` // a shell command line instead of code (mcp_command.go)
 		Stdin     *string               `json:"stdin,omitempty"`
 		Limits    *daemon.RequestLimits `json:"limits,omitempty"`
 		Files     []daemon.RequestFile  `json:"files,omitempty"`
@@ -253,7 +255,10 @@ func (t *mcpTools) sessionRun(ctx context.Context, call *mcp.CallToolRequest, in
 	if fail := t.mine(in.SessionID); fail != nil {
 		return fail, nil, nil
 	}
-	req := &daemon.CallRequest{Code: &in.Code, Stdin: in.Stdin, Files: in.Files, Collect: in.Collect, Limits: in.Limits}
+	req := &daemon.CallRequest{Stdin: in.Stdin, Files: in.Files, Collect: in.Collect, Limits: in.Limits}
+	if fail := callProgram(req, in); fail != nil {
+		return fail, nil, nil
+	}
 	if len(in.Tests) > 0 && string(in.Tests) != "null" {
 		tests, err := daemon.DecodeTests(in.Tests)
 		if err != nil {

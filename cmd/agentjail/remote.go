@@ -87,35 +87,11 @@ func remoteDo(ctx context.Context, sock, method, path string, body any) (int, []
 // remoteSend is remoteDo up to the answer's header: the caller reads
 // the body and closes it.
 func remoteSend(ctx context.Context, sock, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	c := daemon.HTTPClient(sock)
-	tr := c.Transport.(*http.Transport)
-	tr.DisableKeepAlives = true
-	dial := tr.DialContext
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, dialError(sock, err)
-		}
-		if err := trustedServer(conn); err != nil {
-			conn.Close()
-			return nil, err
-		}
-		return conn, nil
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, "http://agentjail"+path, rd)
+	c := trustedClient(sock)
+	c.Transport.(*http.Transport).DisableKeepAlives = true
+	hr, err := jsonRequest(ctx, method, "http://agentjail"+path, body)
 	if err != nil {
 		return nil, err
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.Do(hr)
 	if err != nil {
@@ -190,4 +166,45 @@ func trustedServer(conn net.Conn) error {
 		return fmt.Errorf("the server runs as uid %d (pid %d), neither root nor you: nothing sent; point --socket (AGENTJAIL_SOCKET) at the agentjail daemon's socket", cred.Uid, cred.Pid)
 	}
 	return nil
+}
+
+// trustedClient is an HTTP client of the daemon on sock that checks, at
+// each connection, who listens there (trustedServer).
+func trustedClient(sock string) *http.Client {
+	c := daemon.HTTPClient(sock)
+	tr := c.Transport.(*http.Transport)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, dialError(sock, err)
+		}
+		if err := trustedServer(conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
+	return c
+}
+
+// jsonRequest is a request to url (a daemon's API), with body as its JSON
+// (nil: none). Cancelling ctx closes its connection.
+func jsonRequest(ctx context.Context, method, url string, body any) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	return hr, nil
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,20 +24,9 @@ func (r *remoteURL) send(ctx context.Context, method, path string, body any) (*h
 	if err != nil {
 		return nil, err
 	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(r.url, "/")+path, rd)
+	hr, err := jsonRequest(ctx, method, strings.TrimSuffix(r.url, "/")+path, body)
 	if err != nil {
 		return nil, err
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := c.Do(hr)
@@ -47,7 +34,7 @@ func (r *remoteURL) send(ctx context.Context, method, path string, body any) (*h
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("daemon at %s: %w", r.url, err)
+		return nil, r.failed(err)
 	}
 	return resp, nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -41,15 +40,10 @@ func remoteStream(ctx context.Context, sock, path string, body any, out *liveOut
 // httpStream is remoteStream with client, for the daemon named where
 // (agentjail mcp's backends).
 func httpStream(ctx context.Context, client *http.Client, where, path string, body any, out *liveOutput) (int, []byte, error) {
-	buf, err := json.Marshal(body)
+	hr, err := jsonRequest(ctx, http.MethodPost, "http://agentjail"+path, body)
 	if err != nil {
 		return 0, nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://agentjail"+path, bytes.NewReader(buf))
-	if err != nil {
-		return 0, nil, err
-	}
-	hr.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(hr)
 	if err != nil {
 		return 0, nil, transportError(ctx, where, err)

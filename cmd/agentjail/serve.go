@@ -82,24 +82,11 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		return err
 	}
 	warnHost(cfg, log)
-	runner, err := nsjail.NewRunner()
+	runner, exe, err := daemonRunner(cfg)
 	if err != nil {
 		return err
 	}
-	runner.UIDs = cfg.UIDRange()
-	runner.ShareEtc = true // each environment's /etc written once for its jails
-	runner.ScratchNoexec = cfg.Jail.ScratchNoexec
-	if err := runner.UIDs.Validate(os.Getuid()); err != nil {
-		return fmt.Errorf("jail.uid_base/uid_count: %w", err)
-	}
-	// Every init stage runs from one sealed copy of this binary: nothing
-	// that a jail can reach may ever rewrite what the next jail executes.
-	exe, err := nsjail.SealedExe()
-	if err != nil {
-		return fmt.Errorf("sealed copy of the binary: %w", err)
-	}
 	defer exe.Close()
-	runner.ExeFile = exe
 
 	if runner.Cgroups.AttachWaits() {
 		log.Warn("cgroup v2 is mounted without favordynmods: each jail's move into its cgroup waits an RCU grace period (several ms) when jails are not started back to back; remount /sys/fs/cgroup with favordynmods (Linux 6.0+) to avoid it")
@@ -269,4 +256,31 @@ func serverOptions(cfg *daemon.Config, policy daemon.Policy, runner *nsjail.Runn
 		SessionMaxIdleTimeout: time.Duration(cfg.Sessions.MaxIdleTimeout),
 		SessionMaxLifetime:    time.Duration(cfg.Sessions.MaxLifetime),
 	}
+}
+
+// daemonRunner makes the runner of a daemon with cfg, for `agentjail
+// serve` and the daemon inside `agentjail mcp`: its uid range, each
+// environment's /etc written once for its jails, and every init stage run
+// from one sealed copy of this binary (exe), so that nothing a jail can
+// reach may ever rewrite what the next jail executes. The caller closes
+// both.
+func daemonRunner(cfg *daemon.Config) (runner *nsjail.Runner, exe *os.File, err error) {
+	runner, err = nsjail.NewRunner()
+	if err != nil {
+		return nil, nil, err
+	}
+	runner.UIDs = cfg.UIDRange()
+	runner.ShareEtc = true
+	runner.ScratchNoexec = cfg.Jail.ScratchNoexec
+	if err := runner.UIDs.Validate(os.Getuid()); err != nil {
+		runner.Close()
+		return nil, nil, fmt.Errorf("jail.uid_base/uid_count: %w", err)
+	}
+	exe, err = nsjail.SealedExe()
+	if err != nil {
+		runner.Close()
+		return nil, nil, fmt.Errorf("sealed copy of the binary: %w", err)
+	}
+	runner.ExeFile = exe
+	return runner, exe, nil
 }

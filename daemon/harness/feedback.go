@@ -31,11 +31,19 @@ type Installed struct {
 // caller's own. Empty when there is no exception and every test passed.
 // env tells a failed import what the environment has.
 func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests, env *Installed) []string {
+	return programFeedback(exc, tr, t, env, false)
+}
+
+// programFeedback is ProgramFeedback for a run (session false) or a call
+// of a session, where a name an earlier call defined is defined: there the
+// hint that runs share no state is left out (CallFeedback says what a
+// session keeps instead).
+func programFeedback(exc *Exception, tr *TestsResult, t *Tests, env *Installed, session bool) []string {
 	fb := []string{}
 	said := map[string]bool{} // the situation hints given so far: each once
 	if exc != nil {
 		s := exceptionSentence(exc, env)
-		if h := situationHint(exc.Type + ": " + exc.Message); h != "" {
+		if h := situationHint(exc.Type+": "+exc.Message, session); h != "" {
 			s += " " + h
 			said[h] = true
 		}
@@ -66,7 +74,7 @@ func ProgramFeedback(exc *Exception, tr *TestsResult, t *Tests, env *Installed) 
 			call = " (" + pyCall(t.Function, &t.Cases[i]) + ")"
 		}
 		s := sentence(fmt.Sprintf("Test '%s'%s failed: %s", r.Name, call, strings.TrimPrefix(r.Detail, "failed: ")))
-		if h := situationHint(r.Detail); h != "" && !said[h] {
+		if h := situationHint(r.Detail, session); h != "" && !said[h] {
 			s += " " + h
 			said[h] = true
 		}
@@ -282,14 +290,17 @@ const (
 // situationHint is a hint about the sandbox for an exception that its
 // text ("Type: message", or a test's detail that quotes it) shows to come
 // from one: a limit of the jail that the program ran into, or a name that
-// an earlier run defined. "" for any other.
-func situationHint(text string) string {
+// an earlier run defined (not in a session: session). "" for any other.
+func situationHint(text string, session bool) string {
 	switch {
 	case strings.Contains(text, "[Errno 28]") || strings.Contains(text, "No space left on device"):
 		return hintNoSpace
 	case strings.Contains(text, "[Errno 27]") || strings.Contains(text, "File too large"):
 		return hintFileTooLarge
 	case notDefined.MatchString(text):
+		if session {
+			return ""
+		}
 		return hintNoSharedState
 	case noNetwork.MatchString(text):
 		return hintNoNetwork
@@ -335,23 +346,8 @@ var exceptionHints = map[string]string{
 // when the program ended well.
 func JailFeedback(r *nsjail.Result) []string {
 	fb := []string{}
-	switch r.KillReason {
-	case nsjail.KillMemoryLimit:
-		fb = append(fb, fmt.Sprintf("The program was killed because it used more than its memory limit of %s (peak %s); use less memory, e.g. process data in chunks or use generators.", Bytes(r.MemoryLimitBytes), peak(r)))
-	case nsjail.KillWallTimeout:
-		fb = append(fb, fmt.Sprintf("The program was killed after running for %s of wall-clock time, its limit; look for an infinite loop, a blocking read or a long sleep.", Duration(r.WallTime)))
-	case nsjail.KillCPUTimeout:
-		fb = append(fb, fmt.Sprintf("The program was killed after using %s of CPU time, past its limit; make the algorithm faster or look for an infinite loop.", Duration(r.CPUTime)))
-	case nsjail.KillOutputLimit:
-		fb = append(fb, "The program was killed because it printed more than its output limit; print less (e.g. a summary instead of every item).")
-	case nsjail.KillFileSizeLimit:
-		fb = append(fb, "The program was killed because it wrote a file larger than the file size limit.")
-	case nsjail.KillSeccomp:
-		fb = append(fb, seccompKill(r.Seccomp))
-	case nsjail.KillCancelled:
-		fb = append(fb, "The run was cancelled by the caller.")
-	case nsjail.KillShutdown:
-		fb = append(fb, "The run was stopped because the sandbox service was shutting down; run it again.")
+	if say := killSentences[r.KillReason]; say != nil {
+		fb = append(fb, say(r))
 	}
 	if r.Status == nsjail.StatusSignaled {
 		fb = append(fb, fmt.Sprintf("The program crashed with signal %s.", unix.SignalName(r.Signal)))

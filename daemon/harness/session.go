@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"agentjail/daemon/internal/jsontext"
 	"agentjail/nsjail"
@@ -122,18 +121,4 @@ func ParseCallEnd(raw []byte) CallEnd {
 		rec.Refused.Error = capText(rec.Refused.Error, maxReportText)
 	}
 	return CallEnd{Value: rec.Value, Refused: rec.Refused, Caught: rec.Caught}
-}
-
-// SessionFeedback is ProgramFeedback for a call of a session. In a session
-// a name an earlier call defined is defined, so the hint that runs share
-// no state is left out; the daemon says what a session keeps instead.
-func SessionFeedback(exc *Exception, tr *TestsResult, t *Tests, env *Installed) []string {
-	fb := ProgramFeedback(exc, tr, t, env)
-	out := fb[:0]
-	for _, s := range fb {
-		if s = strings.Replace(s, " "+hintNoSharedState, "", 1); s != hintNoSharedState {
-			out = append(out, s)
-		}
-	}
-	return out
 }

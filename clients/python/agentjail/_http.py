@@ -18,7 +18,7 @@ import json
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from .errors import AgentjailError, DaemonUnavailable, ProtocolError, from_response
+from .errors import AgentjailError, DaemonUnavailable, ProtocolError, Timeout, from_response
 
 USER_AGENT = "agentjail-python/0.1"
 
@@ -240,3 +240,18 @@ def error_of(resp: Response) -> AgentjailError:
         message = text[:500] or f"HTTP {resp.status} {resp.reason}".strip()
     return from_response(resp.status, code, message, retry_after(resp.header("retry-after")),
                          err if isinstance(err, dict) else None)
+
+
+def timed_out(timeout: Optional[float], who: str = "the agentjail daemon") -> Timeout:
+    """The error of an answer that did not come within the client's
+    timeout (Client and AsyncClient alike)."""
+    return Timeout(f"{who} did not answer within {timeout} s; "
+                   "the connection is closed, so the run is cancelled")
+
+
+def lost(e: OSError) -> DaemonUnavailable:
+    """The error of a connection to the daemon that broke before its
+    answer was read whole (Client and AsyncClient alike)."""
+    if isinstance(e, ConnectionResetError):
+        return DaemonUnavailable("the agentjail daemon reset the connection before it answered")
+    return DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}")

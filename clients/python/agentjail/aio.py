@@ -43,7 +43,7 @@ from typing import (Any, AsyncGenerator, Awaitable, Callable, Coroutine, Dict, G
 from . import _http, _remote_aio
 from ._remote import remote_from
 from .client import (Client, check_server, closed_error, connect_error, session_path, sessions_of, socket_path)
-from .errors import AgentjailError, DaemonUnavailable, NotFound, ProtocolError, SessionEnded, SessionLost, Timeout
+from .errors import AgentjailError, NotFound, ProtocolError, SessionEnded, SessionLost, Timeout
 from .stream import Event, EventParser
 from .types import (Limits, Result, SessionInfo, SessionResult, SessionState, Tests, build_request,
                     build_session_request, build_session_run)
@@ -112,8 +112,9 @@ class AsyncClient:
     def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None, *,
                  url: Optional[str] = None, urls: Optional[Iterable[str]] = None, discover: Optional[str] = None,
                  token: Optional[str] = None, token_file: Union[str, "os.PathLike[str]", None] = None,
-                 ca: Union[str, "os.PathLike[str]", None] = None) -> None:
-        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket)  # type: ignore[arg-type]
+                 ca: Union[str, "os.PathLike[str]", None] = None, tls_server_name: Optional[str] = None) -> None:
+        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket,  # type: ignore[arg-type]
+                                  tls_server_name=tls_server_name)
         self.socket = socket_path(socket) if self.remote is None else ""
         self.timeout = timeout
 
@@ -197,12 +198,9 @@ class AsyncClient:
                 return await loop.sock_recv(sock, 65536)
             return await asyncio.wait_for(loop.sock_recv(sock, 65536), max(0.0, deadline - loop.time()))
         except asyncio.TimeoutError:
-            raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
-                          "the connection is closed, so the run is cancelled") from None
-        except ConnectionResetError:
-            raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
+            raise _http.timed_out(self.timeout) from None
         except OSError as e:
-            raise DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}") from None
+            raise _http.lost(e) from None
 
     def health(self) -> Coroutine[Any, Any, Dict[str, Any]]:
         """GET /v1/health."""
@@ -248,16 +246,14 @@ class AsyncClient:
             try:
                 return await asyncio.wait_for(_remote_aio.route(self.remote, method, data), self.timeout)
             except asyncio.TimeoutError:
-                raise Timeout(f"the agentjail nodes did not answer within {self.timeout} s; "
-                              "the connection is closed, so the run is cancelled") from None
+                raise _http.timed_out(self.timeout, "the agentjail nodes") from None
         if self.timeout is None:
             resp = await self._exchange(method, data)
         else:
             try:
                 resp = await asyncio.wait_for(self._exchange(method, data), self.timeout)
             except asyncio.TimeoutError:
-                raise Timeout(f"the agentjail daemon did not answer within {self.timeout} s; "
-                              "the connection is closed, so the run is cancelled") from None
+                raise _http.timed_out(self.timeout) from None
         return _http.result_of(resp)
 
     async def _exchange(self, method: str, data: bytes) -> _http.Response:
@@ -274,10 +270,8 @@ class AsyncClient:
             while True:
                 try:
                     chunk = await loop.sock_recv(sock, 65536)
-                except ConnectionResetError:
-                    raise DaemonUnavailable("the agentjail daemon reset the connection before it answered") from None
                 except OSError as e:
-                    raise DaemonUnavailable(f"lost the connection to the agentjail daemon: {e}") from None
+                    raise _http.lost(e) from None
                 if not chunk:
                     return parser.eof()
                 resp = parser.feed(chunk)

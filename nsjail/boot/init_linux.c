@@ -390,6 +390,357 @@ static unsigned long aj_locked_flags(const struct statvfs *st)
 	return f;
 }
 
+// AJ_ARGS_READ ends a step's reading of its arguments (in aj_step_*): the
+// plan is malformed if they could not be read, and a skipped step ends
+// there.
+#define AJ_ARGS_READ()                                                                                                 \
+	do {                                                                                                           \
+		if (r->bad)                                                                                            \
+			return r->bad;                                                                                 \
+		if (w->skip)                                                                                           \
+			return NULL;                                                                                   \
+	} while (0)
+
+// aj_walk is one walk through a plan: its reader, its fds, and what its
+// steps have done so far.
+struct aj_walk {
+	struct aj_state *s;
+	struct aj_reader r;
+	int *fds, nfds;
+	int skip;           // the steps to read without carrying them out (all of them: dry)
+	int filters, execs; // at most one each, ever
+	int attached;       // AJ_OP_ATTACH: at most one a plan, with the message's one fd
+	int wdir;           // AJ_OP_WRITE's directory, wdir_path
+	const char *wdir_path;
+};
+
+// aj_step_ns carries out (or, skipping, only reads) one of the
+// namespaces' steps: unshare, the host and domain names, lo up. It returns
+// why the plan is malformed, or NULL; *ok says whether the step worked.
+static const char *aj_step_ns(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	struct aj_reader *r = &w->r;
+	(void)stage; // none of these fails but through *ok
+	const char *a;
+	uint64_t x;
+	int err;
+	switch (op) {
+	case AJ_OP_UNSHARE:
+		x = aj_uint(r, 4);
+		AJ_ARGS_READ();
+		*ok = unshare((int)x) == 0;
+		break;
+	case AJ_OP_HOSTNAME:
+		a = aj_str(r, 0);
+		AJ_ARGS_READ();
+		*ok = sethostname(a, strlen(a)) == 0;
+		break;
+	case AJ_OP_DOMAINNAME:
+		a = aj_str(r, 0);
+		AJ_ARGS_READ();
+		*ok = setdomainname(a, strlen(a)) == 0;
+		break;
+	case AJ_OP_LOOPBACK_UP: {
+		if (w->skip)
+			break;
+		int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		struct ifreq ifr;
+		memset(&ifr, 0, sizeof ifr);
+		strcpy(ifr.ifr_name, "lo");
+		ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+		*ok = sock >= 0 && ioctl(sock, SIOCSIFFLAGS, &ifr) == 0;
+		err = errno;
+		if (sock >= 0)
+			close(sock);
+		errno = err;
+		break;
+	}
+	}
+	return NULL;
+}
+
+// aj_step_mount carries out (or, skipping, only reads) one of the mounts'
+// steps: mount, a read-only bind, unmount, pivot_root, attach. It returns
+// why the plan is malformed, or NULL; *ok says whether the step worked.
+static const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	struct aj_reader *r = &w->r;
+	const char *a, *b, *c, *d;
+	uint64_t x, y;
+	switch (op) {
+	case AJ_OP_MOUNT:
+		a = aj_str(r, 1), b = aj_str(r, 0), c = aj_str(r, 1), x = aj_uint(r, 8), d = aj_str(r, 1);
+		AJ_ARGS_READ();
+		*ok = mount(a, b, c, x, d) == 0;
+		break;
+	case AJ_OP_BIND_RO: {
+		a = aj_str(r, 0), b = aj_str(r, 0), x = aj_uint(r, 8), y = aj_uint(r, 8);
+		AJ_ARGS_READ();
+		struct statvfs st;
+		if (mount(a, b, NULL, MS_BIND, NULL) < 0)
+			break;
+		if (statvfs(b, &st) < 0)
+			aj_fail(stage, errno, "statfs");
+		if (mount(NULL, b, NULL,
+			  ((MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | x | aj_locked_flags(&st)) & ~y),
+			  NULL) < 0)
+			aj_fail(stage, errno, "remount read-only");
+		*ok = 1;
+		break;
+	}
+	case AJ_OP_UMOUNT:
+		a = aj_str(r, 0), x = aj_uint(r, 4);
+		AJ_ARGS_READ();
+		*ok = umount2(a, (int)x) == 0;
+		break;
+	case AJ_OP_PIVOT_ROOT:
+		// runc's pivot_root(".", ".") idiom needs no put_old directory;
+		// the detach leaves nothing of the host's file system reachable.
+		a = aj_str(r, 0);
+		AJ_ARGS_READ();
+		*ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
+		     chdir("/") == 0;
+		break;
+	case AJ_OP_ATTACH:
+		a = aj_str(r, 0);
+		if (r->bad)
+			return r->bad;
+		if (w->attached++ > 0 || w->nfds != 1)
+			return "an attach without its one fd";
+		if (w->skip)
+			break;
+		*ok = syscall(SYS_move_mount, w->fds[0], "", AT_FDCWD, a, MOVE_MOUNT_F_EMPTY_PATH) == 0;
+		if (*ok)
+			close(w->fds[0]);
+		break;
+	}
+	return NULL;
+}
+
+// aj_step_files carries out (or, skipping, only reads) one of the files'
+// steps: a directory, a link, a file written, a mode, a condition, chdir.
+// It returns why the plan is malformed, or NULL; *ok says whether the step
+// worked.
+static const char *aj_step_files(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	struct aj_reader *r = &w->r;
+	const char *a, *b, *c;
+	uint64_t x, y;
+	uint32_t n;
+	(void)stage; // none of these fails but through *ok
+	switch (op) {
+	case AJ_OP_MKDIR:
+		a = aj_str(r, 0), x = aj_uint(r, 4), y = aj_uint(r, 4);
+		AJ_ARGS_READ();
+		*ok = (y ? aj_mkdirs(a, (mode_t)x) : mkdir(a, (mode_t)x)) == 0;
+		break;
+	case AJ_OP_SYMLINK:
+		a = aj_str(r, 0), b = aj_str(r, 0);
+		AJ_ARGS_READ();
+		*ok = symlink(a, b) == 0;
+		break;
+	case AJ_OP_WRITE: {
+		a = aj_str(r, 0), b = aj_str(r, 0), x = aj_uint(r, 4), c = aj_bytes(r, &n);
+		AJ_ARGS_READ();
+		// The directory is opened once for a run of files in it (a
+		// request's many files: one open, not one each).
+		if (w->wdir_path == NULL || strcmp(a, w->wdir_path) != 0) {
+			if (w->wdir >= 0)
+				close(w->wdir);
+			w->wdir = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			w->wdir_path = w->wdir >= 0 ? a : NULL;
+		}
+		*ok = w->wdir >= 0 && aj_write_beneath(w->wdir, b, c, n, (unsigned)x) == 0;
+		break;
+	}
+	case AJ_OP_CHMOD:
+		a = aj_str(r, 0), x = aj_uint(r, 4);
+		AJ_ARGS_READ();
+		*ok = chmod(a, (mode_t)x) == 0;
+		break;
+	case AJ_OP_IF_EXISTS: {
+		a = aj_str(r, 0);
+		AJ_ARGS_READ();
+		// The next step is skipped when a is missing, and only then.
+		struct stat st;
+		int missing = lstat(a, &st) < 0;
+		*ok = !missing || errno == ENOENT;
+		if (*ok && missing)
+			w->skip = 2;
+		break;
+	}
+	case AJ_OP_RMDIR:
+		a = aj_str(r, 0);
+		AJ_ARGS_READ();
+		*ok = rmdir(a) == 0;
+		break;
+	case AJ_OP_CHDIR:
+		a = aj_str(r, 0);
+		AJ_ARGS_READ();
+		*ok = chdir(a) == 0;
+		break;
+	}
+	return NULL;
+}
+
+// aj_step_program carries out (or, skipping, only reads) one of the
+// program's steps: its filter, stdio, rlimits and capabilities. It returns
+// why the plan is malformed, or NULL; *ok says whether the step worked.
+static const char *aj_step_program(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	struct aj_reader *r = &w->r;
+	const char *a;
+	uint64_t x, y, z;
+	uint32_t n;
+	switch (op) {
+	case AJ_OP_SECCOMP: {
+		a = aj_bytes(r, &n);
+		if (r->bad)
+			return r->bad;
+		if (w->filters++ > 0)
+			return "a second filter"; // it would replace the first
+		struct sock_filter last; // the program must end with a return
+		if (n == 0 || n % sizeof last != 0 || n / sizeof last > BPF_MAXINSNS)
+			return "no usable filter";
+		memcpy(&last, a + n - sizeof last, sizeof last);
+		if (last.code != (BPF_RET | BPF_K))
+			return "no usable filter";
+		if (w->skip)
+			break;
+		struct sock_filter *f = malloc(n); // aligned, unlike its place in the plan
+		if (f == NULL)
+			aj_fail(stage, ENOMEM, NULL);
+		memcpy(f, a, n);
+		w->s->filter = f;
+		w->s->filter_len = (unsigned short)(n / sizeof last);
+		*ok = 1;
+		break;
+	}
+	case AJ_OP_STDIO:
+		x = aj_uint(r, 4);
+		if (r->bad)
+			return r->bad;
+		if ((int)x != w->nfds)
+			return "wrong number of fds with the request";
+		if (w->skip)
+			break;
+		// 0 to 3 are held from the start (stdio and fd 3 on /dev/null:
+		// jail.start), so a received fd is never one of them.
+		for (int i = 0; i < w->nfds; i++)
+			if (w->fds[i] <= AJ_REPORT_FD)
+				aj_fail(stage, 0, "received an fd below the ones this stage holds");
+		*ok = 1;
+		for (int i = 0; i < w->nfds && *ok; i++)
+			*ok = dup3(w->fds[i], i, 0) == i && close(w->fds[i]) == 0;
+		break;
+	case AJ_OP_RLIMIT: {
+		x = aj_uint(r, 4), y = aj_uint(r, 8), z = aj_uint(r, 8);
+		AJ_ARGS_READ();
+		struct rlimit rl = {.rlim_cur = y, .rlim_max = z};
+		*ok = setrlimit((int)x, &rl) == 0;
+		break;
+	}
+	case AJ_OP_KEEP_CAPS:
+		x = aj_uint(r, 8);
+		if (r->bad)
+			return r->bad;
+		if (x & ~((1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SYS_ADMIN)))
+			return "only CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN may be kept";
+		if (w->skip)
+			break;
+		w->s->keep_caps = x;
+		*ok = 1;
+		break;
+	}
+	return NULL;
+}
+
+// aj_step_exec carries out (or, skipping, only reads) one of the steps
+// that name the program: its argv and environment, or a warm run's adopted
+// fork. It returns why the plan is malformed, or NULL; *ok says whether
+// the step worked.
+static const char *aj_step_exec(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	struct aj_reader *r = &w->r;
+	switch (op) {
+	case AJ_OP_EXEC: {
+		if (w->execs++ > 0)
+			return "a second program";
+		int report = (int)aj_uint(r, 4), collect = (int)aj_uint(r, 4);
+		char **lists[2] = {NULL, NULL};
+		for (int l = 0; l < 2 && !r->bad; l++) {
+			uint32_t count = (uint32_t)aj_uint(r, 4);
+			if (!r->bad && (count > (uint32_t)(r->end - r->p) || (l == 0 && count == 0)))
+				r->bad = "a list is longer than the plan, or argv is empty";
+			char **v = NULL;
+			if (!w->skip && !r->bad && (v = calloc((size_t)count + 1, sizeof(char *))) == NULL)
+				aj_fail(stage, ENOMEM, NULL);
+			for (uint32_t i = 0; i < count && !r->bad; i++) {
+				const char *e = aj_str(r, 0);
+				if (v)
+					v[i] = (char *)e;
+			}
+			lists[l] = v;
+		}
+		if (r->bad) {
+			free(lists[0]);
+			free(lists[1]);
+			return r->bad;
+		}
+		if (w->skip)
+			break;
+		w->s->report = report, w->s->collect = collect;
+		w->s->argv = lists[0], w->s->envp = lists[1];
+		*ok = 1;
+		break;
+	}
+	case AJ_OP_ADOPT:
+		if (w->execs++ > 0)
+			return "a second program";
+		if (w->skip)
+			break;
+		w->s->adopt = 1;
+		*ok = 1;
+		break;
+	}
+	return NULL;
+}
+
+// aj_step carries out (or reads) one step of a plan, of code op.
+static const char *aj_step(struct aj_walk *w, int op, const char *stage, int *ok)
+{
+	switch (op) {
+	case AJ_OP_UNSHARE:
+	case AJ_OP_HOSTNAME:
+	case AJ_OP_DOMAINNAME:
+	case AJ_OP_LOOPBACK_UP:
+		return aj_step_ns(w, op, stage, ok);
+	case AJ_OP_MOUNT:
+	case AJ_OP_BIND_RO:
+	case AJ_OP_UMOUNT:
+	case AJ_OP_PIVOT_ROOT:
+	case AJ_OP_ATTACH:
+		return aj_step_mount(w, op, stage, ok);
+	case AJ_OP_MKDIR:
+	case AJ_OP_SYMLINK:
+	case AJ_OP_WRITE:
+	case AJ_OP_CHMOD:
+	case AJ_OP_IF_EXISTS:
+	case AJ_OP_RMDIR:
+	case AJ_OP_CHDIR:
+		return aj_step_files(w, op, stage, ok);
+	case AJ_OP_SECCOMP:
+	case AJ_OP_STDIO:
+	case AJ_OP_RLIMIT:
+	case AJ_OP_KEEP_CAPS:
+		return aj_step_program(w, op, stage, ok);
+	case AJ_OP_EXEC:
+	case AJ_OP_ADOPT:
+		return aj_step_exec(w, op, stage, ok);
+	}
+	return "an unknown step";
+}
+
 // aj_walk goes through one plan; fds are the ones its message brought.
 // With dry set it only reads the plan through (and checks what depends on
 // the plan alone): aj_plan does that first, so that a malformed plan is
@@ -399,307 +750,37 @@ static unsigned long aj_locked_flags(const struct statvfs *st)
 static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, int *fds, int nfds, int dry,
 			   const char **stage_out)
 {
-	struct aj_reader r = {(const unsigned char *)plan, (const unsigned char *)plan + len, NULL};
-	int skip = dry, cond = 0; // cond: the last step was AJ_OP_IF_EXISTS
-	int filters = s->filter != NULL, execs = s->argv != NULL || s->adopt; // at most one each, ever
-	int attached = 0; // AJ_OP_ATTACH: at most one a plan, with the message's one fd
-	int wdir = -1;             // AJ_OP_WRITE's directory, wdir_path
-	const char *wdir_path = NULL;
+	struct aj_walk w = {.s = s,
+			    .r = {(const unsigned char *)plan, (const unsigned char *)plan + len, NULL},
+			    .fds = fds,
+			    .nfds = nfds,
+			    .skip = dry,
+			    .filters = s->filter != NULL,
+			    .execs = s->argv != NULL || s->adopt,
+			    .wdir = -1};
+	int cond = 0; // the last step was AJ_OP_IF_EXISTS
 	const char *why = NULL;
 	*stage_out = "decode plan";
-#define AJ_BAD(reason)                                                                                                 \
-	do {                                                                                                           \
-		why = (reason);                                                                                        \
-		goto out;                                                                                              \
-	} while (0)
-	while (r.p < r.end) {
-		int op = (int)aj_uint(&r, 1);
+	while (w.r.p < w.r.end) {
+		int op = (int)aj_uint(&w.r, 1);
 		int was_cond = cond;
 		cond = op == AJ_OP_IF_EXISTS;
-		if (cond && was_cond)
-			AJ_BAD("a condition on a condition");
-		const char *stage = aj_str(&r, 0);
-		if (r.bad)
-			AJ_BAD(r.bad);
+		if (cond && was_cond) {
+			why = "a condition on a condition";
+			goto out;
+		}
+		const char *stage = aj_str(&w.r, 0);
+		if (w.r.bad) {
+			why = w.r.bad;
+			goto out;
+		}
 		*stage_out = stage;
-		int ok = 0, err = 0;
-		const char *a, *b, *c, *d;
-		uint64_t x, y, z;
-		uint32_t n;
-		switch (op) {
-		case AJ_OP_UNSHARE:
-			x = aj_uint(&r, 4);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = unshare((int)x) == 0;
-			break;
-		case AJ_OP_MOUNT:
-			a = aj_str(&r, 1), b = aj_str(&r, 0), c = aj_str(&r, 1), x = aj_uint(&r, 8), d = aj_str(&r, 1);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = mount(a, b, c, x, d) == 0;
-			break;
-		case AJ_OP_BIND_RO: {
-			a = aj_str(&r, 0), b = aj_str(&r, 0), x = aj_uint(&r, 8), y = aj_uint(&r, 8);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			struct statvfs st;
-			if (mount(a, b, NULL, MS_BIND, NULL) < 0)
-				break;
-			if (statvfs(b, &st) < 0)
-				aj_fail(stage, errno, "statfs");
-			if (mount(NULL, b, NULL,
-				  ((MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | x | aj_locked_flags(&st)) & ~y),
-				  NULL) < 0)
-				aj_fail(stage, errno, "remount read-only");
-			ok = 1;
-			break;
-		}
-		case AJ_OP_MKDIR:
-			a = aj_str(&r, 0), x = aj_uint(&r, 4), y = aj_uint(&r, 4);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = (y ? aj_mkdirs(a, (mode_t)x) : mkdir(a, (mode_t)x)) == 0;
-			break;
-		case AJ_OP_SYMLINK:
-			a = aj_str(&r, 0), b = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = symlink(a, b) == 0;
-			break;
-		case AJ_OP_WRITE: {
-			a = aj_str(&r, 0), b = aj_str(&r, 0), x = aj_uint(&r, 4), c = aj_bytes(&r, &n);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			// The directory is opened once for a run of files in it (a
-			// request's many files: one open, not one each).
-			if (wdir_path == NULL || strcmp(a, wdir_path) != 0) {
-				if (wdir >= 0)
-					close(wdir);
-				wdir = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
-				wdir_path = wdir >= 0 ? a : NULL;
-			}
-			ok = wdir >= 0 && aj_write_beneath(wdir, b, c, n, (unsigned)x) == 0;
-			break;
-		}
-		case AJ_OP_CHMOD:
-			a = aj_str(&r, 0), x = aj_uint(&r, 4);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = chmod(a, (mode_t)x) == 0;
-			break;
-		case AJ_OP_IF_EXISTS: {
-			a = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			// The next step is skipped when a is missing, and only then.
-			struct stat st;
-			int missing = lstat(a, &st) < 0;
-			ok = !missing || errno == ENOENT;
-			if (ok && missing)
-				skip = 2;
-			break;
-		}
-		case AJ_OP_UMOUNT:
-			a = aj_str(&r, 0), x = aj_uint(&r, 4);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = umount2(a, (int)x) == 0;
-			break;
-		case AJ_OP_RMDIR:
-			a = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = rmdir(a) == 0;
-			break;
-		case AJ_OP_PIVOT_ROOT:
-			// runc's pivot_root(".", ".") idiom needs no put_old directory;
-			// the detach leaves nothing of the host's file system reachable.
-			a = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = chdir(a) == 0 && syscall(SYS_pivot_root, ".", ".") == 0 && umount2(".", MNT_DETACH) == 0 &&
-			     chdir("/") == 0;
-			break;
-		case AJ_OP_HOSTNAME:
-			a = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = sethostname(a, strlen(a)) == 0;
-			break;
-		case AJ_OP_DOMAINNAME:
-			a = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = setdomainname(a, strlen(a)) == 0;
-			break;
-		case AJ_OP_LOOPBACK_UP: {
-			if (skip)
-				break;
-			int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-			struct ifreq ifr;
-			memset(&ifr, 0, sizeof ifr);
-			strcpy(ifr.ifr_name, "lo");
-			ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
-			ok = sock >= 0 && ioctl(sock, SIOCSIFFLAGS, &ifr) == 0;
-			err = errno;
-			if (sock >= 0)
-				close(sock);
-			errno = err;
-			break;
-		}
-		case AJ_OP_CHDIR:
-			a = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			ok = chdir(a) == 0;
-			break;
-		case AJ_OP_SECCOMP: {
-			a = aj_bytes(&r, &n);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (filters++ > 0)
-				AJ_BAD("a second filter"); // it would replace the first
-			struct sock_filter last; // the program must end with a return
-			if (n == 0 || n % sizeof last != 0 || n / sizeof last > BPF_MAXINSNS)
-				AJ_BAD("no usable filter");
-			memcpy(&last, a + n - sizeof last, sizeof last);
-			if (last.code != (BPF_RET | BPF_K))
-				AJ_BAD("no usable filter");
-			if (skip)
-				break;
-			struct sock_filter *f = malloc(n); // aligned, unlike its place in the plan
-			if (f == NULL)
-				aj_fail(stage, ENOMEM, NULL);
-			memcpy(f, a, n);
-			s->filter = f;
-			s->filter_len = (unsigned short)(n / sizeof last);
-			ok = 1;
-			break;
-		}
-		case AJ_OP_STDIO:
-			x = aj_uint(&r, 4);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if ((int)x != nfds)
-				AJ_BAD("wrong number of fds with the request");
-			if (skip)
-				break;
-			// 0 to 3 are held from the start (stdio and fd 3 on /dev/null:
-			// jail.start), so a received fd is never one of them.
-			for (int i = 0; i < nfds; i++)
-				if (fds[i] <= AJ_REPORT_FD)
-					aj_fail(stage, 0, "received an fd below the ones this stage holds");
-			ok = 1;
-			for (int i = 0; i < nfds && ok; i++)
-				ok = dup3(fds[i], i, 0) == i && close(fds[i]) == 0;
-			break;
-		case AJ_OP_RLIMIT: {
-			x = aj_uint(&r, 4), y = aj_uint(&r, 8), z = aj_uint(&r, 8);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (skip)
-				break;
-			struct rlimit rl = {.rlim_cur = y, .rlim_max = z};
-			ok = setrlimit((int)x, &rl) == 0;
-			break;
-		}
-		case AJ_OP_EXEC: {
-			if (execs++ > 0)
-				AJ_BAD("a second program");
-			int report = (int)aj_uint(&r, 4), collect = (int)aj_uint(&r, 4);
-			char **lists[2] = {NULL, NULL};
-			for (int l = 0; l < 2 && !r.bad; l++) {
-				uint32_t count = (uint32_t)aj_uint(&r, 4);
-				if (!r.bad && (count > (uint32_t)(r.end - r.p) || (l == 0 && count == 0)))
-					r.bad = "a list is longer than the plan, or argv is empty";
-				char **v = NULL;
-				if (!skip && !r.bad && (v = calloc((size_t)count + 1, sizeof(char *))) == NULL)
-					aj_fail(stage, ENOMEM, NULL);
-				for (uint32_t i = 0; i < count && !r.bad; i++) {
-					const char *e = aj_str(&r, 0);
-					if (v)
-						v[i] = (char *)e;
-				}
-				lists[l] = v;
-			}
-			if (r.bad) {
-				free(lists[0]);
-				free(lists[1]);
-				AJ_BAD(r.bad);
-			}
-			if (skip)
-				break;
-			s->report = report, s->collect = collect;
-			s->argv = lists[0], s->envp = lists[1];
-			ok = 1;
-			break;
-		}
-		case AJ_OP_ATTACH:
-			a = aj_str(&r, 0);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (attached++ > 0 || nfds != 1)
-				AJ_BAD("an attach without its one fd");
-			if (skip)
-				break;
-			ok = syscall(SYS_move_mount, fds[0], "", AT_FDCWD, a, MOVE_MOUNT_F_EMPTY_PATH) == 0;
-			if (ok)
-				close(fds[0]);
-			break;
-		case AJ_OP_ADOPT:
-			if (execs++ > 0)
-				AJ_BAD("a second program");
-			if (skip)
-				break;
-			s->adopt = 1;
-			ok = 1;
-			break;
-		case AJ_OP_KEEP_CAPS:
-			x = aj_uint(&r, 8);
-			if (r.bad)
-				AJ_BAD(r.bad);
-			if (x & ~((1ull << CAP_SETUID) | (1ull << CAP_SETGID) | (1ull << CAP_SYS_ADMIN)))
-				AJ_BAD("only CAP_SETUID, CAP_SETGID and CAP_SYS_ADMIN may be kept");
-			if (skip)
-				break;
-			s->keep_caps = x;
-			ok = 1;
-			break;
-		default:
-			AJ_BAD("an unknown step");
-		}
-		if (skip) {
+		int ok = 0;
+		if ((why = aj_step(&w, op, stage, &ok)) != NULL)
+			goto out;
+		if (w.skip) {
 			if (!dry)
-				skip--;
+				w.skip--;
 			continue;
 		}
 		if (!ok)
@@ -709,9 +790,8 @@ static const char *aj_walk(struct aj_state *s, const char *plan, uint32_t len, i
 	if (cond)
 		why = "a condition with no step after it";
 out:
-#undef AJ_BAD
-	if (wdir >= 0)
-		close(wdir);
+	if (w.wdir >= 0)
+		close(w.wdir);
 	return why;
 }
 

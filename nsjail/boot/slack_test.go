@@ -1,6 +1,6 @@
-//go:build cgo
+//go:build linux && cgo
 
-package nsjail
+package boot
 
 import (
 	"os"
@@ -13,10 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/internal/systest"
+	"agentjail/nsjail/internal/wire"
 )
 
 // TestOnlySysmonHasTheLargeTimerSlack: slack_linux.c gives the Go
-// runtime's sysmon thread sysmonSlackNS and every other thread the main
+// runtime's sysmon thread wire.SysmonSlackNS and every other thread the main
 // thread's slack. It finds sysmon as the first thread the runtime makes;
 // this test finds it by what it does: it is the only thread of the
 // runtime that sleeps in nanosleep (runtime.usleep), polling while a
@@ -25,9 +26,9 @@ import (
 func TestOnlySysmonHasTheLargeTimerSlack(t *testing.T) {
 	systest.Require(t, systest.Root)
 	mainSlack := timerSlack(t, os.Getpid())
-	want := max(mainSlack, sysmonSlackNS)
-	if mainSlack >= sysmonSlackNS {
-		t.Logf("the main thread's slack %d ns is already at least %d: nothing to tell apart", mainSlack, sysmonSlackNS)
+	want := max(mainSlack, wire.SysmonSlackNS)
+	if mainSlack >= wire.SysmonSlackNS {
+		t.Logf("the main thread's slack %d ns is already at least %d: nothing to tell apart", mainSlack, wire.SysmonSlackNS)
 	}
 
 	// A busy goroutine keeps sysmon polling (it sleeps deep only while
@@ -48,7 +49,7 @@ func TestOnlySysmonHasTheLargeTimerSlack(t *testing.T) {
 	seen := map[int]int{}
 	sysmon := -1
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && (sysmon < 0 || seen[sysmon] < 50); {
-		for _, tid := range threadsInSyscall(t, unix.SYS_NANOSLEEP) {
+		for _, tid := range systest.ThreadsInSyscall(t, unix.SYS_NANOSLEEP) {
 			if seen[tid]++; sysmon < 0 || seen[tid] > seen[sysmon] {
 				sysmon = tid
 			}
@@ -61,10 +62,10 @@ func TestOnlySysmonHasTheLargeTimerSlack(t *testing.T) {
 		t.Errorf("thread %d, in nanosleep most often (%d of the samples that saw any: %v), has a timer slack of %d ns, want sysmon's %d",
 			sysmon, seen[sysmon], seen, got, want)
 	}
-	if mainSlack >= sysmonSlackNS {
+	if mainSlack >= wire.SysmonSlackNS {
 		return
 	}
-	for _, tid := range threads(t) {
+	for _, tid := range systest.Threads(t) {
 		if got := timerSlack(t, tid); tid != sysmon && got >= 0 && got != mainSlack {
 			t.Errorf("thread %d (not sysmon) has a timer slack of %d ns, want the main thread's %d", tid, got, mainSlack)
 		}
@@ -93,8 +94,8 @@ func timerSlack(t *testing.T, tid int) int {
 // creator's slack, and sysmon starts threads for the runtime; each thread
 // made through pthread_create sets the main thread's slack for itself.
 func TestThreadsSysmonMakesDoNotInheritItsSlack(t *testing.T) {
-	for _, creator := range []int{sysmonSlackNS, 7_000_000} {
-		got, mainSlack := slackOfAThreadMadeBy(creator)
+	for _, creator := range []int{wire.SysmonSlackNS, 7_000_000} {
+		got, mainSlack := SlackOfAThreadMadeBy(creator)
 		if mainSlack <= 0 || mainSlack == creator {
 			t.Fatalf("the main thread's slack as slack_linux.c read it is %d ns: nothing to tell apart", mainSlack)
 		}

@@ -1,0 +1,12 @@
+r = sc(56, 0x10000000 | 17, 0, 0, 0, 0)                 # clone(CLONE_NEWUSER|SIGCHLD)
+if r == "OK:0": os._exit(0)
+print("P06 clone-newuser", r)
+r = sc(435, ctypes.create_string_buffer(struct.pack("8Q", 0x10000000, 0, 0, 0, 17, 0, 0, 0)), 64)
+if r == "OK:0": os._exit(0)
+print("P06 clone3", r)
+r = sc(56, 0x8000 | 17, 0, 0, 0, 0)                            # clone(CLONE_PARENT|SIGCHLD): a sibling
+if r == "OK:0": os._exit(0)
+print("P06 clone-parent", r)
+pid = os.fork()
+if pid == 0: os._exit(7)
+print("P06 plain-fork", os.waitpid(pid, 0)[1] >> 8)

@@ -35,6 +35,7 @@ func (c *Config) Validate() error {
 	c.validateLog(bad)
 	c.validateMetrics(bad)
 	c.validateRemote(bad)
+	c.validateNetwork(bad)
 	return joinErrors(errs)
 }
 

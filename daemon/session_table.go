@@ -53,8 +53,8 @@ func (t *sessions) retryAfter() int {
 
 // add registers a started session (reserved before), arms its timers and
 // watches for its end.
-func (t *sessions) add(js *nsjail.Session, owner string, env *Environment, limits nsjail.Limits, idle time.Duration) *session {
-	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created}
+func (t *sessions) add(js *nsjail.Session, owner string, env *Environment, limits nsjail.Limits, idle time.Duration, nr *netRun) *session {
+	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created, net: nr}
 	s.idler = time.AfterFunc(idle, func() { s.expire(nsjail.EndIdle) })
 	s.lifer = time.AfterFunc(max(t.srv.opts.SessionMaxLifetime-time.Since(js.Created), 0), func() { s.expire(nsjail.EndLifetime) })
 	t.mu.Lock()
@@ -77,6 +77,7 @@ func (t *sessions) retire(s *session) {
 	s.mu.Unlock()
 	info := s.info()
 	err := s.js.Wait()
+	s.net.close()
 	t.mu.Lock()
 	delete(t.live, s.js.ID)
 	t.ended[s.js.ID] = &endedSession{owner: s.owner, info: info, at: time.Now()}

@@ -43,6 +43,7 @@ type SessionRequest struct {
 	Files         []RequestFile     `json:"files,omitempty"`
 	IdleTimeoutMs *int64            `json:"idle_timeout_ms,omitempty"`
 	Start         string            `json:"start,omitempty"`
+	Network       *RequestNetwork   `json:"network,omitempty"` // egress for all its calls (session_network.go)
 }
 
 // CallRequest is the body of POST /v1/sessions/{id}/run. Only Code is
@@ -161,6 +162,7 @@ type session struct {
 	env    *Environment
 	limits nsjail.Limits
 	idle   time.Duration
+	net    *netRun // its egress proxy; nil without
 
 	mu       sync.Mutex
 	busy     bool
@@ -276,6 +278,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec, env, idle, err := req.spec(s.opts)
+	var nr *netRun
+	if err == nil {
+		nr, err = req.network(s.opts.Policy, spec)
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
 		return
@@ -287,6 +293,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if reserved {
 			s.sess.unreserve()
+			nr.close() // the session never started
 		}
 	}()
 	if !s.track(w, r) {
@@ -315,7 +322,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	reserved = false
-	sess := s.sess.add(js, principalOf(r), env, spec.Limits, idle)
+	sess := s.sess.add(js, principalOf(r), env, spec.Limits, idle, nr)
 	s.log.Info("session started", "id", js.ID, "environment", env.Name, "start", js.Start, "jail_uid", js.HostUID(),
 		"start_ms", time.Since(started).Milliseconds(), "queue_ms", queued.Milliseconds(), "owner", sess.owner)
 	writeJSON(w, http.StatusCreated, sess.created())
@@ -381,6 +388,7 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	ran = true
 	res := sess.result(cr, req.Tests, end, c.Limits)
+	sess.net.report(res.Result)
 	if req.Command != nil {
 		res.Feedback = commandFeedback(res.Feedback, cr.Result.Report, req.Command, res.Environment)
 	}

@@ -95,8 +95,9 @@ func (j *jail) deliver(cfg *requestConfig, control *os.File) (*programIO, error)
 // flow, when the jail is built and before msgRequest. The jail's
 // namespaces are its pid 1's (/proc/<j.proc.Pid>/ns/net is its network
 // namespace, cold or warm). An error fails the delivery: the jail is
-// cleaned up. Nothing is done here yet.
-func (j *jail) beforeProgram(*requestConfig) error { return nil }
+// cleaned up. It opens the egress proxy's listener when the spec asks
+// for one (network_linux.go).
+func (j *jail) beforeProgram(*requestConfig) error { return j.openNetwork() }
 
 // openStdio makes the program's stdin and its stdout and stderr pipes:
 // this process's ends in pio, the jail's in stdio (fds 0-2) and in

@@ -108,6 +108,9 @@ func (g *Guard) Check(ip netip.Addr) string {
 	if g.isOwn(ip) {
 		return "one of this host's own addresses"
 	}
+	if v4, form, ok := embeddedV4(ip); ok && g.isOwn(v4) {
+		return form + " of " + v4.String() + ", one of this host's own addresses"
+	}
 	return ""
 }
 

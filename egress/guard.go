@@ -100,11 +100,20 @@ func (g *Guard) Check(ip netip.Addr) string {
 	}
 	ip = ip.Unmap()
 	if g.listed(ip) {
+		// The host's own address only when listed itself, not in a range.
+		if why := g.ownWhy(ip); why != "" && !g.listedAlone(ip) {
+			return why + " (private_allow lists it only in a range; list the address itself to allow it)"
+		}
 		return ""
 	}
 	if why := classify(ip); why != "" {
 		return why
 	}
+	return g.ownWhy(ip)
+}
+
+// ownWhy says why ip is the host's own address, in any form, or "".
+func (g *Guard) ownWhy(ip netip.Addr) string {
 	if g.isOwn(ip) {
 		return "one of this host's own addresses"
 	}
@@ -112,6 +121,16 @@ func (g *Guard) Check(ip netip.Addr) string {
 		return form + " of " + v4.String() + ", one of this host's own addresses"
 	}
 	return ""
+}
+
+// listedAlone says whether private_allow lists ip as one address.
+func (g *Guard) listedAlone(ip netip.Addr) bool {
+	for _, p := range g.allow {
+		if p.IsSingleIP() && p.Addr() == ip {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Guard) listed(ip netip.Addr) bool {

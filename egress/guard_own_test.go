@@ -30,3 +30,23 @@ func TestGuardRefusesOwnAddressForms(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 }
+
+// A private_allow range that holds the host's own address does not allow
+// the host: only the address listed itself does.
+func TestGuardPrivateAllowRangeSparesOwn(t *testing.T) {
+	own := netip.MustParseAddr("10.1.2.3")
+	for list, want := range map[string]bool{"10.0.0.0/8": false, "10.1.2.3": true} {
+		pa, err := ParsePrivateAllow([]string{list})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := NewGuard(pa)
+		g.ownAddrs = func() ([]netip.Addr, error) { return []netip.Addr{own}, nil }
+		if why := g.Check(own); (why == "") != want || !want && !strings.Contains(why, "own") {
+			t.Errorf("private_allow %s: Check(%s) = %q", list, own, why)
+		}
+		if why := g.Check(netip.MustParseAddr("10.1.2.4")); !want && why != "" {
+			t.Errorf("private_allow %s: 10.1.2.4 refused: %s", list, why)
+		}
+	}
+}

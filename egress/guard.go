@@ -27,6 +27,7 @@ var RefusedRanges = []Refused{
 	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (carrier NAT, some cloud metadata)"},
 	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (cloud metadata)"},
+	{netip.MustParsePrefix("168.63.129.16/32"), "Azure's platform address (WireServer, cloud metadata)"},
 	{netip.MustParsePrefix("172.16.0.0/12"), "private (RFC 1918)"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments"},
 	{netip.MustParsePrefix("192.168.0.0/16"), "private (RFC 1918)"},

@@ -41,6 +41,7 @@ func serveWith(t *testing.T, f func(net.Conn)) string {
 // sends a ClientHello for up.test.
 func tunnel(t *testing.T, w *world, port string) net.Conn {
 	t.Helper()
+	hello := clientHello(t, "up.test") // made first: the upstream may close soon after the 200
 	c, err := net.Dial("tcp", w.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func tunnel(t *testing.T, w *world, port string) net.Conn {
 	if _, err := io.ReadFull(c, hdr); err != nil || !strings.Contains(string(hdr), "200") {
 		t.Fatalf("%q %v", hdr, err)
 	}
-	c.Write(clientHello(t, "up.test"))
+	c.Write(hello)
 	return c
 }
 

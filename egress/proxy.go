@@ -67,9 +67,6 @@ type Run struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	bytes  atomic.Int64 // charged since the last Take
-	// inflight is what spliced chunks have taken and not yet settled;
-	// Take carries it into the next period, which the chunks settle in.
-	inflight atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -203,9 +200,8 @@ func (r *Run) recordLocked(rec *conn) {
 
 // Take returns the report of the connections since the last Take (a
 // session's call) and starts a new period: the connection and byte caps
-// start again (less what a spliced download holds until it settles). A
-// connection still open is listed with its bytes so far, and again in
-// the period it ends with the bytes since.
+// start again. A connection still open is listed with its bytes so far,
+// and again in the period it ends with the bytes since.
 func (r *Run) Take() *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -218,7 +214,7 @@ func (r *Run) Take() *Report {
 	sort.Sort(byAccept{rep.Connections, r.period.seqs})
 	r.period = period{}
 	r.accepted = 0
-	r.bytes.Store(r.inflight.Load())
+	r.bytes.Store(0)
 	if rep.Connections == nil {
 		rep.Connections = []Connection{}
 	}

@@ -115,16 +115,13 @@ func (r *Run) download(rec *conn, up net.Conn, limit int64) error {
 		if limit > 0 {
 			chunk = min(chunk, limit)
 		}
-		r.inflight.Add(chunk) // before the charge: a Take between them charges more, never less
 		take := int64(r.charge(int(chunk)))
-		r.inflight.Add(take - chunk)
 		if take == 0 {
 			rec.end(ReasonByteLimit)
 			return errByteLimit
 		}
 		n, err := dst.ReadFrom(io.LimitReader(src, take))
 		r.bytes.Add(n - take)
-		r.inflight.Add(-take) // after: a Take between them charges more, never less
 		rec.received.Add(n)
 		if n > 0 {
 			rec.touch()

@@ -129,7 +129,7 @@ func networkFeedback(rep *egress.Report, p *egress.Policy) []string {
 		}
 		out = append(out, refusalSentence(c, p))
 	}
-	return out
+	return append(out, limitFeedback(rep)...)
 }
 
 func refusalSentence(c egress.Connection, p *egress.Policy) string {
@@ -144,7 +144,7 @@ func refusalSentence(c egress.Connection, p *egress.Policy) string {
 	case egress.ReasonPrivateAddress:
 		return fmt.Sprintf("The proxy refused %s: it resolves to %s, a private, loopback, link-local or this host's own address, which no run may reach unless the operator lists it in network.private_allow.", target, c.IP)
 	case egress.ReasonSNIMismatch:
-		return fmt.Sprintf("The proxy closed the tunnel to %s: the TLS server name must be the CONNECT host.", target)
+		return fmt.Sprintf("The proxy closed the tunnel to %s: a CONNECT tunnel must start with TLS whose server name is the CONNECT host, without ECH; send plain http:// URLs to the proxy in absolute form.", target)
 	case egress.ReasonHostMismatch:
 		return fmt.Sprintf("The proxy refused a request for %s whose Host header names another host.", target)
 	case egress.ReasonConnectionLimit:

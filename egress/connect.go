@@ -34,18 +34,15 @@ func (r *Run) connect(rec *conn, q *request) {
 	r.relay(rec, io.MultiReader(bytes.NewReader(first), q.br), up)
 }
 
-// inspect reads the client's first bytes after the 200. On port 443, or
-// when they start a TLS handshake, they must be a ClientHello whose
-// server name is the CONNECT host (for an IP literal: no server name, or
-// that IP). It returns the bytes it read, to be sent on; false when the
-// tunnel must close.
+// inspect reads the client's first bytes after the 200. On any port they
+// must be a ClientHello whose server name is the CONNECT host (for an IP
+// literal: no server name, or that IP): plain HTTP in a tunnel could name
+// any host in its Host header (plain http:// goes in absolute form). It
+// returns the bytes it read, to be sent on; false when the tunnel must
+// close.
 func (r *Run) inspect(rec *conn, t Target, br *bufio.Reader) ([]byte, bool) {
-	b, err := br.Peek(1)
-	if err != nil {
+	if _, err := br.Peek(1); err != nil {
 		return nil, false // closed before it sent anything
-	}
-	if t.Port != 443 && b[0] != recordHandshake {
-		return nil, true
 	}
 	raw, sni, has, err := readClientHello(br)
 	if err != nil || !sniMatches(t, sni, has) {

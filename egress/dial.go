@@ -125,11 +125,19 @@ func (p *Proxy) dial(ctx context.Context, t Target) dialResult {
 	return last
 }
 
+// lookupDetail says why a lookup failed, for the program: never the
+// resolver's error, which names the host's nameserver.
 func lookupDetail(err error) string {
-	if err == nil {
+	var de *net.DNSError
+	switch {
+	case err == nil:
 		return "the name has no address"
+	case errors.As(err, &de) && de.IsNotFound:
+		return "the name does not exist (NXDOMAIN) or has no address"
+	case errors.As(err, &de) && de.IsTimeout, errors.Is(err, context.DeadlineExceeded):
+		return "the DNS lookup timed out"
 	}
-	return err.Error()
+	return "the DNS lookup failed"
 }
 
 // control is the dialer's hook: address is the one connect(2) gets.

@@ -24,6 +24,7 @@ func (r *Run) forward(rec *conn, q *request) {
 	req := q.req
 	switch {
 	case !req.URL.IsAbs() || req.URL.Host == "":
+		rec.setTarget(originTarget(req.Host))
 		rec.decide(Blocked, ReasonBadRequest)
 		writeRefusal(rec.client, 400, "send requests to the proxy in absolute form (GET http://host/path), or use CONNECT")
 		return

@@ -27,6 +27,7 @@ var RefusedRanges = []Refused{
 	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (carrier NAT, some cloud metadata)"},
 	{netip.MustParsePrefix("127.0.0.0/8"), "loopback"},
 	{netip.MustParsePrefix("169.254.0.0/16"), "link-local (cloud metadata)"},
+	{netip.MustParsePrefix("168.63.129.16/32"), "Azure's platform address (WireServer, cloud metadata)"},
 	{netip.MustParsePrefix("172.16.0.0/12"), "private (RFC 1918)"},
 	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments"},
 	{netip.MustParsePrefix("192.168.0.0/16"), "private (RFC 1918)"},
@@ -100,15 +101,37 @@ func (g *Guard) Check(ip netip.Addr) string {
 	}
 	ip = ip.Unmap()
 	if g.listed(ip) {
+		// The host's own address only when listed itself, not in a range.
+		if why := g.ownWhy(ip); why != "" && !g.listedAlone(ip) {
+			return why + " (private_allow lists it only in a range; list the address itself to allow it)"
+		}
 		return ""
 	}
 	if why := classify(ip); why != "" {
 		return why
 	}
+	return g.ownWhy(ip)
+}
+
+// ownWhy says why ip is the host's own address, in any form, or "".
+func (g *Guard) ownWhy(ip netip.Addr) string {
 	if g.isOwn(ip) {
 		return "one of this host's own addresses"
 	}
+	if v4, form, ok := embeddedV4(ip); ok && g.isOwn(v4) {
+		return form + " of " + v4.String() + ", one of this host's own addresses"
+	}
 	return ""
+}
+
+// listedAlone says whether private_allow lists ip as one address.
+func (g *Guard) listedAlone(ip netip.Addr) bool {
+	for _, p := range g.allow {
+		if p.IsSingleIP() && p.Addr() == ip {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *Guard) listed(ip netip.Addr) bool {

@@ -147,7 +147,7 @@ func parseHost(h string) (string, netip.Addr, error) {
 }
 
 func looksNumeric(s string) bool {
-	if s[0] < '0' || s[0] > '9' {
+	if s == "" || s[0] < '0' || s[0] > '9' {
 		return false
 	}
 	for _, c := range []byte(s) {

@@ -68,6 +68,9 @@ func parseRule(e string) (rule, string) {
 	if portText == "" {
 		return rule{}, "has no port (write host:port)"
 	}
+	if host == "" {
+		return rule{}, "has no host (write host:port)"
+	}
 	port, err := parsePort(portText)
 	if err != nil {
 		return rule{}, err.Error()

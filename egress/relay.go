@@ -58,8 +58,9 @@ type upWriter struct {
 func (u *upWriter) Write(p []byte) (int, error) {
 	u.c.touch()
 	k := u.r.charge(len(p))
+	u.c.sent.Add(int64(k)) // before the write: a report taken once the answer is back has them
 	n, err := u.dst.Write(p[:k])
-	u.c.sent.Add(int64(n))
+	u.c.sent.Add(int64(n - k))
 	if err == nil && k < len(p) {
 		u.c.end(ReasonByteLimit)
 		err = errByteLimit

@@ -46,6 +46,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 	pl, _ := net.Listen("tcp", "127.0.0.1:0")
 	run := p.Start(pl, pol)
 	defer run.Close()
+	hello := clientHello(b, "")
 	fetch := func(proxied bool) time.Duration {
 		start := time.Now()
 		var c net.Conn
@@ -55,7 +56,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 				fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\n\r\n", up)
 				hdr := make([]byte, len("HTTP/1.1 200 Connection established\r\n\r\n"))
 				_, err = io.ReadFull(c, hdr)
-				c.Write([]byte{'x'}) // the first byte: not TLS, port not 443
+				c.Write(hello) // a tunnel starts with a ClientHello
 			}
 		} else {
 			c, err = net.Dial("tcp", up)

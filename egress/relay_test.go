@@ -38,9 +38,10 @@ func serveWith(t *testing.T, f func(net.Conn)) string {
 }
 
 // tunnel opens a CONNECT tunnel to up.test:port through w's proxy and
-// sends one byte (not TLS).
+// sends a ClientHello for up.test.
 func tunnel(t *testing.T, w *world, port string) net.Conn {
 	t.Helper()
+	hello := clientHello(t, "up.test") // made first: the upstream may close soon after the 200
 	c, err := net.Dial("tcp", w.addr)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +51,7 @@ func tunnel(t *testing.T, w *world, port string) net.Conn {
 	if _, err := io.ReadFull(c, hdr); err != nil || !strings.Contains(string(hdr), "200") {
 		t.Fatalf("%q %v", hdr, err)
 	}
-	c.Write([]byte{'x'})
+	c.Write(hello)
 	return c
 }
 

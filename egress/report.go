@@ -35,7 +35,7 @@ const MaxListed = 200
 
 // Connection is one client connection to the proxy.
 type Connection struct {
-	Host     string  `json:"host"` // as the client named it; "" when it sent no request
+	Host     string  `json:"host"` // as the client named it; "" when it sent no request, OriginForm for GET /path without a valid Host
 	Port     int     `json:"port"`
 	IP       string  `json:"ip"` // the address connected (or refused); "" when none
 	Verdict  string  `json:"verdict"`

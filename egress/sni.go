@@ -10,12 +10,15 @@ const (
 	recordHandshake   = 0x16
 	handshakeHello    = 0x01
 	extServerName     = 0x0000
+	extECH            = 0xfe0d // encrypted_client_hello
+	extESNI           = 0xffce // encrypted_server_name (the draft before ECH)
 	maxRecordLen      = 16384 + 2048
 	maxClientHelloLen = 64 << 10
 )
 
 var errNotTLS = errors.New("the first bytes are not a TLS handshake")
 var errBadHello = errors.New("malformed TLS ClientHello")
+var errECH = errors.New("the ClientHello encrypts its server name (ECH or ESNI)")
 
 // readClientHello reads TLS records from r until the first handshake
 // message, a ClientHello, is whole. It returns every byte read (the
@@ -56,7 +59,9 @@ func readClientHello(r io.Reader) (raw []byte, sni string, hasSNI bool, err erro
 
 // parseClientHello reads one handshake message that must be a
 // ClientHello and returns its host_name, if it has one. Two server_name
-// extensions, or a list with more than one name, are malformed.
+// extensions, or a list with more than one name, are malformed; an
+// encrypted server name (ECH, ESNI) is refused: the outer name it shows
+// is not the one the server acts on.
 func parseClientHello(msg []byte) (string, bool, error) {
 	c := cursor{b: msg}
 	if typ, ok := c.u8(); !ok || typ != handshakeHello {
@@ -85,6 +90,9 @@ func parseClientHello(msg []byte) (string, bool, error) {
 		data, ok2 := c.vec(2)
 		if !ok1 || !ok2 {
 			return "", false, errBadHello
+		}
+		if typ == extECH || typ == extESNI {
+			return "", false, errECH // the server would act on a name no one checked
 		}
 		if typ != extServerName {
 			continue

@@ -52,6 +52,8 @@ func (s *dnsServer) lookup(name string, t dnsmessage.Type) (recs []record, ok bo
 		v4, v6 = a(DAddr4), a(DAddr6)
 	case PrivateName:
 		v4 = a(PrivateAddr)
+	case "localhost":
+		v4, v6 = a("127.0.0.1"), a("::1") // as systemd-resolved answers
 	case RebindName:
 		if t == dnsmessage.TypeA {
 			s.mu.Lock()

@@ -364,9 +364,17 @@ def main():
     ap.add_argument("--sessions", action="store_true",
                     help="issue 19's figures instead: a call in a live session against the client's round trip, "
                          "session start warm and cold, the daemon's cost per idle session")
+    ap.add_argument("--egress", action="store_true",
+                    help="issue 33's figures instead: warm pass with a network policy against without (machine CPU per run), "
+                         "a 256 MiB download through the proxy against directly (needs root: network namespaces)")
     a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("quick", a.quick),
-                                             ("preload-numpy", a.preload_numpy)) if on)
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("egress", a.egress),
+                                             ("quick", a.quick), ("preload-numpy", a.preload_numpy)) if on)
+    if a.egress:
+        import bench_egress
+        header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")
+        bench_egress.main(a.bin, a.quick)
+        return
     if a.sessions:
         import bench_sessions
         header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")

@@ -66,8 +66,10 @@ var (
 	binErr  error
 )
 
-// Binary is the agentjail binary the tests run: $AGENTJAIL_BIN, or one
-// built once by scripts/build from the tree that holds this package.
+// Binary is the agentjail binary the tests run: $AGENTJAIL_BIN; else the
+// tree's bin/agentjail when it is newer than every Go, C and Python file
+// of the tree (scripts/test and scripts/vmtest build it first); else one
+// built once by scripts/build into a temporary directory.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv("AGENTJAIL_BIN"); b != "" {
@@ -75,21 +77,54 @@ func Binary(t testing.TB) string {
 	}
 	binOnce.Do(func() {
 		root, err := filepath.Abs("../..")
-		if err == nil {
-			dir, _ := os.MkdirTemp("", "networld-bin-")
-			binPath = filepath.Join(dir, "agentjail")
-			out, e := exec.Command(filepath.Join(root, "scripts/build"), binPath).CombinedOutput()
-			if e != nil {
-				binErr = &buildError{string(out), e}
-			}
-		} else {
+		if err != nil {
 			binErr = err
+			return
+		}
+		if p := filepath.Join(root, "bin", "agentjail"); fresh(root, p) {
+			binPath = p
+			return
+		}
+		dir, err := os.MkdirTemp("", "networld-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "agentjail")
+		if out, err := exec.Command(filepath.Join(root, "scripts/build"), binPath).CombinedOutput(); err != nil {
+			binErr = &buildError{string(out), err}
 		}
 	})
 	if binErr != nil {
 		t.Fatalf("building agentjail with scripts/build: %v", binErr)
 	}
 	return binPath
+}
+
+// fresh says whether bin exists and is newer than every source file
+// below root.
+func fresh(root, bin string) bool {
+	st, err := os.Stat(bin)
+	if err != nil {
+		return false
+	}
+	newer := false
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || newer {
+			return filepath.SkipDir
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		switch filepath.Ext(p) {
+		case ".go", ".c", ".h", ".py", ".mod", ".sum":
+			if i, err := d.Info(); err == nil && i.ModTime().After(st.ModTime()) {
+				newer = true
+			}
+		}
+		return nil
+	})
+	return !newer
 }
 
 type buildError struct {

@@ -72,7 +72,10 @@ func TestEgressClients(t *testing.T) {
 			for _, o := range r.outs(t) {
 				what, _ := o["what"].(string)
 				if what == "proxy variables" {
-					assert.Equal(t, "HTTP_PROXY=http://127.0.0.1:3128 HTTPS_PROXY=http://127.0.0.1:3128 http_proxy=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128", o["body"])
+					vars, _ := o["body"].(string)
+					for _, v := range strings.Fields(vars) {
+						assert.Contains(t, v, "=http://127.0.0.1:3128", "each proxy variable points to the proxy")
+					}
 					continue
 				}
 				body, _ := o["body"].(string)

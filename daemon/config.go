@@ -47,6 +47,7 @@ type Config struct {
 	Log          LogConfig                    `toml:"log"`
 	Metrics      MetricsConfig                `toml:"metrics"` // metricslisten.go
 	Remote       RemoteConfig                 `toml:"remote"`  // remote_config.go
+	Network      NetworkConfig                `toml:"network"` // network_config.go
 
 	// oldSpelling: the environment "default" comes from [jail] python
 	// and read_only_mounts (errors about it name those keys).
@@ -207,6 +208,7 @@ func DefaultConfig() *Config {
 		Collect:      CollectConfig{FileBytes: 8 << 20, TotalBytes: 32 << 20, Files: 100},
 		Sessions:     SessionsConfig{IdleTimeout: ConfigDuration(10 * time.Minute), MaxIdleTimeout: ConfigDuration(time.Hour), MaxLifetime: ConfigDuration(4 * time.Hour)},
 		Log:          LogConfig{Level: "info", Format: "text"},
+		Network:      defaultNetwork(),
 	}
 }
 
@@ -658,6 +660,7 @@ func (c *Config) Validate() error {
 	}
 	c.validateMetrics(bad)
 	c.validateRemote(bad)
+	c.validateNetwork(bad)
 	return joinErrors(errs)
 }
 

@@ -170,6 +170,16 @@ tokens_file = "/etc/agentjail/tokens"
 node = "node-1"
 advertise = "node-1.agentjail:8443"
 insecure_plaintext = false
+[network]
+inline_allow = true
+private_allow = ["10.0.0.5", "10.20.0.0/16"]
+resolver = "10.0.0.2:53"
+max_connections = 8
+max_bytes = 1048576
+connect_timeout_ms = 2000
+idle_timeout_ms = 3000
+[network.policies.pypi]
+allow = ["pypi.org:443", "*.pythonhosted.org:443"]
 `
 	c, err := parseConfig([]byte(doc))
 	require.NoError(t, err)
@@ -194,6 +204,9 @@ insecure_plaintext = false
 		Metrics:  MetricsConfig{Listen: "127.0.0.1:9464"},
 		Remote: RemoteConfig{Listen: "0.0.0.0:8443", TLSCert: "/etc/agentjail/tls/tls.crt", TLSKey: "/etc/agentjail/tls/tls.key",
 			ClientCA: "/etc/agentjail/tls/ca.crt", TokensFile: "/etc/agentjail/tokens", Node: "node-1", Advertise: "node-1.agentjail:8443"},
+		Network: NetworkConfig{InlineAllow: true, PrivateAllow: []string{"10.0.0.5", "10.20.0.0/16"}, Resolver: "10.0.0.2:53", MaxConnections: 8,
+			MaxBytes: 1 << 20, ConnectTimeoutMs: 2000, IdleTimeoutMs: 3000,
+			Policies: map[string]NetworkPolicyConfig{"pypi": {Allow: []string{"pypi.org:443", "*.pythonhosted.org:443"}}}},
 		oldSpelling: true,
 	}, c)
 	assert.Equal(t, []string{"default", "sci"}, c.EnvironmentNames())
@@ -211,7 +224,7 @@ insecure_plaintext = false
 	// line above (and in scripts/config.toml and the README).
 	for _, k := range configKeys(reflect.TypeFor[Config](), "") {
 		_, name, _ := strings.Cut(k, ".")
-		if strings.HasPrefix(k, "limits.") || strings.HasPrefix(k, "environments.") {
+		if strings.HasPrefix(k, "limits.") || strings.HasPrefix(k, "environments.") || strings.HasPrefix(k, "network.policies.") {
 			name = k[strings.LastIndex(k, ".")+1:]
 		}
 		assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(name)+` = `, doc, "key %s", k)
@@ -509,13 +522,14 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 
 	text := string(b)
 	commented := map[string]bool{"admission.max_concurrent": true, "jail.prepared_jails": true, "jail.warm_ahead": true,
-		"jail.python": true, "jail.read_only_mounts": true} // the last two: the older spelling of [environments.default]
+		"jail.python": true, "jail.read_only_mounts": true, // the older spelling of [environments.default]
+		"network.policies.NAME.allow": true} // a policy's example: the default has none
 	section := ""
 	set := map[string]bool{}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "[") {
-			section = strings.Trim(line, "[]") + "."
+		if strings.HasPrefix(line, "[") || strings.HasPrefix(line, "# [") {
+			section = strings.Trim(strings.TrimPrefix(line, "# "), "[]") + "."
 			if strings.HasPrefix(section, "environments.") {
 				section = "environments.NAME."
 			}

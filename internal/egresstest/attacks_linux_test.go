@@ -70,7 +70,7 @@ func attacks() []attack {
 			code:    fmt.Sprintf("urlopen('http://%s/')\nconnect('%s', 443)\nabsolute('http://%s/')\nurlopen('https://%s/')", exfil[0], exfil[1], exfil[2], exfil[3]),
 			reasons: []string{"not_allowed"}, min: 3, notAsked: exfil},
 		{name: "no_proxy_variables", policy: "world", reach: [][2]string{{"http://" + nw.EchoAddr + "/", `"server":"echo"`}},
-			code: fmt.Sprintf(noProxyCode, own, own), check: noProxyCheck, notAsked: []string{own}},
+			code: noProxyCodeFor(own), check: noProxyCheck, notAsked: []string{own}},
 		{name: "connect_host_not_allowed", policy: "world", reach: [][2]string{{"https://" + nw.OtherName + "/", `"server":"echo"`}},
 			code: "connect('other.test', 443, sni='other.test')\nurlopen('https://other.test/')", reasons: []string{"not_allowed"}, min: 2,
 			check: func(t *testing.T, f *fixture, r result) {
@@ -248,3 +248,5 @@ func bodies(t *testing.T, r result) string {
 	}
 	return b.String()
 }
+
+func noProxyCodeFor(name string) string { return fmt.Sprintf(noProxyCode, name, name) }

@@ -179,7 +179,7 @@ type session struct {
 // session starts one with network (nil: none) and the CA in its files.
 func (f *fixture) session(t *testing.T, d *networld.Daemon, network map[string]any, env ...map[string]string) *session {
 	t.Helper()
-	create := map[string]any{"files": f.body(request{})["files"], "limits": map[string]any{"wall_time_ms": 120000, "cpu_time_ms": 120000}}
+	create := map[string]any{"files": f.body(request{})["files"]}
 	if network != nil {
 		create["network"] = network
 	}

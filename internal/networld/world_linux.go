@@ -54,9 +54,11 @@ func (w *World) link() error {
 		{"-n", w.U, "addr", "add", UAddr4 + "/24", "dev", w.vethU},
 		{"-n", w.U, "addr", "add", UAddr6 + "/64", "dev", w.vethU, "nodad"},
 	}
-	for _, a := range []string{IndexAddr + "/32", EchoAddr + "/32", DNSAddr + "/32", MetadataV4 + "/32", PrivateAddr + "/32", MetadataV6 + "/128"} {
+	for _, a := range []string{IndexAddr + "/32", EchoAddr + "/32", DNSAddr + "/32", MetadataV4 + "/32", PrivateAddr + "/32"} {
 		steps = append(steps, []string{"-n", w.U, "addr", "add", a, "dev", "lo"})
 	}
+	// nodad: an address in duplicate address detection cannot be bound.
+	steps = append(steps, []string{"-n", w.U, "addr", "add", MetadataV6 + "/128", "dev", "lo", "nodad"})
 	for _, s := range steps {
 		if err := ip(s...); err != nil {
 			return err

@@ -20,11 +20,24 @@ type Jailer interface {
 // the jail's set-up error (no result), or nsjail.ErrCleanup beside a valid
 // result.
 func (j *Job) Run(ctx context.Context, jl Jailer) (*Result, *nsjail.Result, error) {
+	var nr *netRun
+	if j.network != nil {
+		nr = j.egress.newRun(j.network)
+		j.Spec.Network = nr.hook
+	}
 	jr, err := jl.Run(ctx, &j.Spec)
+	if nr != nil {
+		defer nr.close() // on every path: the listener pins the namespace
+	}
 	if jr == nil {
 		return nil, nil, err
 	}
-	return j.result(jr), jr, err
+	res := j.result(jr)
+	if nr != nil {
+		res.Network = nr.close()
+		res.Feedback = append(res.Feedback, networkFeedback(res.Network, j.network)...)
+	}
+	return res, jr, err
 }
 
 func (j *Job) result(jr *nsjail.Result) *Result {

@@ -15,7 +15,22 @@ func (c *Config) Policy() Policy {
 		Start:              nsjail.StartMode(c.Jail.Start),
 		OnForbiddenSyscall: c.forbiddenSyscallMode(),
 		Collect:            nsjail.CollectLimits{FileBytes: c.Collect.FileBytes, TotalBytes: c.Collect.TotalBytes, Files: c.Collect.Files},
+		Network:            c.egress(),
 	}
+}
+
+// egress is the egress of [network]: nil when no request may ask for
+// any (no policy, inline_allow false) or when the section is invalid
+// (Validate says why).
+func (c *Config) egress() *Egress {
+	if len(c.Network.Policies) == 0 && !c.Network.InlineAllow {
+		return nil
+	}
+	e, err := NewEgress(c.Network)
+	if err != nil {
+		return nil
+	}
+	return e
 }
 
 // PreparedTemplate is what the daemon's prepared jails of environment e

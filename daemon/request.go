@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"agentjail/daemon/harness"
+	"agentjail/egress"
 	"agentjail/nsjail"
 	"agentjail/seccomp"
 )
@@ -38,6 +39,8 @@ type Request struct {
 	// Stream asks for the answer as events, the output as it comes
 	// (stream.go); so does Accept: application/x-ndjson.
 	Stream bool `json:"stream,omitempty"`
+	// Network asks for egress through the daemon's proxy (network.go).
+	Network *RequestNetwork `json:"network,omitempty"`
 }
 
 // RequestFile is a file written into /workspace before the program starts.
@@ -157,6 +160,8 @@ type Policy struct {
 	Start              nsjail.StartMode // a request's that says none; "" is cold
 	OnForbiddenSyscall seccomp.Mode
 	Collect            nsjail.CollectLimits
+	// Network is the egress requests may ask for; nil: none may.
+	Network *Egress
 }
 
 // environment is the request's environment, or an error that lists the
@@ -184,7 +189,9 @@ type Job struct {
 	Tests       *harness.Tests
 	Environment string // its name
 	env         *Environment
-	command     []string // the request's command, nil for code
+	command     []string       // the request's command, nil for code
+	network     *egress.Policy // the egress it asked for; nil: none
+	egress      *Egress
 }
 
 // Job validates the request against the policy and builds the jail's spec.
@@ -221,6 +228,12 @@ func (r *Request) Job(p Policy) (*Job, error) {
 		return nil, &nsjail.FieldError{Field: "start", Msg: fmt.Sprintf("must be \"warm\" or \"cold\", got %q", r.Start)}
 	}
 	j := &Job{Tests: r.Tests, Environment: env.Name, env: env, command: r.Command}
+	if r.Network != nil {
+		if j.network, err = p.Network.policyFor(r.Network); err != nil {
+			return nil, err
+		}
+		j.egress = p.Network
+	}
 	s := &j.Spec
 	s.Start = start
 	if r.Command != nil {
@@ -236,6 +249,9 @@ func (r *Request) Job(p Policy) (*Job, error) {
 	s.Limits = limits
 	s.OnForbiddenSyscall = mode
 	s.Env = r.Env
+	if j.network != nil {
+		s.Env = withProxyEnv(r.Env)
+	}
 	s.Collect = r.Collect
 	s.CollectLimits = p.Collect
 	if r.Stdin != nil {

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/daemon/harness"
+	"agentjail/egress"
 	"agentjail/nsjail"
 	"agentjail/seccomp"
 )
@@ -61,6 +62,10 @@ type Result struct {
 	// "cold" (a fresh python3).
 	Environment string `json:"environment"`
 	Start       string `json:"start"`
+
+	// Network is what the run did through the egress proxy
+	// (docs/contract.md §8); null when it had no egress.
+	Network *egress.Report `json:"network"`
 }
 
 // fromJail converts a jail's result into the contract's result object.

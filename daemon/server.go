@@ -130,6 +130,7 @@ func NewServer(o Options, jailer Jailer) *Server {
 	}
 	s.decoding = newByteSem(max(budget, o.MaxRequestBytes))
 	s.m = newMetrics(s.adm, o.PreparedReady, o.Warm)
+	s.m.countEgress(o.Policy.Network)
 	s.sess = newSessions(s)
 	s.killCtx, s.killAll = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
@@ -290,7 +291,8 @@ func (s *Server) handleEnvironments(w http.ResponseWriter, r *http.Request) {
 		}
 		list = append(list, info)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"environments": list, "default_start": cmp.Or(string(s.opts.Policy.Start), string(nsjail.StartCold))})
+	writeJSON(w, http.StatusOK, map[string]any{"environments": list, "default_start": cmp.Or(string(s.opts.Policy.Start), string(nsjail.StartCold)),
+		"network_policies": s.opts.Policy.Network.Policies()})
 }
 
 // nonNil is s, or an empty list (JSON [] rather than null).

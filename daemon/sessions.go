@@ -43,6 +43,7 @@ type SessionRequest struct {
 	Files         []RequestFile     `json:"files,omitempty"`
 	IdleTimeoutMs *int64            `json:"idle_timeout_ms,omitempty"`
 	Start         string            `json:"start,omitempty"`
+	Network       *RequestNetwork   `json:"network,omitempty"` // egress for all its calls (session_network.go)
 }
 
 // CallRequest is the body of POST /v1/sessions/{id}/run. Only Code is
@@ -161,6 +162,7 @@ type session struct {
 	env    *Environment
 	limits nsjail.Limits
 	idle   time.Duration
+	net    *netRun // its egress proxy; nil without
 
 	mu       sync.Mutex
 	busy     bool
@@ -307,6 +309,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec, env, idle, err := req.spec(s.opts)
+	var nr *netRun
+	if err == nil {
+		nr, err = req.network(s.opts.Policy, spec)
+	}
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, "invalid_request", err.Error())
 		return
@@ -318,6 +324,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if reserved {
 			s.sess.unreserve()
+			nr.close() // the session never started
 		}
 	}()
 	if !s.track(w, r) {
@@ -346,7 +353,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	reserved = false
-	sess := s.sess.add(js, principalOf(r), env, spec.Limits, idle)
+	sess := s.sess.add(js, principalOf(r), env, spec.Limits, idle, nr)
 	s.log.Info("session started", "id", js.ID, "environment", env.Name, "start", js.Start, "jail_uid", js.HostUID(),
 		"start_ms", time.Since(started).Milliseconds(), "queue_ms", queued.Milliseconds(), "owner", sess.owner)
 	writeJSON(w, http.StatusCreated, sess.created())
@@ -522,6 +529,7 @@ func (s *Server) callSession(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	ran = true
 	res := sess.result(cr, req.Tests, end, c.Limits)
+	sess.net.report(res.Result)
 	if req.Command != nil {
 		res.Feedback = commandFeedback(res.Feedback, cr.Result.Report, req.Command, res.Environment)
 	}
@@ -664,8 +672,8 @@ func (t *sessions) retryAfter() int {
 
 // add registers a started session (reserved before), arms its timers and
 // watches for its end.
-func (t *sessions) add(js *nsjail.Session, owner string, env *Environment, limits nsjail.Limits, idle time.Duration) *session {
-	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created}
+func (t *sessions) add(js *nsjail.Session, owner string, env *Environment, limits nsjail.Limits, idle time.Duration, nr *netRun) *session {
+	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created, net: nr}
 	s.idler = time.AfterFunc(idle, func() { s.expire(nsjail.EndIdle) })
 	s.lifer = time.AfterFunc(max(t.srv.opts.SessionMaxLifetime-time.Since(js.Created), 0), func() { s.expire(nsjail.EndLifetime) })
 	t.mu.Lock()
@@ -688,6 +696,7 @@ func (t *sessions) retire(s *session) {
 	s.mu.Unlock()
 	info := s.info()
 	err := s.js.Wait()
+	s.net.close()
 	t.mu.Lock()
 	delete(t.live, s.js.ID)
 	t.ended[s.js.ID] = &endedSession{owner: s.owner, info: info, at: time.Now()}

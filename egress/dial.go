@@ -28,13 +28,21 @@ func (e *refusedError) Error() string {
 
 func netipAddrPort(s string) (netip.AddrPort, error) { return netip.ParseAddrPort(s) }
 
-// newResolver asks server (IP:PORT) and nothing else.
+// newResolver asks server (IP:PORT) and nothing else; "" is the first
+// nameserver of /etc/resolv.conf at the time of the lookup.
 func newResolver(server string) *net.Resolver {
 	return &net.Resolver{
 		PreferGo: true,
 		Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			to := server
+			if to == "" {
+				var err error
+				if to, err = systemNameserver("/etc/resolv.conf"); err != nil {
+					return nil, err
+				}
+			}
 			var d net.Dialer
-			return d.DialContext(ctx, network, server)
+			return d.DialContext(ctx, network, to)
 		},
 	}
 }

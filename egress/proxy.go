@@ -15,7 +15,7 @@ import (
 type Options struct {
 	Guard *Guard
 	// Resolver is the DNS server's "IP:PORT"; "" asks the first
-	// nameserver of /etc/resolv.conf.
+	// nameserver of /etc/resolv.conf, read at each lookup.
 	Resolver       string
 	MaxConnections int   // per run (default 64)
 	MaxBytes       int64 // per run, both directions together (default 256 MiB)
@@ -49,18 +49,12 @@ func New(opts Options) (*Proxy, error) {
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = time.Minute
 	}
-	server := opts.Resolver
-	if server == "" {
-		var err error
-		if server, err = systemNameserver("/etc/resolv.conf"); err != nil {
-			return nil, err
+	if opts.Resolver != "" {
+		if _, err := netipAddrPort(opts.Resolver); err != nil {
+			return nil, fmt.Errorf("network.resolver %q is not IP:PORT (like \"10.0.0.2:53\")", opts.Resolver)
 		}
 	}
-	if _, err := netipAddrPort(server); err != nil {
-		return nil, fmt.Errorf("network.resolver %q is not IP:PORT (like \"10.0.0.2:53\")", server)
-	}
-	opts.Resolver = server
-	return &Proxy{opts: opts, resolver: newResolver(server)}, nil
+	return &Proxy{opts: opts, resolver: newResolver(opts.Resolver)}, nil
 }
 
 // Run is the proxy of one run (or one session): its listener, its

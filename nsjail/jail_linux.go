@@ -429,6 +429,9 @@ func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
 			return nil, fmt.Errorf("%w: %w", errNotDelivered, stageErr("send the program its request", err))
 		}
 	}
+	if err := j.openNetwork(); err != nil {
+		return nil, err
+	}
 	if err := j.sendGo(cold); err != nil {
 		return nil, err
 	}

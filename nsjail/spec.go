@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"fmt"
+	"os"
 
 	"agentjail/seccomp"
 	"path"
@@ -161,6 +162,12 @@ type Spec struct {
 	// of the spec's runtime (Runner.KeepWarm), when one is up; otherwise,
 	// and for "" or StartCold, a fresh python3 in a fresh jail.
 	Start StartMode
+	// Network, when set, is called once the jail's network namespace
+	// exists and before the program starts, with that namespace open (a
+	// session's: once, at its start); its error fails the set-up. The
+	// caller opens the egress proxy's listener there (package egress)
+	// and closes it after the run. Without it nothing more is done.
+	Network func(netns *os.File) error
 }
 
 // DefaultPython is Debian's interpreter; the python3 on a developer's PATH

@@ -221,23 +221,41 @@ func healthy(t *testing.T, d *networld.Daemon) {
 	require.Equal(t, 200, code, "%s", raw)
 }
 
-// fdsSettle waits until d has at most base fds (a run's listener, its
-// relays and its namespace's fds are closed after the answer), and fails
-// t with the fds it has over base if it never does.
-func fdsSettle(t *testing.T, d *networld.Daemon, base int, what string) {
+// fdsSettle waits until d holds no IPv4 or IPv6 socket that it did not
+// hold at the baseline (a run's proxy listener in the run's namespace,
+// which pins that namespace, a client's or an upstream connection), and
+// fails t with those it still holds after 10 s. The daemon's total fd
+// count is no measure: its prepared jails come and go.
+func fdsSettle(t *testing.T, d *networld.Daemon, base fdSnapshot, what string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for d.FdCount() > base && time.Now().Before(deadline) {
-		time.Sleep(25 * time.Millisecond)
+	var extra []networld.InetSocket
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		socks, err := d.InetSockets()
+		require.NoError(t, err)
+		extra = extra[:0]
+		for _, s := range socks {
+			if !base.inet[s.Inode] {
+				extra = append(extra, s)
+			}
+		}
+		if len(extra) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	if n := d.FdCount(); n > base {
-		t.Errorf("after %s the daemon holds %d fds, %d before; its sockets: %v", what, n, base, d.Sockets())
-	}
+	assert.Empty(t, extra, "after %s the daemon still holds these sockets (fds %d, %d at the baseline)", what, d.FdCount(), base.n)
+}
+
+// fdSnapshot is the daemon's fds and IPv4/IPv6 sockets at the baseline.
+type fdSnapshot struct {
+	n    int
+	inet map[string]bool
 }
 
 // baseline runs a few programs with a policy in every mode (so that the
 // daemon's lazily made things exist), then counts the daemon's fds.
-func (f *fixture) baseline(t *testing.T, d *networld.Daemon) int {
+func (f *fixture) baseline(t *testing.T, d *networld.Daemon) fdSnapshot {
 	t.Helper()
 	for range 2 {
 		for _, m := range modes {
@@ -246,7 +264,14 @@ func (f *fixture) baseline(t *testing.T, d *networld.Daemon) int {
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	return d.FdCount()
+	socks, err := d.InetSockets()
+	require.NoError(t, err)
+	snap := fdSnapshot{n: d.FdCount(), inet: map[string]bool{}}
+	for _, s := range socks {
+		snap.inet[s.Inode] = true
+		t.Logf("the daemon's socket at the baseline: %s", s)
+	}
+	return snap
 }
 
 // reachable shows, before a blocked case, that url's server answers from

@@ -157,7 +157,7 @@ func TestEgressLimits(t *testing.T) {
 
 // after: the daemon is alive, serves a plain run, and holds no more fds
 // than before.
-func after(t *testing.T, f *fixture, base int, what string) {
+func after(t *testing.T, f *fixture, base fdSnapshot, what string) {
 	t.Helper()
 	healthy(t, f.d)
 	r := f.run(t, f.d, "warm", request{code: "print('next')"})
@@ -220,4 +220,24 @@ func TestEgressPrivateAllow(t *testing.T) {
 			assert.Equal(t, 1, r.Network.Blocked, "%v", r.Network.Connections)
 		})
 	}
+}
+
+// The leftover check sees a proxy listener: a live session with a policy
+// holds one on 127.0.0.1:3128 (in the session's namespace); its end
+// closes it.
+func TestEgressSessionEndClosesItsListener(t *testing.T) {
+	f := newFixture(t)
+	base := f.baseline(t, f.d)
+	s := f.session(t, f.d, map[string]any{"policy": "world"})
+	r := s.call(t, "urlopen('http://echo.test/')")
+	assert.Contains(t, bodies(t, r), `"server":"echo"`)
+	socks, err := f.d.InetSockets()
+	require.NoError(t, err)
+	var listening bool
+	for _, k := range socks {
+		listening = listening || (k.Listen && k.Local == "127.0.0.1:3128")
+	}
+	assert.True(t, listening, "a live session's proxy listener: %v", socks)
+	s.end(t)
+	fdsSettle(t, f.d, base, "the session's end")
 }

@@ -182,6 +182,19 @@ func (d *Daemon) FdCount() int {
 	return len(ents)
 }
 
+// Fds maps each of the daemon's open fds to what it is ("socket:[INODE]",
+// "pipe:[INODE]", a path).
+func (d *Daemon) Fds() map[string]string {
+	out := map[string]string{}
+	dir := fmt.Sprintf("/proc/%d/fd", d.Pid)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		t, _ := os.Readlink(filepath.Join(dir, e.Name()))
+		out[e.Name()] = t
+	}
+	return out
+}
+
 // Sockets lists the daemon's socket fds' targets ("socket:[INODE]").
 func (d *Daemon) Sockets() []string {
 	var out []string

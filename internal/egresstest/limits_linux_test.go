@@ -209,7 +209,7 @@ func TestEgressPrivateAllow(t *testing.T) {
 	noSecret(t, r)
 
 	limits := strings.Replace(networkLimits, "private_allow = []", fmt.Sprintf("private_allow = [%q]", nw.PrivateAddr), 1)
-	d := f.w.NewDaemon(t, nw.Binary(t), nw.DaemonConfig(nw.UIDBase(), limits, policies))
+	d := f.w.NewDaemon(t, nw.Binary(t), nw.DaemonConfigOn("9465", nw.UIDBase(), limits, policies))
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			r := f.run(t, d, mode, request{code: code + "\nurlopen('http://169.254.169.254/')\nurlopen('http://10.0.0.5/')", network: map[string]any{"policy": "trap"}})

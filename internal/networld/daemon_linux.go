@@ -53,6 +53,12 @@ const MetricsPort = "9464"
 // resolver, the metrics listener on D's address; extra is appended (its
 // own [network.policies.NAME] tables, limits).
 func DaemonConfig(uidBase uint32, network, extra string) string {
+	return DaemonConfigOn(MetricsPort, uidBase, network, extra)
+}
+
+// DaemonConfigOn is DaemonConfig with the metrics listener on another
+// port: a second daemon in the same world.
+func DaemonConfigOn(metricsPort string, uidBase uint32, network, extra string) string {
 	return fmt.Sprintf(`[peers]
 uids = [0]
 [jail]
@@ -63,7 +69,7 @@ listen = "%s:%s"
 [network]
 resolver = "%s:53"
 %s
-%s`, uidBase, DAddr4, MetricsPort, DNSAddr, network, extra)
+%s`, uidBase, DAddr4, metricsPort, DNSAddr, network, extra)
 }
 
 // StartDaemon runs bin serve in D with config (written to dir), and

@@ -3,6 +3,7 @@ package networld
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 )
@@ -18,7 +19,8 @@ type Echo struct {
 }
 
 // echoHandler reports the request it saw as JSON; /bytes?n=N sends N
-// bytes instead (the large download of the benchmark and the byte cap).
+// bytes instead (the large download of the benchmark and the byte cap);
+// /sink reads the whole request body and says how long it was.
 func echoHandler() http.Handler {
 	zeros := make([]byte, 256<<10)
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -37,6 +39,11 @@ func echoHandler() http.Handler {
 				}
 				n -= k
 			}
+			return
+		}
+		if r.URL.Path == "/sink" {
+			n, _ := io.Copy(io.Discard, r.Body)
+			fmt.Fprintf(rw, "%d\n", n)
 			return
 		}
 		e := Echo{Server: "echo", Host: r.Host, Method: r.Method, Path: r.URL.RequestURI(), TLS: r.TLS != nil}

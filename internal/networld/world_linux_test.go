@@ -3,6 +3,7 @@ package networld
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,6 +118,13 @@ func TestWorldEcho(t *testing.T) {
 	body, err = w.GetIn(w.D, "http://"+EchoAddr+"/bytes?n=1000000")
 	require.NoError(t, err)
 	assert.Len(t, body, 1000000)
+	var got string
+	resp, err := w.ClientIn(w.D).Post("http://"+EchoName+"/sink", "application/octet-stream", strings.NewReader(strings.Repeat("x", 3<<20)))
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	got = strings.TrimSpace(string(b))
+	assert.Equal(t, "3145728", got, "the sink reads the whole body")
 }
 
 // Closing a world leaves no namespace, no process in one, no link; and

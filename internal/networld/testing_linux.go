@@ -1,6 +1,9 @@
 package networld
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -69,7 +72,8 @@ var (
 // Binary is the agentjail binary the tests run: $AGENTJAIL_BIN; else the
 // tree's bin/agentjail when it is newer than every Go, C and Python file
 // of the tree (scripts/test and scripts/vmtest build it first); else one
-// built once by scripts/build into a temporary directory.
+// built once by scripts/build into $TMPDIR/agentjail-networld-HASH (one
+// per tree, kept for the next run).
 func Binary(t testing.TB) string {
 	t.Helper()
 	if b := os.Getenv("AGENTJAIL_BIN"); b != "" {
@@ -85,15 +89,21 @@ func Binary(t testing.TB) string {
 			binPath = p
 			return
 		}
-		dir, err := os.MkdirTemp("", "networld-bin-")
-		if err != nil {
+		// One place per tree, replaced atomically: runs of this package
+		// from two trees at once do not share a binary.
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(os.TempDir(), "agentjail-networld-"+hex.EncodeToString(sum[:6]))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			binErr = err
 			return
 		}
 		binPath = filepath.Join(dir, "agentjail")
-		if out, err := exec.Command(filepath.Join(root, "scripts/build"), binPath).CombinedOutput(); err != nil {
+		tmp := fmt.Sprintf("%s.%d", binPath, os.Getpid())
+		if out, err := exec.Command(filepath.Join(root, "scripts/build"), tmp).CombinedOutput(); err != nil {
 			binErr = &buildError{string(out), err}
+			return
 		}
+		binErr = os.Rename(tmp, binPath)
 	})
 	if binErr != nil {
 		t.Fatalf("building agentjail with scripts/build: %v", binErr)
@@ -115,6 +125,9 @@ func fresh(root, bin string) bool {
 		}
 		if d.IsDir() && (d.Name() == ".git" || d.Name() == "bin" || d.Name() == "node_modules") {
 			return filepath.SkipDir
+		}
+		if strings.HasSuffix(p, "_test.go") || strings.Contains(p, "/testdata/") {
+			return nil // not in the binary
 		}
 		switch filepath.Ext(p) {
 		case ".go", ".c", ".h", ".py", ".mod", ".sum":

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"agentjail/egress"
+	"agentjail/internal/systest"
 )
 
 // egressProgram fetches the upstream through the proxy, asks for a host
@@ -153,4 +154,43 @@ func TestNetworkEgressRealSession(t *testing.T) {
 			noSocketsLeft(t)
 		})
 	}
+}
+
+// BenchmarkNetworkRunPass runs a warm "pass" without and with a network
+// policy (the listener made in the jail's namespace, served, closed) in
+// turn, and reports each one's wall time and the test process's CPU (the
+// daemon's side and the client's; the jail's processes do the same work
+// in both): go test -run '^$' -bench NetworkRunPass -benchtime 300x ./daemon.
+func BenchmarkNetworkRunPass(b *testing.B) {
+	r := realRunner(b)
+	cfg := defaultNetwork()
+	cfg.Resolver = "127.0.0.1:1"
+	cfg.Policies = map[string]NetworkPolicyConfig{"p": {Allow: []string{"pypi.org:443"}}}
+	e, err := NewEgress(cfg)
+	require.NoError(b, err)
+	o := testOptions()
+	o.Policy.Network = e
+	_, _, c := startServer(b, o, r)
+	bodies := [2]string{`{"code":"pass","start":"warm"}`, `{"code":"pass","start":"warm","network":{"policy":"p"}}`}
+	for i := range 10 {
+		post(b, c, bodies[i%2])
+	}
+	var cpu, wall [2]time.Duration
+	n := 0
+	for b.Loop() {
+		for k, body := range bodies {
+			c0, w0 := systest.SelfCPU(), time.Now()
+			if resp, out := post(b, c, body); resp.StatusCode != http.StatusOK {
+				b.Fatal(string(out))
+			}
+			wall[k] += time.Since(w0)
+			cpu[k] += systest.SelfCPU() - c0
+		}
+		n++
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(n) }
+	b.ReportMetric(ms(cpu[0]), "none-cpu-ms/op")
+	b.ReportMetric(ms(cpu[1]), "policy-cpu-ms/op")
+	b.ReportMetric(ms(wall[0]), "none-wall-ms/op")
+	b.ReportMetric(ms(wall[1]), "policy-wall-ms/op")
 }

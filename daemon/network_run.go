@@ -24,19 +24,27 @@ type netRun struct {
 func (e *Egress) newRun(pol *egress.Policy) *netRun { return &netRun{e: e, pol: pol} }
 
 // hook is nsjail.Spec.Network: the listener at 127.0.0.1:3128 in the
-// jail's network namespace, served from now on.
+// jail's network namespace, served from now on. A run whose jail ended
+// before it got the request is tried again in another jail, which calls
+// the hook again: the first jail's listener, where no program ran, is
+// closed and its (empty) report dropped.
 func (n *netRun) hook(netns *os.File) error {
 	l, err := egress.ListenIn(netns)
 	if err != nil {
 		return fmt.Errorf("network egress: %w", err)
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed || n.run != nil {
+	if n.closed {
+		n.mu.Unlock()
 		l.Close()
-		return errors.New("network egress: the listener was asked for twice, or after the run ended")
+		return errors.New("network egress: the run has ended")
 	}
+	old := n.run
 	n.run = n.e.proxy.Start(l, n.pol)
+	n.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
 	return nil
 }
 

@@ -174,3 +174,41 @@ for u in sys.argv[1:]:
 	assert.Contains(t, string(mb), `agentjail_egress_connections_total{reason="",verdict="allowed"} 1`)
 	assert.True(t, strings.Contains(string(mb), `agentjail_egress_bytes_total{direction="received"}`))
 }
+
+// A run tried again in another jail (its first jail ended before it got
+// the request) calls the hook twice: the first listener is closed, the
+// second serves.
+func TestNetworkHookTwice(t *testing.T) {
+	systest.Require(t, systest.Root)
+	o := egressOptions(t, "127.0.0.1:80", false)
+	nr := o.Policy.Network.newRun(o.Policy.Network.policies["up"])
+	var nss []*os.File
+	var pids []string
+	for range 2 {
+		cmd := exec.Command("unshare", "--net", "sh", "-c", "ip link set lo up && exec sleep 60")
+		require.NoError(t, cmd.Start())
+		defer func() { cmd.Process.Kill(); cmd.Wait() }()
+		time.Sleep(100 * time.Millisecond)
+		f, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net")
+		require.NoError(t, err)
+		defer f.Close()
+		nss = append(nss, f)
+		pids = append(pids, strconv.Itoa(cmd.Process.Pid))
+	}
+	listening := func(pid string) bool {
+		out, err := exec.Command("nsenter", "-t", pid, "-n", "cat", "/proc/net/tcp").CombinedOutput()
+		require.NoError(t, err)
+		return strings.Contains(string(out), "0100007F:0C38 00000000:0000 0A")
+	}
+	require.NoError(t, nr.hook(nss[0]))
+	first := nr.run
+	require.NoError(t, nr.hook(nss[1]))
+	assert.NotSame(t, first, nr.run)
+	assert.False(t, listening(pids[0]), "the first jail's listener is left")
+	assert.True(t, listening(pids[1]))
+	assert.Equal(t, 0, first.Take().Allowed) // closed: a report of nothing
+	rep := nr.close()
+	assert.NotNil(t, rep)
+	assert.False(t, listening(pids[1]))
+	assert.Error(t, nr.hook(nss[0]), "after the run ended")
+}

@@ -27,6 +27,7 @@ type conn struct {
 	// Guarded by Run.mu.
 	counted                        bool
 	reportedSent, reportedReceived int64
+	reportedReason                 string
 }
 
 func newConn(c net.Conn) *conn {

@@ -172,6 +172,10 @@ func (r *Run) observe(rec *conn) {
 func (r *Run) recordLocked(rec *conn) {
 	c := rec.snapshot(time.Now())
 	rep := &r.period.report
+	if rec.counted && c.Sent == rec.reportedSent && c.Received == rec.reportedReceived && c.Reason == rec.reportedReason {
+		return // listed in an earlier period, and nothing new since
+	}
+	rec.reportedReason = c.Reason
 	if !rec.counted {
 		rec.counted = true
 		if c.Verdict == Blocked {

@@ -72,9 +72,11 @@ func (u *upWriter) Write(p []byte) (int, error) {
 func (r *Run) relay(rec *conn, clientR io.Reader, up net.Conn) {
 	done := make(chan error, 1)
 	go func() {
-		_, err := io.CopyBuffer(rec.client, &upReader{r: r, c: rec, src: up}, make([]byte, 64<<10))
+		err := r.download(rec, up)
 		if err == nil {
 			closeWrite(rec.client)
+		} else {
+			rec.closeAll() // a reset or a cap: the other way ends too, now
 		}
 		done <- err
 	}()
@@ -84,8 +86,39 @@ func (r *Run) relay(rec *conn, clientR io.Reader, up net.Conn) {
 	} else {
 		rec.closeAll()
 	}
-	if err := <-done; err != nil {
-		rec.closeAll()
+	<-done
+}
+
+// spliceChunk is how many bytes a download moves in the kernel between
+// two looks at the byte cap.
+const spliceChunk = 256 << 10
+
+// download copies from up to the client until up ends. Between two TCP
+// sockets the kernel moves the bytes (splice, through io.LimitedReader),
+// spliceChunk at a time taken from the run's budget and the unused part
+// given back; otherwise through upReader.
+func (r *Run) download(rec *conn, up net.Conn) error {
+	dst, ok1 := rec.client.(*net.TCPConn)
+	src, ok2 := up.(*net.TCPConn)
+	if !ok1 || !ok2 {
+		_, err := io.CopyBuffer(rec.client, &upReader{r: r, c: rec, src: up}, make([]byte, 64<<10))
+		return err
+	}
+	for {
+		take := r.charge(spliceChunk)
+		if take == 0 {
+			rec.end(ReasonByteLimit)
+			return errByteLimit
+		}
+		n, err := dst.ReadFrom(io.LimitReader(src, int64(take)))
+		r.bytes.Add(n - int64(take))
+		rec.received.Add(n)
+		if n > 0 {
+			rec.touch()
+		}
+		if err != nil || n < int64(take) { // an error, or up's end
+			return err
+		}
 	}
 }
 
@@ -99,6 +132,7 @@ func closeWrite(c net.Conn) {
 // timeout. It arms a timer; no goroutine waits meanwhile.
 func (r *Run) watchIdle(rec *conn) {
 	idle := r.p.opts.IdleTimeout
+	seen := rec.kernelBytes()
 	var check func()
 	check = func() {
 		rec.mu.Lock()
@@ -106,6 +140,10 @@ func (r *Run) watchIdle(rec *conn) {
 		rec.mu.Unlock()
 		if closed {
 			return
+		}
+		if k := rec.kernelBytes(); k != seen { // bytes came in a chunk still being spliced
+			seen = k
+			rec.touch()
 		}
 		since := time.Since(time.Unix(0, rec.last.Load()))
 		if since >= idle {

@@ -132,6 +132,9 @@ func runFlags() []runFlag {
 				ra.req.Start = v
 				return nil
 			}},
+		runFlag{name: "network", arg: "POLICY", group: "where", field: "network",
+			help: "egress through the proxy under this policy of the daemon's (or, without a daemon, --config's) [network.policies]: the program gets HTTP_PROXY and HTTPS_PROXY, the result a network object",
+			set:  func(ra *runArgs, v string) error { ra.req.Network = &daemon.RequestNetwork{Policy: v}; return nil }},
 		runFlag{name: "config", arg: "FILE", group: "where", def: daemon.DefaultConfigPath + " when it exists",
 			help: "without a daemon: the configuration whose environments and [limits.default] to use",
 			set:  func(ra *runArgs, v string) error { ra.config = v; return nil }},

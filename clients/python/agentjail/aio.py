@@ -131,14 +131,16 @@ class AsyncClient:
             environment: Optional[str] = None,
             start: Optional[str] = None,
             on_output: Optional[Callable[[Event], Any]] = None,
-            command: Optional[Sequence[str]] = None) -> Coroutine[Any, Any, Result]:
+            command: Optional[Sequence[str]] = None,
+            network: Union[str, Sequence[str], Mapping[str, Any], None] = None) -> Coroutine[Any, Any, Result]:
         """Run one program; await it for its Result. Argument mistakes raise
         here, at the call; daemon refusals raise when awaited. `on_output`
         (a function, or a coroutine function) is given each output Event as
         the program writes it, as for `Client.run`."""
         body = build_request(
             code, stdin=stdin, files=files, collect=collect, limits=limits, tests=tests, env=env,
-            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start, command=command)
+            on_forbidden_syscall=on_forbidden_syscall, environment=environment, start=start, command=command,
+            network=network)
         data = _http.request("POST", "/v1/run", body)
 
         async def run() -> Result:
@@ -210,7 +212,8 @@ class AsyncClient:
     def session(self, *, environment: Optional[str] = None,
                 limits: Union[Limits, Mapping[str, Any], None] = None,
                 env: Optional[Mapping[str, str]] = None, files: Any = None,
-                idle_timeout_ms: Optional[int] = None, start: Optional[str] = None) -> "_SessionOpener":
+                idle_timeout_ms: Optional[int] = None, start: Optional[str] = None,
+                network: Union[str, Sequence[str], Mapping[str, Any], None] = None) -> "_SessionOpener":
         """Start a session; see `Client.session`. Use it as
 
             async with client.session() as s:
@@ -222,7 +225,7 @@ class AsyncClient:
         the session deletes it before the cancellation goes on."""
         data = _http.request("POST", "/v1/sessions", build_session_request(
             environment=environment, limits=limits, env=env, files=files, idle_timeout_ms=idle_timeout_ms,
-            start=start))
+            start=start, network=network))
         return _SessionOpener(self, data)
 
     def sessions(self) -> Coroutine[Any, Any, List[SessionInfo]]:

@@ -129,7 +129,8 @@ class Client(RemoteMixin):
             environment: Optional[str] = None,
             start: Optional[str] = None,
             on_output: Optional[Callable[[Event], Any]] = None,
-            command: Optional[Sequence[str]] = None) -> Result:
+            command: Optional[Sequence[str]] = None,
+            network: Union[str, Sequence[str], Mapping[str, Any], None] = None) -> Result:
         """Run one program and return its Result (a program that fails or is
         killed is a Result, not an exception). Raises an AgentjailError when
         the daemon refuses the run or cannot be reached.
@@ -139,11 +140,15 @@ class Client(RemoteMixin):
         `command`, instead of `code`, is an argv run in the jail, e.g.
         `["bash", "-c", "ls | wc -l"]` (its program found by PATH there; a
         missing one exits 127); it always starts cold.
+        `network` asks for egress through the daemon's proxy: a policy's
+        name ("pypi"), or a list of "host:port" entries where the daemon
+        takes a request's own (docs/contract.md §8); `Result.network`
+        reports the connections.
         `on_output`, when given, is called with each output Event (stdout
         or stderr) as the program writes it: the answer is streamed."""
         body = build_request(code, stdin=stdin, files=files, collect=collect, limits=limits,
                              tests=tests, env=env, on_forbidden_syscall=on_forbidden_syscall,
-                             environment=environment, start=start, command=command)
+                             environment=environment, start=start, command=command, network=network)
         if on_output is not None:
             return _with_callback(self._stream("/v1/run", body, Result.from_dict), on_output)
         if self.remote is not None:
@@ -173,7 +178,8 @@ class Client(RemoteMixin):
     def session(self, *, environment: Optional[str] = None,
                 limits: Union[Limits, Mapping[str, Any], None] = None,
                 env: Optional[Mapping[str, str]] = None, files: Any = None,
-                idle_timeout_ms: Optional[int] = None, start: Optional[str] = None) -> "Session":
+                idle_timeout_ms: Optional[int] = None, start: Optional[str] = None,
+                network: Union[str, Sequence[str], Mapping[str, Any], None] = None) -> "Session":
         """Start a session (POST /v1/sessions): a live interpreter whose
         variables, imports and /workspace last from one call to the next.
 
@@ -187,9 +193,10 @@ class Client(RemoteMixin):
         The session is deleted when the `with` block ends, however it ends,
         or by `close()`; the daemon also ends it after `idle_timeout_ms`
         without a call. Raises TooManySessions when the daemon holds as many
-        as it allows."""
+        as it allows. `network`, as for `run`, holds for every call; each
+        call's result reports that call's connections."""
         body = build_session_request(environment=environment, limits=limits, env=env, files=files,
-                                     idle_timeout_ms=idle_timeout_ms, start=start)
+                                     idle_timeout_ms=idle_timeout_ms, start=start, network=network)
         data = _http.request("POST", "/v1/sessions", body)
         if self.remote is not None:
             obj, _ = self._placed("POST", data)

@@ -192,7 +192,8 @@ def build_request(code: Optional[str] = None, *, stdin: Union[str, bytes, None] 
                   on_forbidden_syscall: Optional[str] = None,
                   environment: Optional[str] = None,
                   start: Optional[str] = None,
-                  command: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+                  command: Optional[Sequence[str]] = None,
+                  network: Union[str, Sequence[str], Mapping[str, Any], None] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/run. Only what was given is sent, so the
     daemon's defaults apply to the rest. Type mistakes are caught here;
     values are the daemon's to judge (it answers InvalidRequest)."""
@@ -203,13 +204,31 @@ def build_request(code: Optional[str] = None, *, stdin: Union[str, bytes, None] 
         req["on_forbidden_syscall"] = on_forbidden_syscall
     _put_str(req, "environment", environment)
     _put_str(req, "start", start)
+    _put_network(req, network)
     return req
+
+
+def _put_network(req: Dict[str, Any], network: Union[str, Sequence[str], Mapping[str, Any], None]) -> None:
+    """"network" (docs/contract.md §8): a policy's name, a list of allow
+    entries ("pypi.org:443"), or the object itself."""
+    if network is None:
+        return
+    if isinstance(network, str):
+        req["network"] = {"policy": network}
+    elif isinstance(network, Mapping):
+        req["network"] = dict(network)
+    elif isinstance(network, (list, tuple)) and all(isinstance(e, str) for e in network):
+        req["network"] = {"allow": list(network)}
+    else:
+        raise TypeError("network must be a policy name, a list of \"host:port\" entries, "
+                        f"or {{\"policy\": ...}} / {{\"allow\": [...]}}, not {type(network).__name__}")
 
 
 def build_session_request(*, environment: Optional[str] = None,
                           limits: Union[Limits, Mapping[str, Any], None] = None,
                           env: Optional[Mapping[str, str]] = None, files: Any = None,
-                          idle_timeout_ms: Optional[int] = None, start: Optional[str] = None) -> Dict[str, Any]:
+                          idle_timeout_ms: Optional[int] = None, start: Optional[str] = None,
+                          network: Union[str, Sequence[str], Mapping[str, Any], None] = None) -> Dict[str, Any]:
     """The JSON body of POST /v1/sessions; only what was given is sent.
     `limits` are the session's own (memory_bytes, pids, tmp_bytes,
     cpu_time_ms in total, open_files, file_size_bytes)."""
@@ -226,6 +245,7 @@ def build_session_request(*, environment: Optional[str] = None,
             raise TypeError(f"idle_timeout_ms must be an int (milliseconds), not {type(idle_timeout_ms).__name__}")
         req["idle_timeout_ms"] = idle_timeout_ms
     _put_str(req, "start", start)
+    _put_network(req, network)
     return req
 
 
@@ -565,6 +585,11 @@ class Result:
     display: List[Display] = field(default_factory=list)
     display_truncated: bool = False
     node: str = ""  #: the node that ran it (Agentjail-Node; "" on the Unix socket)
+    #: What the run did through the daemon's egress proxy (docs/contract.md
+    #: §8), as sent: allowed, blocked, bytes_sent, bytes_received,
+    #: connections [{host, port, ip, verdict, reason, sent, received, ms}],
+    #: truncated. None for a run without `network`.
+    network: Optional[Dict[str, Any]] = None
     #: Fields of a newer daemon that this client does not know, as sent.
     extra: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

@@ -151,6 +151,21 @@ class ResultTest(unittest.TestCase):
         with self.assertRaises(KeyError):
             r.file(b"out/\xfe.txt")
 
+    def test_network(self):
+        self.assertEqual(build_request("pass", network="pypi")["network"], {"policy": "pypi"})
+        self.assertEqual(build_request("pass", network=["pypi.org:443"])["network"], {"allow": ["pypi.org:443"]})
+        self.assertEqual(build_request("pass", network={"allow": []})["network"], {"allow": []})
+        self.assertNotIn("network", build_request("pass"))
+        self.assertEqual(build_session_request(network="pypi")["network"], {"policy": "pypi"})
+        with self.assertRaises(TypeError):
+            build_request("pass", network=3)
+        rep = {"allowed": 1, "blocked": 0, "bytes_sent": 5, "bytes_received": 9, "truncated": False,
+               "connections": [{"host": "pypi.org", "port": 443, "ip": "203.0.113.7", "verdict": "allowed",
+                                "reason": "", "sent": 5, "received": 9, "ms": 1.5}]}
+        r = Result.from_dict({"status": "ok", "network": rep})
+        self.assertEqual((r.network, r.extra), (rep, {}))
+        self.assertIsNone(Result.from_dict({"status": "ok", "network": None}).network)
+
     def test_environment_and_start_of_a_result(self):
         r = Result.from_dict({"status": "ok", "environment": "venv", "start": "warm"})
         self.assertEqual((r.environment, r.start, r.extra), ("venv", "warm", {}))

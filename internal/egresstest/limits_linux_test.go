@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -228,7 +229,7 @@ func TestEgressPrivateAllow(t *testing.T) {
 	noSecret(t, r)
 
 	limits := strings.Replace(networkLimits, "private_allow = []", fmt.Sprintf("private_allow = [%q]", nw.PrivateAddr), 1)
-	d := f.w.NewDaemon(t, nw.Binary(t), nw.DaemonConfigOn("9465", nw.UIDBase(), limits, policies))
+	d := f.w.NewDaemon(t, nw.Binary(t), nw.DaemonConfigOn("9465", nw.UIDBase(), "", limits, policies))
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			r := f.run(t, d, mode, request{code: code + "\nurlopen('http://169.254.169.254/')\nurlopen('http://10.0.0.5/')", network: map[string]any{"policy": "trap"}})
@@ -259,4 +260,38 @@ func TestEgressSessionEndClosesItsListener(t *testing.T) {
 	assert.True(t, listening, "a live session's proxy listener: %v", socks)
 	s.end(t)
 	fdsSettle(t, f.d, base, "the session's end")
+}
+
+// With nothing made ahead of requests (no warm runs forked ahead, no
+// prepared jails), the daemon's fd count after runs with a policy is
+// what it was before them, in every mode: no listener, relay or
+// namespace fd is left.
+func TestEgressLeavesNoFd(t *testing.T) {
+	f := newFixture(t)
+	d := f.w.NewDaemon(t, nw.Binary(t), nw.DaemonConfigOn("9466", nw.UIDBase(), "warm_ahead = 0\nprepared_jails = 0", networkLimits, policies))
+	code := "urlopen('http://echo.test/')\nurlopen('https://index.test/simple/')\nurlopen('http://169.254.169.254/')\nconnect('other.test', 443)"
+	for _, mode := range modes {
+		f.run(t, d, mode, request{code: code, network: map[string]any{"policy": "world"}})
+	}
+	time.Sleep(500 * time.Millisecond)
+	before := d.Fds()
+	for _, mode := range modes {
+		for range 3 {
+			r := f.run(t, d, mode, request{code: code, network: map[string]any{"policy": "world"}})
+			require.NotNil(t, r.Network)
+			assert.Equal(t, 2, r.Network.Allowed, "%v", r.Network.Connections)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for d.FdCount() > len(before) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	after := d.Fds()
+	var extra []string
+	for fd, target := range after {
+		if before[fd] != target {
+			extra = append(extra, fd+" -> "+target)
+		}
+	}
+	assert.LessOrEqual(t, len(after), len(before), "the daemon's fds after 9 runs with a policy; new or changed: %v", extra)
 }

@@ -53,23 +53,24 @@ const MetricsPort = "9464"
 // resolver, the metrics listener on D's address; extra is appended (its
 // own [network.policies.NAME] tables, limits).
 func DaemonConfig(uidBase uint32, network, extra string) string {
-	return DaemonConfigOn(MetricsPort, uidBase, network, extra)
+	return DaemonConfigOn(MetricsPort, uidBase, "", network, extra)
 }
 
 // DaemonConfigOn is DaemonConfig with the metrics listener on another
-// port: a second daemon in the same world.
-func DaemonConfigOn(metricsPort string, uidBase uint32, network, extra string) string {
+// port (a second daemon in the same world) and more keys of [jail].
+func DaemonConfigOn(metricsPort string, uidBase uint32, jail, network, extra string) string {
 	return fmt.Sprintf(`[peers]
 uids = [0]
 [jail]
 uid_base = %d
 uid_count = 100000
+%s
 [metrics]
 listen = "%s:%s"
 [network]
 resolver = "%s:53"
 %s
-%s`, uidBase, DAddr4, metricsPort, DNSAddr, network, extra)
+%s`, uidBase, jail, DAddr4, metricsPort, DNSAddr, network, extra)
 }
 
 // StartDaemon runs bin serve in D with config (written to dir), and

@@ -242,3 +242,22 @@ func TestProxyResolveAndConnectFailures(t *testing.T) {
 		t.Errorf("%+v", rep)
 	}
 }
+
+// A name that rebinds to a refused address is refused on the next
+// connection: every connection resolves, and its address is checked.
+// The refused name's answer is never asked for, either way.
+func TestProxyRebinding(t *testing.T) {
+	w := newWorld(t, nil, "rebind.test:HTTP")
+	w.dns.set("rebind.test", netip.MustParseAddr("127.0.0.1"))
+	if code, _ := w.get(t, "http://rebind.test:HTTP/"); code != 200 {
+		t.Fatalf("first: %d", code)
+	}
+	w.dns.set("rebind.test", netip.MustParseAddr("127.0.0.2"))
+	if code, body := w.get(t, "http://rebind.test:HTTP/"); code != 403 || !strings.Contains(body, ReasonPrivateAddress) {
+		t.Fatalf("after the rebinding: %d %q", code, body)
+	}
+	rep := w.run.Close()
+	if rep.Allowed != 1 || rep.Blocked != 1 || rep.Connections[1].IP != "127.0.0.2" {
+		t.Errorf("%+v", rep)
+	}
+}

@@ -17,12 +17,6 @@ const (
 var errNotTLS = errors.New("the first bytes are not a TLS handshake")
 var errBadHello = errors.New("malformed TLS ClientHello")
 
-// looksLikeTLS says whether the first bytes could start a TLS handshake
-// record: content type 22 and major version 3.
-func looksLikeTLS(b []byte) bool {
-	return len(b) >= 2 && b[0] == recordHandshake && b[1] == 0x03
-}
-
 // readClientHello reads TLS records from r until the first handshake
 // message, a ClientHello, is whole. It returns every byte read (the
 // caller forwards them unchanged) and the ClientHello's server name.

@@ -2,6 +2,8 @@ package egresstest
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,8 +292,30 @@ func TestEgressLeavesNoFd(t *testing.T) {
 	var extra []string
 	for fd, target := range after {
 		if before[fd] != target {
-			extra = append(extra, fd+" -> "+target)
+			extra = append(extra, fd+" -> "+target+" (also held by "+holders(target, d.Pid)+")")
 		}
 	}
 	assert.LessOrEqual(t, len(after), len(before), "the daemon's fds after 9 runs with a policy; new or changed: %v", extra)
+}
+
+// holders lists the other processes that hold an fd to target (a pipe's
+// other end): their pid and command.
+func holders(target string, except int) string {
+	var out []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == except {
+			continue
+		}
+		fds, _ := os.ReadDir("/proc/" + p.Name() + "/fd")
+		for _, fd := range fds {
+			if t, _ := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); t == target {
+				cmd, _ := os.ReadFile("/proc/" + p.Name() + "/cmdline")
+				out = append(out, fmt.Sprintf("%d %q", pid, strings.ReplaceAll(string(cmd), "\x00", " ")))
+				break
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }

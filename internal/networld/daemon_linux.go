@@ -138,9 +138,12 @@ func (d *Daemon) Stop() error {
 	return nil
 }
 
-// Client is an HTTP client of the daemon's socket.
+// Client is an HTTP client of the daemon's socket. It keeps no idle
+// connection: the daemon's fds then count only what the daemon holds on
+// its own.
 func (d *Daemon) Client() *http.Client {
 	return &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{
+		DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", d.Sock)
 		},

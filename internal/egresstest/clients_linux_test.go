@@ -163,3 +163,37 @@ func checkPip(t *testing.T, r result, imported bool) {
 		}
 	}
 }
+
+// An inline allow list (network.inline_allow = true in the fixture) works
+// as a policy does; a bad entry and an unknown policy are 400s that say
+// what to fix.
+func TestEgressInlineAllow(t *testing.T) {
+	f := newFixture(t)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			r := f.run(t, f.d, mode, request{code: "urlopen('http://echo.test/')\nurlopen('http://other.test/')", network: map[string]any{"allow": []string{"echo.test:80"}}})
+			require.NotNil(t, r.Network, "stdout %s stderr %s", r.Stdout, r.Stderr)
+			assert.Equal(t, 1, r.Network.Allowed, "%v", r.Network.Connections)
+			assert.Equal(t, 1, r.Network.Blocked, "%v", r.Network.Connections)
+			assert.Contains(t, bodies(t, r), `"server":"echo"`)
+		})
+	}
+	for _, c := range []struct {
+		network map[string]any
+		want    []string
+	}{
+		{map[string]any{"allow": []string{"echo.test"}}, []string{"echo.test", "port"}},
+		{map[string]any{"allow": []string{"*.*.test:80"}}, []string{"*.*.test:80"}},
+		{map[string]any{"policy": "nope"}, []string{"nope", "world", "trap"}},
+	} {
+		code, raw, err := f.d.Call("POST", "/v1/run", map[string]any{"code": "pass", "network": c.network}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, 400, code, "%v: %s", c.network, raw)
+		for _, w := range c.want {
+			assert.Contains(t, string(raw), w, "%v", c.network)
+		}
+		code, raw, err = f.d.Call("POST", "/v1/sessions", map[string]any{"network": c.network}, nil)
+		require.NoError(t, err)
+		assert.Equal(t, 400, code, "a session, %v: %s", c.network, raw)
+	}
+}

@@ -17,7 +17,7 @@ Warm and cold `pass` without a policy against the previous commit are
 scripts/bench_ab's. Stdlib only; the daemon helpers are bench.py's.
 Needs root (network namespaces).
 """
-import json, os, statistics, subprocess, sys, tempfile, time
+import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
 from bench import PY, UnixHTTP, pct, post, proc_cpu_ms
 from bench_throughput import busy_ms
@@ -65,13 +65,16 @@ def start_world(binary, size):
     line = p.stdout.readline()
     if not line:
         p.wait()
+        shutil.rmtree(os.path.dirname(helper), ignore_errors=True)
         sys.exit("bench: the egress world did not start (see its error above)")
+    p.helper_dir = os.path.dirname(helper)
     return p, json.loads(line)
 
 
 def stop_world(p):
     p.stdin.close()
     p.wait(timeout=60)
+    shutil.rmtree(p.helper_dir, ignore_errors=True)
 
 
 def run(conn, req):

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,14 +49,12 @@ func socketIn(nsfd int) (int, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread()
-		self, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		self, err := daemonNetns()
 		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- result{-1, os.NewSyscallError("open /proc/thread-self/ns/net", err)}
+			ch <- result{-1, err}
 			return
 		}
-		defer unix.Close(self)
+		runtime.LockOSThread()
 		if err := unix.Setns(nsfd, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
 			ch <- result{-1, os.NewSyscallError("setns into the jail's network namespace", err)}
@@ -74,6 +73,25 @@ func socketIn(nsfd int) (int, error) {
 	}()
 	r := <-ch
 	return r.fd, r.err
+}
+
+// ownNetns is the daemon's network namespace, opened once: every thread
+// of the daemon is in it (a thread that could not come back from a jail's
+// is ended, never reused).
+var ownNetns struct {
+	once sync.Once
+	fd   int
+	err  error
+}
+
+func daemonNetns() (int, error) {
+	ownNetns.once.Do(func() {
+		ownNetns.fd, ownNetns.err = unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if ownNetns.err != nil {
+			ownNetns.err = os.NewSyscallError("open /proc/self/ns/net", ownNetns.err)
+		}
+	})
+	return ownNetns.fd, ownNetns.err
 }
 
 func listenSocket() (int, error) {

@@ -84,6 +84,7 @@ func BenchmarkListenIn(b *testing.B) {
 	systest.Require(b, systest.Root)
 	ns, _ := netnsProcess(b)
 	b.ResetTimer()
+	cpu0 := systest.SelfCPU()
 	for range b.N {
 		l, err := ListenIn(ns)
 		if err != nil {
@@ -91,4 +92,5 @@ func BenchmarkListenIn(b *testing.B) {
 		}
 		l.Close()
 	}
+	b.ReportMetric(float64(systest.SelfCPU()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 }

@@ -22,7 +22,7 @@
 //	      cloned as this process's child; msgBuild: the file system
 //	  jail.finish
 //	    deliver: the cgroup, stdio pipes, msgRequest (program, files,
-//	      rlimits), msgGo (v1: the group's tasks files)
+//	      rlimits), msgGo (v1: the group's tasks files)      deliver_linux.go
 //	    supervise: msgSeccomp (the filter's listener), msgExec (the
 //	      exec's time); the wall, CPU and OOM watchdogs, the output
 //	      capture, the seccomp supervisor; the wait for pid 1; msgExit

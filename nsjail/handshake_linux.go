@@ -45,13 +45,8 @@ func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
 }
 
 // peer is the socket the run's next messages come on: the init stage's,
-// or a warm run's program's once it is forked (forkProgram).
-func (j *jail) peer() *os.File {
-	if j.progLive {
-		return j.prog
-	}
-	return j.sync
-}
+// or a warm run's program's once it is forked (warmFlow.forkProgram).
+func (j *jail) peer() *os.File { return j.flow.peer(j) }
 
 // trace logs one message of the handshake at debug level.
 func (j *jail) trace(dir string, typ msgType, n, fds int) {
@@ -126,7 +121,7 @@ func (j *jail) awaitExec() (listener int, start time.Time, err error) {
 		typ, payload, fds, err := j.receive()
 		if len(fds) > 0 {
 			want := 1
-			if len(j.spec.Collect) > 0 || j.session {
+			if j.collect {
 				want = 2
 			}
 			if typ != msgSeccomp || listener >= 0 || len(fds) != want {
@@ -138,13 +133,7 @@ func (j *jail) awaitExec() (listener int, start time.Time, err error) {
 				j.workspace = os.NewFile(uintptr(fds[1]), "workspace")
 				j.closers = append(j.closers, j.workspace)
 			}
-			if j.progLive {
-				// A warm run's program exists (it sent this): its init
-				// watches it from now on, and ends the jail when it
-				// ends, on this pidfd of it. An init gone already was
-				// killed: the wait sees it.
-				_ = j.send(msgAdopt, nil, []int{int(j.progFD.Fd())})
-			}
+			j.flow.execStarted(j) // a warm run's init adopts its program
 			if beforeExecHook != nil {
 				beforeExecHook()
 			}
@@ -219,32 +208,14 @@ func (j *jail) initFailure(stage string, err error) error {
 	if werr := j.wait(); werr != nil {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, werr)}
 	}
-	if j.state != nil && !j.state.Success() {
-		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, j.state)}
+	if st := j.flow.initStatus(); st != nil {
+		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, st)}
 	}
 	return stageErr(stage, err)
 }
 
-// wait waits for the jail's pid 1 once, recording its end. A warm run's
-// pid 1 is not this process's child: its end is seen on its pidfd, and
-// its status is not known (the program's comes with msgExit).
-func (j *jail) wait() error {
-	if j.state != nil || j.ended {
-		return nil
-	}
-	if j.pidfd != nil {
-		awaitPidfd(j.pidfd)
-		j.ended = true
-		return nil
-	}
-	awaitExit(j.proc.Pid)
-	st, err := j.proc.Wait()
-	if err != nil {
-		return err
-	}
-	j.state = st
-	return nil
-}
+// wait waits for the jail's pid 1 once, recording its end (jailFlow.wait).
+func (j *jail) wait() error { return j.flow.wait(j) }
 
 // awaitExit parks the calling goroutine in the runtime's poller until
 // process pid (a child not yet waited for, so the pid names it) has ended,

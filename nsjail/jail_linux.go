@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -22,11 +21,15 @@ import (
 //	awaitBuild    msgReady: the jail's file system is built
 //	  (a prepared jail waits here for its request: prepared_linux.go)
 //	finish        run, then cleanup, whatever happened
-//	  run           deliver, then supervise (supervise_linux.go)
+//	  run           deliver, then supervise
 //	    deliver       the cgroup, the program's stdio, msgRequest, msgGo
-//	    supervise     msgSeccomp, msgExec; watch the limits; wait; the result
+//	                  (deliver_linux.go; beforeProgram: a run's own set-up)
+//	    supervise     msgSeccomp, msgExec; the watchdog over the limits
+//	                  (watchdog_linux.go); wait; the result (supervise_linux.go)
 //	  cleanup       kill and wait if need be; the mount namespace; the cgroup
 //
+// Where a cold jail and a warm run differ, the jail calls its flow
+// (jailFlow: coldFlow in flow_linux.go, warmFlow in warm_run_linux.go).
 // The conversation itself is drawn in protocol.go; reading the init
 // stage's messages is handshake_linux.go's.
 
@@ -40,18 +43,22 @@ var (
 	beforeExecHook func()
 )
 
-// jail is the parent's view of one run.
+// jail is the parent's view of one run: what every flow shares (the
+// sync socket, the cgroup, the mount namespace, the kill reason, the
+// clean-up). What differs between a cold jail and a warm run is its flow
+// (flow_linux.go, warm_run_linux.go).
 type jail struct {
 	runner *Runner
 	spec   *Spec
 	uid    uint32
+	flow   jailFlow
 
 	cg        *cgroup.Group
-	join      []int            // v1: cg's tasks files, when cg was made ahead (cgroupAhead)
-	proc      *os.Process      // the jail's pid 1: the init stage, which stays as the jail's init
-	state     *os.ProcessState // proc's end, once waited for
-	workspace *os.File         // /workspace of the jail, for Collect; nil unless asked
-	sync      *os.File         // parent's end of the socketpair
+	join      []int       // v1: cg's tasks files, when cg was made ahead (cgroupAhead)
+	proc      *os.Process // the jail's pid 1: the init stage, which stays as the jail's init
+	workspace *os.File    // /workspace of the jail, for Collect; nil unless asked
+	collect   bool        // the request asked for /workspace (requestConfig.Collect)
+	sync      *os.File    // parent's end of the socketpair
 	closers   []io.Closer
 
 	// mntns is the jail's mount namespace, sent with the build's
@@ -69,43 +76,15 @@ type jail struct {
 	building      bool  // msgBuild sent, its msgReady not read yet
 	tmpBytes      int64 // the size of the scratch tmpfs msgBuild mounted
 	scratchNoexec bool  // and whether it is noexec (built.noexec)
-	// idMap, when set before start, is the uid and gid map this process
-	// writes for the jail (a zygote's, of its own uid and its runs'); by
-	// default the jail maps its own uid itself.
-	idMap string
-	// control, when set before deliver, is the program's fd 3 instead of a
-	// report pipe: a zygote's control socket.
-	control *os.File
-	// filter, when set before start, is the jail's seccomp filter instead
-	// of the Runner's (a zygote's).
-	filter []byte
-	// session: the jail runs a session (session_linux.go): its /workspace
-	// comes with msgSeccomp whatever the spec collects, for the calls'.
-	session bool
-
-	// A warm run (zygote_linux.go): a jail whose user and pid namespaces
-	// are made inside its zygote's (nested), whose init adopts the
-	// program that the zygote forks into them. ns are the init's pid,
-	// user, network, IPC and UTS namespaces (with mntns, the ones the
-	// fork joins), sent with its build's msgReady; prog is this process's
-	// end of the program's socket, on which the program's messages
-	// (msgSeccomp, msgExec) and the zygote's msgExit come.
-	warm     bool
-	zygote   *zygote // the warm run's zygote, until cleanup
-	ns       []int
-	prog     *os.File
-	progPid  int      // the program's pid, in this process's pid namespace
-	progFD   *os.File // a pidfd of the program
-	progLive bool     // the program has its go: the run's messages are its
-	// A warm run's pid 1 is not this process's child (bootstrapNested):
-	// it is held by a pidfd, its end seen on it (ended), and never
-	// waited for (its zygote's jail's init reaps it).
-	pidfd *os.File
-	ended bool
-	zw    zygoteWatch // its zygote's failure (zygote_watch_linux.go)
 
 	mu     sync.Mutex
 	reason KillReason // the first evidence that ended the jail
+}
+
+// newJail is a cold jail of r, not started, for host uid uid; a warm
+// run's start gives it its own flow (warmRuntime.startRun).
+func newJail(r *Runner, uid uint32) *jail {
+	return &jail{runner: r, uid: uid, flow: &coldFlow{}}
 }
 
 // kill ends the whole jail: SIGKILL to its PID 1 makes the kernel kill
@@ -165,17 +144,9 @@ func (j *jail) start(b built) error {
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
 	}
-	if j.zygote != nil {
-		// A warm run's: the init reports its pid with its credentials
-		// (bootstrapNested), and the bootstrap joins the zygote's
-		// namespaces through fd nestFd.
-		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-			return stageErr("socketpair", err)
-		}
-		if len(extra) == execFd-3 {
-			extra = append(extra, null)
-		}
-		extra = append(extra, j.zygote.nsRef)
+	env, extra, err := j.flow.bootstrapArgs(j, fds[0], null, j.bootstrapEnv(), extra)
+	if err != nil {
+		return err
 	}
 	// A plain vfork and exec: the bootstrap (bootstrap_linux.c) makes the
 	// user and pid namespaces itself, so this process's page tables are
@@ -183,7 +154,7 @@ func (j *jail) start(b built) error {
 	boot, err := os.StartProcess(exe, []string{initArg0}, &os.ProcAttr{
 		// Nothing but the jail's host uid: no Go runtime starts there
 		// (init_linux.c), and the program gets an environment of its own.
-		Env:   j.bootstrapEnv(),
+		Env:   env,
 		Files: append([]*os.File{null, null, null}, extra...),
 		// If this thread dies (the daemon crashed), the bootstrap dies.
 		// A cold jail's pid 1 ties its own parent-death signal to this
@@ -199,12 +170,7 @@ func (j *jail) start(b built) error {
 		return stageErr("start init stage", err)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if j.zygote != nil {
-		j.proc, j.pidfd, err = bootstrapNested(j.sync, boot)
-	} else {
-		j.proc, err = bootstrap(j.sync, boot, j.idMap)
-	}
-	if err != nil {
+	if j.proc, err = j.flow.bootstrap(j, boot); err != nil {
 		return err
 	}
 	j.tmpBytes, j.scratchNoexec = b.tmpBytes, b.noexec
@@ -226,23 +192,9 @@ func (j *jail) start(b built) error {
 
 // threadBound tells whether the started jail dies with the OS thread that
 // started it, which must then stay locked until the jail has been waited
-// for. A cold jail's pid 1 is that thread's child, with a parent-death
-// signal. A warm run's is not: its bootstrap, the only process of the run
-// with a parent-death signal, has been waited for by start
-// (bootstrapNested), and its pid 1 is an orphan in its zygote's pid
-// namespace, which dies with the zygote's jail (bootstrap_linux.c).
-func (j *jail) threadBound() bool { return j.zygote == nil }
-
-func (j *jail) bootstrapEnv() []string {
-	env := []string{uidEnv + "=" + strconv.FormatUint(uint64(j.uid), 10)}
-	if j.idMap != "" {
-		env = append(env, zygoteEnv+"=1")
-	}
-	if j.zygote != nil {
-		env = append(env, nestEnv+"="+strconv.FormatUint(uint64(zygoteUID(j.uid, j.runner.UIDs.Base)), 10))
-	}
-	return env
-}
+// for: a cold jail's pid 1 is that thread's child, with a parent-death
+// signal; a warm run's is not (warmFlow.threadBound).
+func (j *jail) threadBound() bool { return j.flow.threadBound() }
 
 // awaitBuild waits for the end of the init stage's build, if start's
 // msgBuild is still unanswered.
@@ -251,18 +203,14 @@ func (j *jail) awaitBuild() error {
 		return nil
 	}
 	j.building = false
-	n := 1
-	if j.zygote != nil {
-		n = 1 + nestedNS
-	}
-	fds, err := j.expectFds(msgReady, n)
+	fds, err := j.expectFds(msgReady, 1+j.flow.nsFds())
 	if err != nil {
 		return err
 	}
 	// Taken for the jail's namespaces unchecked: only the init stage can
 	// send them, before any of the request's code has run.
 	j.mntns = os.NewFile(uintptr(fds[0]), "mntns")
-	j.ns = fds[1:]
+	j.flow.gotNS(fds[1:])
 	return nil
 }
 
@@ -328,208 +276,11 @@ func (j *jail) finish(ctx context.Context, spec *Spec, cfg *requestConfig) (*Res
 // run gives the started jail its request (j.spec, cfg) and runs it to the
 // end.
 func (j *jail) run(ctx context.Context, cfg *requestConfig) (*Result, error) {
-	pio, err := j.deliver(cfg)
+	pio, err := j.deliver(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
 	return j.supervise(ctx, pio)
-}
-
-// programIO are the parent's ends of the program's output pipes.
-type programIO struct {
-	out, err *os.File
-	report   *os.File // nil: the request has no report channel
-}
-
-// deliver gives the jail its request: the cgroup with the request's
-// limits, the program's stdio and files (msgRequest), and msgGo. It
-// returns once msgGo is sent: the init stage then starts the program.
-func (j *jail) deliver(cfg *requestConfig) (*programIO, error) {
-	// The cgroup is created while the init stage works: during its build
-	// for a cold jail, during its request plan for a prepared one whose
-	// group was not made ahead (cgroupAhead) with these limits.
-	cold := j.building
-	if cold {
-		if err := j.createCgroup(); err != nil {
-			return nil, err
-		}
-	}
-	// The jail's ends are plain descriptors, sent and closed: nothing in
-	// this process reads or writes them (an os.File would register each
-	// with the poller, and set and clear its O_NONBLOCK, for nothing).
-	stdin, err := stdinFD(j.spec.Stdin)
-	if err != nil {
-		return nil, stageErr("stdin", err)
-	}
-	j.closers = append(j.closers, stdin)
-	var pio programIO
-	var outW, errW, reportW *childFD
-	for _, p := range []struct {
-		r     **os.File
-		w     **childFD
-		stage string
-	}{{&pio.out, &outW, "stdout pipe"}, {&pio.err, &errW, "stderr pipe"}} {
-		if *p.r, *p.w, err = childPipe(); err != nil {
-			return nil, stageErr(p.stage, err)
-		}
-		j.closers = append(j.closers, *p.r, *p.w)
-		// The jail's user owns its ends of the pipes, so that a program
-		// may reopen them (open("/dev/stdout", "w") goes through
-		// /proc/self/fd/1 and checks the pipe's owner and mode 0600, as
-		// runc's setupIO knows).
-		if err := unix.Fchown((*p.w).fd, int(j.uid), int(j.uid)); err != nil {
-			return nil, stageErr("chown stdio pipe", err)
-		}
-	}
-	stdio := []int{stdin.fd, outW.fd, errW.fd}
-	// A cold jail has built itself while the above was done here.
-	if err := j.awaitBuild(); err != nil {
-		return nil, err
-	}
-	if j.zygote != nil && j.prog == nil { // a warm run not made ahead
-		if err := j.forkProgram(); err != nil {
-			return nil, err
-		}
-	}
-	switch {
-	case j.control != nil:
-		stdio = append(stdio, int(j.control.Fd()))
-	case j.spec.Report: // no report: fd 3 is closed in the jail
-		if pio.report, reportW, err = childPipe(); err != nil {
-			return nil, stageErr("report pipe", err)
-		}
-		j.closers = append(j.closers, pio.report, reportW)
-		stdio = append(stdio, reportW.fd)
-	}
-	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	cfg.ScratchNoexec = j.scratchNoexec // a resize repeats the build's flags
-	plan, sent := requestPlan(cfg, j.tmpBytes), stdio
-	if j.zygote != nil { // a warm run's init: the files; the program's part goes with the fork
-		plan, sent = adoptPlan(cfg, j.tmpBytes), nil
-	}
-	if err := j.send(msgRequest, plan, sent); err != nil {
-		if errors.Is(err, errTooLarge) { // the same in any jail: no retry
-			return nil, j.initFailure("send request", err)
-		}
-		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send request", err))
-	}
-	if !cold {
-		if err := j.createCgroup(); err != nil {
-			return nil, err
-		}
-	}
-	if j.prog != nil {
-		// A warm run's program, forked ahead, takes its part (stdio,
-		// rlimits, the filter) while the init writes the files. One that
-		// ended while it waited ran nothing of the request.
-		if j.progEnded() {
-			return nil, fmt.Errorf("%w: %w", errNotDelivered, &StageError{Stage: "send the program its request", Msg: "the program forked ahead has ended"})
-		}
-		if err := j.sendProg(msgRequest, programPlan(cfg, j.zygote.w.base.seccomp(j.runner)), stdio); err != nil {
-			return nil, fmt.Errorf("%w: %w", errNotDelivered, stageErr("send the program its request", err))
-		}
-	}
-	if err := j.openNetwork(); err != nil {
-		return nil, err
-	}
-	if err := j.sendGo(cold); err != nil {
-		return nil, err
-	}
-	if j.prog != nil {
-		if err := j.goProgram(); err != nil {
-			return nil, err
-		}
-	}
-	// The jail holds its own copies now.
-	for _, f := range []*childFD{stdin, outW, errW, reportW} {
-		f.Close()
-	}
-	return &pio, nil
-}
-
-// createCgroup gives the jail its group with the request's limits: the
-// one made ahead (cgroupAhead), renamed to the request's ID, when its
-// limits are the request's; else a new one.
-func (j *jail) createCgroup() error {
-	res := cgroupResources(j.spec.Limits)
-	if j.cg != nil {
-		if j.cg.Resources() == res && j.cg.Rename(j.spec.ID) == nil {
-			return nil
-		}
-		closeFds(j.join)
-		j.join = nil
-		err := j.cg.Delete()
-		j.cg = nil
-		if err != nil {
-			return stageErr("delete the cgroup made ahead", err)
-		}
-	}
-	g, err := j.runner.Cgroups.Create(j.spec.ID, res)
-	if err != nil {
-		return stageErr("create cgroup", err)
-	}
-	j.cg = g
-	return nil
-}
-
-// sendGo lets the init stage start the program, once it is in the jail's
-// cgroup. On cgroup v1 the init stage moves itself into the group, through
-// the files sent with msgGo (JoinFiles: a move by pid from here waits an
-// RCU grace period after a quiet spell), and msgGo goes at once: the init
-// stage reads it when its request plan is done, and nothing waits for a
-// round trip. On v2 (no tasks files: a thread cannot leave its process's
-// group alone) this process moves the init stage once its request plan is
-// done, then sends msgGo.
-func (j *jail) sendGo(cold bool) error {
-	join := j.join
-	j.join = nil
-	var err error
-	if join == nil {
-		if join, err = j.cg.JoinFiles(); err != nil {
-			return stageErr("join cgroup", err)
-		}
-	}
-	if len(join) > maxMsgFds { // a message with more is refused whole
-		closeFds(join)
-		return &StageError{Stage: "join cgroup", Msg: fmt.Sprintf("%d tasks files, more than one message carries (%d)", len(join), maxMsgFds)}
-	}
-	v2 := join == nil
-	var goErr error
-	if !v2 {
-		goErr = j.send(msgGo, nil, join)
-		if j.prog != nil {
-			// A warm run's program joins the same group, with the same
-			// files (goProgram).
-			j.join = join
-		} else {
-			closeFds(join)
-		}
-	}
-	if afterGoHook != nil {
-		afterGoHook(j)
-	}
-	if err := j.expect(msgReady); err != nil {
-		// A prepared jail killed while it waited can take the request
-		// (the send succeeds) and end before it answers. Only an end
-		// without msgReady says so: the init stage writes msgReady before
-		// it reads msgGo (queued already on v1), so a deadline that
-		// passed with msgReady unread may have let the program run.
-		var ended *initEndedError
-		if !cold && errors.As(err, &ended) && !ended.timedOut {
-			err = fmt.Errorf("%w: %w", errNotDelivered, err)
-		}
-		return err
-	}
-	if v2 {
-		if err := j.cg.Attach(j.proc.Pid); err != nil {
-			return stageErr("attach to cgroup", err)
-		}
-		goErr = j.send(msgGo, nil, nil)
-	}
-	if goErr != nil {
-		return j.initFailure("send go", goErr)
-	}
-	return nil
 }
 
 func (j *jail) cleanup() error {
@@ -539,27 +290,12 @@ func (j *jail) cleanup() error {
 	j.closers = nil
 	closeFds(j.join)
 	j.join = nil
-	closeFds(j.ns)
-	j.ns = nil
-	if j.proc != nil && j.state == nil && !j.ended {
+	if j.proc != nil && !j.flow.waited() {
 		// Set-up failed after the start: the init stage must not outlive us.
 		_ = j.proc.Kill()
 		_ = j.wait()
 	}
-	if j.pidfd != nil {
-		// Not a child: never waited for, which would release the handle's
-		// pidfd; it is released here, not at the garbage collector's will.
-		if j.proc != nil {
-			_ = j.proc.Release()
-			j.proc = nil
-		}
-		j.pidfd.Close()
-		j.pidfd = nil
-	}
-	if j.zygote != nil {
-		j.zygote.runEnded()
-		j.zygote = nil
-	}
+	j.flow.release(j)
 	// The file system goes before the cgroup: a heavy jail's tmpfs pages
 	// are uncharged from a live group, not left to a dying one.
 	if f := j.mntns; f != nil {

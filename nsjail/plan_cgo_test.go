@@ -58,7 +58,7 @@ func withJail(t *testing.T, r *Runner, b built, f func(*jail)) *jail {
 	uid, err := r.UIDs.Acquire()
 	require.NoError(t, err)
 	defer r.UIDs.Release(uid)
-	j := &jail{runner: r, uid: uid}
+	j := newJail(r, uid)
 	defer func() { require.NoError(t, j.cleanup()) }()
 	require.NoError(t, j.start(b))
 	f(j)

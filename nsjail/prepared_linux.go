@@ -217,7 +217,7 @@ func (p *preparedPool) keep(r *Runner) {
 		p.started(r, nil, err)
 		return
 	}
-	j := &jail{runner: r, uid: uid}
+	j := newJail(r, uid)
 	if p.start != nil {
 		err = p.start(j, p.build)
 	} else {
@@ -234,10 +234,8 @@ func (p *preparedPool) keep(r *Runner) {
 	if err == nil {
 		err = j.cgroupAhead(p.limits)
 	}
-	if err == nil && j.zygote != nil {
-		// A warm run's program is forked ahead too: the request finds it
-		// in the jail's namespaces, waiting for its part.
-		err = j.forkProgram()
+	if err == nil {
+		err = j.flow.prepareAhead(j) // a warm run's program is forked ahead too
 	}
 
 	if err != nil {
@@ -251,7 +249,7 @@ func (p *preparedPool) keep(r *Runner) {
 		// The pool closed before a request took it, or dropped it (its
 		// zygote retired): the init stage is killed and waited for, and
 		// a dropped jail replaced.
-		z := j.zygote
+		z := runZygote(j)
 		_ = j.cleanup()
 		r.UIDs.Release(uid)
 		if z != nil && z.isRetiring() {
@@ -293,7 +291,7 @@ func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 	// A warm run of a zygote retired meanwhile is not taken: drop, which
 	// ends the retired zygote's, may have run before it was ready. (The
 	// order of locks: p.mu, then the zygote's; never the other way.)
-	ok := pj != nil && !p.closed && (pj.j == nil || pj.j.zygote == nil || !pj.j.zygote.isRetiring())
+	ok := pj != nil && !p.closed && (pj.j == nil || runZygote(pj.j) == nil || !runZygote(pj.j).isRetiring())
 	if ok {
 		p.ready = append(p.ready, pj)
 		p.backoff = 0

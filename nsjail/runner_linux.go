@@ -663,7 +663,7 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 	// the jail has been waited for.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	j := &jail{runner: r, uid: uid}
+	j := newJail(r, uid)
 	if err := j.start(r.build(jailBase{binds: binds, etc: spec.Etc}, spec.Limits.TmpBytes)); err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}

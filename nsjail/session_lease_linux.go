@@ -33,7 +33,7 @@ func (r *Runner) leaseJail(spec *Spec, b []string, code []File, fresh bool) (*le
 				if err != nil {
 					return nil, nil, err
 				}
-				j := &jail{runner: r, uid: uid}
+				j := newJail(r, uid)
 				end, err := j.startOwned(func() error { return w.startRun(j, w.pool.build) })
 				if err == nil {
 					return &lease{j: j, start: StartWarm, release: func() { close(end); r.UIDs.Release(uid) }}, rest, nil
@@ -58,7 +58,7 @@ func (r *Runner) leaseJail(spec *Spec, b []string, code []File, fresh bool) (*le
 	if err != nil {
 		return nil, nil, err
 	}
-	j := &jail{runner: r, uid: uid}
+	j := newJail(r, uid)
 	built := r.build(jailBase{binds: b, etc: spec.Etc}, spec.Limits.TmpBytes)
 	end, err := j.startOwned(func() error { return j.start(built) })
 	if err != nil {

@@ -119,7 +119,7 @@ const startupOutputBytes = 16 << 10
 // on fd 3, and waits for the program's readiness.
 func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []File) (*Session, error) {
 	j := l.j
-	j.spec, j.session = spec, true
+	j.spec = spec
 	s := &Session{ID: spec.ID, Start: l.start, Created: time.Now(), j: j, release: l.release,
 		stopWatch: make(chan struct{}), peak: -1, dead: make(chan struct{}), done: make(chan struct{})}
 	fail := func(err error) (*Session, error) {
@@ -137,16 +137,16 @@ func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []F
 		return fail(stageErr("socketpair", err))
 	}
 	s.ctl = os.NewFile(uintptr(fds[0]), "session-control")
-	j.control = os.NewFile(uintptr(fds[1]), "session-control-child")
-	j.closers = append(j.closers, s.ctl, j.control)
+	control := os.NewFile(uintptr(fds[1]), "session-control-child")
+	j.closers = append(j.closers, s.ctl, control)
 	cfg := requestConfigFor(spec, rest)
 	cfg.Collect = true // the calls' collect: /workspace comes with msgSeccomp
-	pio, err := j.deliver(cfg)
+	pio, err := j.deliver(cfg, control)
 	if err != nil {
 		return fail(err)
 	}
 	// Only the jail may hold the other end: its end is then the jail's.
-	j.control.Close()
+	control.Close()
 	listener, _, err := j.awaitExec()
 	if err != nil {
 		return fail(err)
@@ -158,7 +158,7 @@ func (r *Runner) openSession(ctx context.Context, spec *Spec, l *lease, rest []F
 	lim := spec.Limits
 	s.watchers.Go(func() { j.watchCPU(0, lim.CPUTime, lim.CPUs, s.stopWatch, func() { j.kill(KillCPUTimeout) }) })
 	j.watchMemory(&s.watchers, s.stopWatch)
-	go j.watchZygote(s.stopWatch)
+	j.flow.watch(j, s.stopWatch)
 	go s.life()
 
 	err = s.awaitReady(ctx)
@@ -204,15 +204,8 @@ func (s *Session) life() {
 	werr := j.wait()
 	close(s.stopWatch)
 	s.watchers.Wait()
-	ws, ok := j.programStatus()
-	switch {
-	case ok:
-	case j.warm || j.state == nil:
-		ws = syscall.WaitStatus(syscall.SIGKILL)
-	default:
-		ws = j.state.Sys().(syscall.WaitStatus)
-	}
-	zfail := j.zygoteFailure(ok) != nil // before s.mu: it may wait for the zygote's end
+	ws, ok := j.programEnd()
+	zfail := j.flow.failure(j, ok) != nil // before s.mu: it may wait for the zygote's end
 	stats, serr := j.cg.Stats()
 	s.mu.Lock()
 	s.exit = ws
@@ -370,52 +363,31 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	if err != nil {
 		return nil, stageErr("read cgroup", err)
 	}
-	seccompBefore := s.violations.Report()
+	k.before, k.seccompBefore = before, s.violations.Report()
 	s.mu.Lock()
 	s.foldPeak(before.PeakMemoryBytes)
 	s.mu.Unlock()
 	// The call's own peak where the kernel can reset the mark (v1, v2 on
 	// Linux 6.12+); else Stats says its peak is the group's since creation.
-	peakKnown := j.cg.ResetPeak() == nil
+	k.peakKnown = j.cg.ResetPeak() == nil
 	if err := s.wake(); err != nil {
 		return nil, err
 	}
 	defer s.idle()
-	sent := time.Now()
+	k.sent = time.Now()
 	if err := k.send(); err != nil {
 		s.awaitDeath() // the program's end of the socket is gone
 	}
-	out := &capture{limit: c.Limits.OutputBytes, onLimit: func() { k.interrupt(KillOutputLimit) }, tap: TapOf(ctx)}
-	out.start(0, k.outR)
-	out.start(1, k.errR)
-	report := &capture{limit: MaxReportBytes, onLimit: func() {}}
-	report.start(0, k.repR)
-	done := make(chan struct{})
-	var watchers sync.WaitGroup
-	wall := time.AfterFunc(c.Limits.WallTime, func() { k.interrupt(KillWallTimeout) })
-	watchers.Go(func() {
-		j.watchCPU(before.CPUTime, c.Limits.CPUTime, j.spec.Limits.CPUs, done, func() { k.interrupt(KillCPUTimeout) })
-	})
-	go func() {
-		select {
-		case <-ctx.Done():
-			if errors.Is(context.Cause(ctx), KillShutdown) {
-				s.End(EndShutdown)
-			} else {
-				k.interrupt(KillCancelled)
-			}
-		case <-done:
-		}
-	}()
+	p := pipes{k.outR, k.errR, k.repR}
+	l := watchLimits{outputBytes: c.Limits.OutputBytes, wall: c.Limits.WallTime, cpuBase: before.CPUTime, cpu: c.Limits.CPUTime, cpus: j.spec.Limits.CPUs}
+	wd := j.watch(ctx, l, p, k.stop)
 	end, endRaw := s.awaitEnd(k.n)
-	ended := time.Now()
-	wall.Stop()
-	k.over()
-	close(done)
-	watchers.Wait()
+	k.ended = time.Now()
+	k.over() // no interrupt may follow: the watchdog's stops come to nothing
+	wd.halt()
 	if end == nil {
 		s.awaitDeath() // no end record: the session ended during the call
-		if err := j.zygoteError(); err != nil {
+		if err := j.flow.failed(); err != nil {
 			return nil, err
 		}
 	}
@@ -423,11 +395,21 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	if s.Ended() != "" {
 		tail = time.Second // every process is gone: EOF comes at once
 	}
-	out.wait(tail, k.outR, k.errR)
-	report.wait(tail, k.repR)
+	wd.drain(tail, p)
+	res, err := s.callResult(k, c, wd, end)
+	if err != nil {
+		return nil, err
+	}
+	return &CallResult{Result: res, End: endRaw, Ended: s.Ended()}, nil
+}
 
-	// The group and /workspace are there until this call returns: the
-	// session's clean-up waits for it.
+// callResult is the result of the call k of c, once it has ended (end:
+// its end record; nil when the session ended during the call) and its
+// output is in: the group's figures since the call's start, its files,
+// and how it ended. The group and /workspace are there until the call
+// returns: the session's clean-up waits for it.
+func (s *Session) callResult(k *call, c *CallSpec, wd *watchdog, end *sessionRecord) (*Result, error) {
+	j := s.j
 	after, err := j.cg.Stats()
 	if err != nil {
 		return nil, stageErr("read cgroup", err)
@@ -435,18 +417,8 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	s.mu.Lock()
 	s.foldPeak(after.PeakMemoryBytes)
 	s.mu.Unlock()
-	figures := cgroup.Stats{
-		PeakMemoryBytes: after.PeakMemoryBytes, PeakMemorySource: after.PeakMemorySource,
-		CPUTime:     after.CPUTime - before.CPUTime,
-		OOMKills:    after.OOMKills - before.OOMKills,
-		PidsPeak:    -1,
-		PidsMaxHits: after.PidsMaxHits - before.PidsMaxHits,
-	}
-	if !peakKnown {
-		figures.PeakMemoryBytes, figures.PeakMemorySource = -1, ""
-	}
-	res := j.newResult(cmp.Or(c.ID, NewID()), out, report, ended.Sub(sent), figures, nil)
-	res.Seccomp = s.violations.Report().Since(seccompBefore)
+	res := j.newResult(cmp.Or(c.ID, NewID()), wd.out, wd.report, k.ended.Sub(k.sent), k.figures(after), nil)
+	res.Seccomp = s.violations.Report().Since(k.seccompBefore)
 	res.Start = s.Start
 	if s.Start == StartWarm {
 		markWarm(res) // its peak does not count the zygote's pages it only reads, as a warm run's
@@ -470,13 +442,34 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 		s.mu.Unlock()
 		res.decide(ws, j.killReason())
 	}
-	return &CallResult{Result: res, End: endRaw, Ended: s.Ended()}, nil
+	return res, nil
+}
+
+// figures are the call's share of the group's figures, after being
+// the group's at its end.
+func (k *call) figures(after cgroup.Stats) cgroup.Stats {
+	f := cgroup.Stats{
+		PeakMemoryBytes: after.PeakMemoryBytes, PeakMemorySource: after.PeakMemorySource,
+		CPUTime:     after.CPUTime - k.before.CPUTime,
+		OOMKills:    after.OOMKills - k.before.OOMKills,
+		PidsPeak:    -1,
+		PidsMaxHits: after.PidsMaxHits - k.before.PidsMaxHits,
+	}
+	if !k.peakKnown {
+		f.PeakMemoryBytes, f.PeakMemorySource = -1, ""
+	}
+	return f
 }
 
 // call is one call in flight: its files, its interrupt.
 type call struct {
 	s *Session
 	n int
+
+	before        cgroup.Stats    // the group's at the call's start
+	seccompBefore *seccomp.Report // the session's forbidden calls then
+	peakKnown     bool            // the group's peak mark was reset for the call
+	sent, ended   time.Time       // the call's send, and its end
 
 	payload, stdin   *childFD // what the program gets: sent, then closed here
 	feeds            []*feed  // of the payload and stdin (feed_linux.go), stopped at the call's end
@@ -568,6 +561,16 @@ func (k *call) interrupt(why KillReason) {
 	// Under k.mu: the call's end (over) waits for it, so the jail is not
 	// cleaned up, its init's handle released, while it is signalled.
 	_ = k.s.j.proc.Signal(syscall.SIGINT)
+}
+
+// stop stops the call for why (the watchdog's): an interrupt; the
+// caller's shutdown ends the session instead (EndShutdown).
+func (k *call) stop(why KillReason) {
+	if why == KillShutdown {
+		k.s.End(EndShutdown)
+		return
+	}
+	k.interrupt(why)
 }
 
 // over: the call has ended; no interrupt may follow, and none escalates.

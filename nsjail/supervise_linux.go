@@ -2,7 +2,6 @@ package nsjail
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"syscall"
 	"time"
@@ -30,44 +29,17 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		afterExecHook()
 	}
 
-	// From here on every path waits for the jail to end.
-	out := &capture{limit: l.OutputBytes, onLimit: func() { j.kill(KillOutputLimit) }, tap: TapOf(ctx)}
-	out.start(0, pio.out)
-	out.start(1, pio.err)
-	// The report channel is drained like stdout, capped on its own and
-	// never a reason to kill: a harness past the cap just gets cut.
-	var report *capture
-	if pio.report != nil {
-		report = &capture{limit: MaxReportBytes, onLimit: func() {}}
-		report.start(0, pio.report)
-	}
-	done := make(chan struct{})
-	// The watchers read the jail's cgroup: none may outlive this call,
-	// whose caller deletes the cgroup.
-	var watchers sync.WaitGroup
-	// The wall clock runs from the exec, as the jail measured it: a busy
-	// daemon that read msgExec late gives the program no extra time.
-	wall := time.AfterFunc(l.WallTime-time.Since(start), func() { j.kill(KillWallTimeout) })
-	watchers.Go(func() { j.watchCPU(0, l.CPUTime, l.CPUs, done, func() { j.kill(KillCPUTimeout) }) })
-	go func() {
-		select {
-		case <-ctx.Done():
-			reason := KillCancelled
-			if errors.Is(context.Cause(ctx), KillShutdown) {
-				reason = KillShutdown
-			}
-			j.kill(reason)
-		case <-done:
-		}
-	}()
-	j.watchMemory(&watchers, done)
-	go j.watchZygote(done) // a warm run's: ends with the program, or the jail's clean-up
+	// From here on every path waits for the jail to end. The wall clock
+	// runs from the exec, as the jail measured it: a busy daemon that read
+	// msgExec late gives the program no extra time.
+	p := pipes{pio.out, pio.err, pio.report}
+	wd := j.watch(ctx, watchLimits{outputBytes: l.OutputBytes, wall: l.WallTime - time.Since(start), cpu: l.CPUTime, cpus: l.CPUs}, p, j.kill)
+	j.watchMemory(&wd.watchers, wd.done)
+	j.flow.watch(j, wd.done) // a warm run's zygote
 
 	werr := j.wait()
 	end := time.Now()
-	wall.Stop()
-	close(done)
-	watchers.Wait()
+	wd.halt()
 	if werr != nil {
 		return nil, stageErr("wait", werr)
 	}
@@ -76,13 +48,10 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		return nil, stageErr("read cgroup", err)
 	}
 	j.lightTeardown = lightTeardown(stats.PeakMemoryBytes, j.spec)
-	out.wait(time.Second, pio.out, pio.err)
-	if report != nil {
-		report.wait(time.Second, pio.report)
-	}
+	wd.drain(time.Second, p)
 	stopSupervising(time.Second)
 
-	res := j.newResult(j.spec.ID, out, report, end.Sub(start), stats, violations)
+	res := j.newResult(j.spec.ID, wd.out, wd.report, end.Sub(start), stats, violations)
 	if res.PidsPeak >= initTasks {
 		res.PidsPeak -= initTasks // the jail's init is not the program's
 	}
@@ -91,22 +60,22 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		// Collect follows no link the program may have left.
 		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
 	}
-	// The program's own end when pid 1 (a warm run's: the zygote) saw it;
-	// else pid 1's, which a kill of the whole jail ended (a warm run's
-	// pid 1 ends as its program does: its own status says nothing).
-	ws, ok := j.programStatus()
-	switch {
-	case ok:
-	case j.warm:
-		ws = syscall.WaitStatus(syscall.SIGKILL)
-	default:
-		ws = j.state.Sys().(syscall.WaitStatus)
-	}
-	if err := j.zygoteFailure(ok); err != nil {
+	ws, ok := j.programEnd()
+	if err := j.flow.failure(j, ok); err != nil {
 		return nil, err
 	}
 	res.decide(ws, j.killReason())
 	return res, nil
+}
+
+// programEnd is how the program ended, once pid 1 has: its own status
+// when pid 1 (a warm run's: the zygote) sent it (ok); else the flow's
+// status of a jail killed as a whole (jailFlow.killedStatus).
+func (j *jail) programEnd() (ws syscall.WaitStatus, ok bool) {
+	if ws, ok = j.programStatus(); ok {
+		return ws, true
+	}
+	return j.flow.killedStatus(), false
 }
 
 // superviseSeccomp answers the forbidden system calls the filter's
@@ -134,11 +103,7 @@ func (j *jail) superviseSeccomp(listener int) (violations *seccomp.Collector, st
 			// returns: the supervisor's end is waited for after.)
 			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
 				j.kill(KillSeccomp)
-				if j.pidfd != nil {
-					pollPidfd(int(j.pidfd.Fd()), time.Second)
-				} else {
-					awaitExitFor(j.proc.Pid, time.Second)
-				}
+				j.flow.awaitKilled(j, time.Second)
 			}
 		})
 	}()

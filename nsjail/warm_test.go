@@ -395,7 +395,7 @@ func etcTreesInUse(r *Runner) bool {
 func TestWarmProgramAheadHoldsNothingOfTheZygote(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 3})
 	for _, pj := range warmReady(t, r) {
-		pid := pj.j.progPid
+		pid := warmOf(pj.j).progPid
 		require.NotZero(t, pid)
 		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		require.NoError(t, err)
@@ -437,7 +437,7 @@ func warmReady(t *testing.T, r *Runner) []*preparedJail {
 func TestWarmProgramAheadHasNoBoundingSet(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 2})
 	for _, pj := range warmReady(t, r) {
-		assert.Equal(t, "0000000000000000", procStatus(t, pj.j.progPid)["CapBnd"])
+		assert.Equal(t, "0000000000000000", procStatus(t, warmOf(pj.j).progPid)["CapBnd"])
 	}
 }
 
@@ -569,7 +569,7 @@ func testJail(t *testing.T, r *Runner) *jail {
 	t.Helper()
 	uid, err := r.UIDs.Acquire()
 	require.NoError(t, err)
-	j := &jail{runner: r, uid: uid}
+	j := newJail(r, uid)
 	t.Cleanup(func() { _ = j.cleanup(); r.UIDs.Release(uid) })
 	return j
 }
@@ -622,14 +622,14 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 		if err := j.awaitBuild(); err != nil {
 			return err
 		}
-		return j.forkProgram()
+		return j.flow.prepareAhead(j)
 	})
 	require.NoError(t, err)
 	assert.False(t, j.threadBound())
 	// Running only tells a live process from a zombie; a SIGKILL on its
 	// way is seen by the run below, which needs both.
 	assert.True(t, systest.Running(j.proc.Pid), "the warm jail's pid 1 lives on")
-	assert.True(t, systest.Running(j.progPid), "its program, forked ahead, lives on")
+	assert.True(t, systest.Running(warmOf(j).progPid), "its program, forked ahead, lives on")
 	spec := &Spec{ID: NewID(), Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm}
 	res, err := j.finish(context.Background(), spec, requestConfigFor(spec, codeFiles(spec)))
 	require.NoError(t, err)
@@ -654,9 +654,9 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 	require.Eventually(t, func() bool { return !systest.Running(c.proc.Pid) }, 10*time.Second, time.Millisecond,
 		"the cold jail's pid 1 dies with the thread")
 	require.NoError(t, c.wait())
-	if assert.NotNil(t, c.state, "the cold jail's pid 1 was waited for") {
-		ws := c.state.Sys().(syscall.WaitStatus)
-		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", c.state)
+	if st := c.flow.(*coldFlow).state; assert.NotNil(t, st, "the cold jail's pid 1 was waited for") {
+		ws := st.Sys().(syscall.WaitStatus)
+		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", st)
 	}
 }
 

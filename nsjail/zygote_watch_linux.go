@@ -43,52 +43,56 @@ func (w *zygoteWatch) fail(why string) {
 	}
 }
 
-// watchZygote watches a warm jail's zygote until done (closed once the
-// jail has been waited for): when the program has ended (its pidfd says
-// so) and the jail has not ended zygoteReapGrace later, the zygote is
-// taken for stalled and killed, which ends the jail. It returns at once
-// for a jail that is not warm; else when the program ends, or its pidfd is
-// closed (the jail's clean-up).
-func (j *jail) watchZygote(done <-chan struct{}) {
-	z := j.zygote
-	if !j.warm || z == nil || j.progFD == nil {
+// watch watches a warm run's zygote, on a goroutine of its own, until
+// done (closed once the jail has been waited for): when the program has
+// ended (its pidfd says so) and the jail has not ended zygoteReapGrace
+// later, the zygote is taken for stalled and killed, which ends the jail.
+// Nothing is watched for a run whose program was never forked; the
+// goroutine ends when the program ends, or its pidfd is closed (the
+// jail's clean-up). What it reads of f is read here, before the clean-up
+// can clear it.
+func (f *warmFlow) watch(_ *jail, done <-chan struct{}) {
+	z, prog := f.z, f.progFD
+	if z == nil || prog == nil {
 		return
 	}
-	awaitPidfd(j.progFD)
-	t := time.NewTimer(zygoteReapGrace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-		j.zw.fail("its zygote did not reap the run's program within " + zygoteReapGrace.String() + " of its end (stopped or hung); the zygote was killed")
-		z.j.kill(KillCancelled)
-	}
+	go func() {
+		awaitPidfd(prog)
+		t := time.NewTimer(zygoteReapGrace)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			f.zw.fail("its zygote did not reap the run's program within " + zygoteReapGrace.String() + " of its end (stopped or hung); the zygote was killed")
+			z.j.kill(KillCancelled)
+		}
+	}()
 }
 
-// zygoteFailure is the warm runtime's failure that ended the jail, once
-// it has ended: its zygote stalled (watchZygote), or died during the run,
-// when pid 1 sent no msgExit (ok false) and no limit or caller of the
-// run's killed it. nil when the zygote did not fail the run.
-func (j *jail) zygoteFailure(ok bool) error {
-	if !j.warm || j.zygote == nil {
+// failure is the warm runtime's failure that ended the jail, once it has
+// ended: its zygote stalled (watch), or died during the run, when pid 1
+// sent no msgExit (ok false) and no limit or caller of the run's killed
+// it. nil when the zygote did not fail the run.
+func (f *warmFlow) failure(j *jail, ok bool) error {
+	if f.z == nil {
 		return nil
 	}
 	if !ok && j.killReason() == KillNone {
 		select {
-		case <-j.zygote.done: // it dies with its jail, whose end comes soon after the run's
-			j.zw.fail("its zygote died during the run (killed from outside, or crashed)")
+		case <-f.z.done: // it dies with its jail, whose end comes soon after the run's
+			f.zw.fail("its zygote died during the run (killed from outside, or crashed)")
 		case <-time.After(2 * time.Second):
 		}
 	}
-	return j.zygoteError()
+	return f.failed()
 }
 
-// zygoteError is the failure zygoteFailure found; nil when none.
-func (j *jail) zygoteError() error {
-	j.zw.mu.Lock()
-	defer j.zw.mu.Unlock()
-	if j.zw.why == "" {
+// failed is the failure that failure found; nil when none.
+func (f *warmFlow) failed() error {
+	f.zw.mu.Lock()
+	defer f.zw.mu.Unlock()
+	if f.zw.why == "" {
 		return nil
 	}
-	return &StageError{Stage: "warm runtime", Msg: ErrZygoteFailed.Error() + ": " + j.zw.why + "; a new zygote is being started: retry"}
+	return &StageError{Stage: "warm runtime", Msg: ErrZygoteFailed.Error() + ": " + f.zw.why + "; a new zygote is being started: retry"}
 }

@@ -1,0 +1,89 @@
+package nsjail
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"time"
+)
+
+// watchdog bounds one run, or one call of a session, while it runs: it
+// captures the output (capped), and stops the work when it passes its
+// wall time or its CPU time, when its output passes its cap, or when the
+// caller cancels. A run is stopped by a kill of its jail; a session's
+// call by an interrupt. Written once for both (supervise, Session.Call).
+type watchdog struct {
+	out    *capture // stdout (0) and stderr (1)
+	report *capture // the report channel; nil when there is none
+
+	done chan struct{} // closed by halt: the watchers stop
+	wall *time.Timer
+	// watchers read the jail's cgroup: none may outlive halt, after which
+	// the caller may delete the group.
+	watchers sync.WaitGroup
+}
+
+// watchLimits are what a watchdog enforces.
+type watchLimits struct {
+	outputBytes int64
+	wall        time.Duration // from now
+	// cpu is the CPU time the jail's processes may use past cpuBase (the
+	// group's at a call's start; 0 for a run), at cpus of quota.
+	cpuBase, cpu time.Duration
+	cpus         float64
+}
+
+// pipes are this process's ends of the work's output: stdout, stderr and
+// the report channel (nil: none).
+type pipes struct{ out, err, report *os.File }
+
+// watch starts a watchdog over the jail j for work with limits l and
+// output p. stop is called with the reason of each limit passed
+// (KillOutputLimit, KillWallTimeout, KillCPUTimeout), or of the caller's
+// cancel (KillCancelled; KillShutdown when that is the context's cause);
+// it may be called more than once (kill and interrupt keep the first
+// reason). The caller calls halt once the work has ended.
+func (j *jail) watch(ctx context.Context, l watchLimits, p pipes, stop func(KillReason)) *watchdog {
+	w := &watchdog{done: make(chan struct{})}
+	w.out = &capture{limit: l.outputBytes, onLimit: func() { stop(KillOutputLimit) }, tap: TapOf(ctx)}
+	w.out.start(0, p.out)
+	w.out.start(1, p.err)
+	// The report channel is drained like stdout, capped on its own and
+	// never a reason to stop: a harness past the cap just gets cut.
+	if p.report != nil {
+		w.report = &capture{limit: MaxReportBytes, onLimit: func() {}}
+		w.report.start(0, p.report)
+	}
+	w.wall = time.AfterFunc(l.wall, func() { stop(KillWallTimeout) })
+	w.watchers.Go(func() { j.watchCPU(l.cpuBase, l.cpu, l.cpus, w.done, func() { stop(KillCPUTimeout) }) })
+	go func() {
+		select {
+		case <-ctx.Done():
+			reason := KillCancelled
+			if errors.Is(context.Cause(ctx), KillShutdown) {
+				reason = KillShutdown
+			}
+			stop(reason)
+		case <-w.done:
+		}
+	}()
+	return w
+}
+
+// halt stops the watchdog's timer and watchers, and returns once none
+// reads the jail's cgroup any more. The output is still being captured:
+// wait for it (drain).
+func (w *watchdog) halt() {
+	w.wall.Stop()
+	close(w.done)
+	w.watchers.Wait()
+}
+
+// drain waits, at most tail, for the end of the output in p.
+func (w *watchdog) drain(tail time.Duration, p pipes) {
+	w.out.wait(tail, p.out, p.err)
+	if w.report != nil {
+		w.report.wait(tail, p.report)
+	}
+}

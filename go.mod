@@ -12,6 +12,7 @@ require (
 	github.com/seccomp/libseccomp-golang v0.11.1
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.5
+	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.49.0
 )
 

@@ -155,10 +155,18 @@ def main():
     ap.add_argument("--mcp", action="store_true",
                     help="issue 34's figures instead: warm `pass` through agentjail mcp against the daemon directly, "
                          "streamed output's first event, a warm plot against a cold one")
+    ap.add_argument("--egress", action="store_true",
+                    help="issue 33's figures instead: warm pass with a network policy against without (machine CPU per run), "
+                         "a 256 MiB download through the proxy against directly (needs root: network namespaces)")
     a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("mcp", a.mcp),
+    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("mcp", a.mcp), ("egress", a.egress),
                                              ("burst", a.burst), ("quick", a.quick),
                                              ("preload-numpy", a.preload_numpy)) if on)
+    if a.egress:
+        import bench_egress
+        header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")
+        bench_egress.main(a.bin, a.quick)
+        return
     if a.mcp:
         import bench_display, bench_mcp, bench_stream
         binary = os.path.abspath(a.bin)

@@ -42,6 +42,13 @@ const (
 	// CPythonTests is CPython's own test suite for /usr/bin/python3
 	// (Debian's libpython3.11-testsuite; scripts/deps installs it).
 	CPythonTests Need = "CPython's test suite (libpython3.11-testsuite)"
+	// NetNS is ip (iproute2) and nsenter, which the egress tests' own
+	// network (internal/networld) is made and entered with.
+	NetNS Need = "ip (iproute2) and nsenter"
+	// Pip and Requests are Debian's python3-pip and python3-requests, the
+	// egress tests' real clients (scripts/deps --test installs them).
+	Pip      Need = "Debian's python3-pip"
+	Requests Need = "Debian's python3-requests"
 )
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
@@ -98,6 +105,17 @@ func missing(n Need) string {
 	case CPythonTests:
 		if _, err := os.Stat("/usr/lib/python3.11/test/test_pty.py"); err != nil {
 			return "Debian's libpython3.11-testsuite is not installed (scripts/deps)"
+		}
+	case NetNS:
+		for _, c := range []string{"ip", "nsenter"} {
+			if _, err := exec.LookPath(c); err != nil {
+				return err.Error()
+			}
+		}
+	case Pip, Requests:
+		m := map[Need]string{Pip: "pip", Requests: "requests"}[n]
+		if _, err := os.Stat("/usr/lib/python3/dist-packages/" + m); err != nil {
+			return "Debian's python3-" + m + " is not installed (scripts/deps --test)"
 		}
 	case MultiCPU:
 		if runtime.NumCPU() < 2 {

@@ -208,7 +208,7 @@ func (j *jail) initFailure(stage string, err error) error {
 	if werr := j.wait(); werr != nil {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, werr)}
 	}
-	if st := j.flow.initStatus(); st != nil {
+	if st := j.flow.initState(); st != nil && !st.Success() {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, st)}
 	}
 	return stageErr(stage, err)

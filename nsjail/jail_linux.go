@@ -28,8 +28,12 @@ import (
 //	                  (watchdog_linux.go); wait; the result (supervise_linux.go)
 //	  cleanup       kill and wait if need be; the mount namespace; the cgroup
 //
+// A session uses the same steps from deliver on, its own way
+// (session_linux.go: Session.open, life; a call: session_call_linux.go).
 // Where a cold jail and a warm run differ, the jail calls its flow
-// (jailFlow: coldFlow in flow_linux.go, warmFlow in warm_run_linux.go).
+// (jailFlow, in three parts: initProcess for start, wait and cleanup;
+// programPath for awaitBuild and deliver; runGuard for supervise: coldFlow
+// in flow_linux.go, warmFlow in warm_run_linux.go).
 // The conversation itself is drawn in protocol.go; reading the init
 // stage's messages is handshake_linux.go's.
 

@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"context"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -18,11 +19,10 @@ import (
 // result read from the kernel.
 func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	l := j.spec.Limits
-	listener, start, err := j.awaitExec()
+	violations, stopSupervising, start, err := j.superviseProgram()
 	if err != nil {
 		return nil, err
 	}
-	violations, stopSupervising := j.superviseSeccomp(listener)
 	defer stopSupervising(0) // a panic's way out; the end below waits for it
 	// After the supervisor took the listener: it closes it on a panic.
 	if afterExecHook != nil {
@@ -34,8 +34,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	// msgExec late gives the program no extra time.
 	p := pipes{pio.out, pio.err, pio.report}
 	wd := j.watch(ctx, watchLimits{outputBytes: l.OutputBytes, wall: l.WallTime - time.Since(start), cpu: l.CPUTime, cpus: l.CPUs}, p, j.kill)
-	j.watchMemory(&wd.watchers, wd.done)
-	j.flow.watch(j, wd.done) // a warm run's zygote
+	j.guard(&wd.watchers, wd.done)
 
 	werr := j.wait()
 	end := time.Now()
@@ -70,12 +69,37 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 
 // programEnd is how the program ended, once pid 1 has: its own status
 // when pid 1 (a warm run's: the zygote) sent it (ok); else the flow's
-// status of a jail killed as a whole (jailFlow.killedStatus).
+// status of a jail killed as a whole (killedStatus).
 func (j *jail) programEnd() (ws syscall.WaitStatus, ok bool) {
 	if ws, ok = j.programStatus(); ok {
 		return ws, true
 	}
-	return j.flow.killedStatus(), false
+	return killedStatus(j.flow.initState()), false
+}
+
+// killedStatus is the program's wait status when pid 1 sent none (the
+// jail was killed as a whole): pid 1's own end, st, when it is known (a
+// cold jail's); else SIGKILL (a warm run's pid 1 ends as its program
+// does; a cold jail whose wait failed has no status, and a session goes
+// on to its clean-up then, and must not read a status that is not there).
+func killedStatus(st *os.ProcessState) syscall.WaitStatus {
+	if st == nil {
+		return syscall.WaitStatus(syscall.SIGKILL)
+	}
+	return st.Sys().(syscall.WaitStatus)
+}
+
+// superviseProgram waits for the program's exec (awaitExec: the
+// filter's listener, the exec's time) and answers its forbidden calls
+// from then on (superviseSeccomp): a run's and a session's first step
+// once the jail has its request.
+func (j *jail) superviseProgram() (violations *seccomp.Collector, stop func(grace time.Duration), start time.Time, err error) {
+	listener, start, err := j.awaitExec()
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	violations, stop = j.superviseSeccomp(listener)
+	return violations, stop, start, nil
 }
 
 // superviseSeccomp answers the forbidden system calls the filter's

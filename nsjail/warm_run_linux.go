@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -72,20 +71,6 @@ const nestedNS = 5
 // zygoteUID is the name of host uid uid in a zygote's user namespace
 // (zygoteIDMap), base the first uid of the range.
 func zygoteUID(uid, base uint32) uint32 { return zygoteInside + uid - base }
-
-// warmOf is j's warm flow; nil for a cold jail.
-func warmOf(j *jail) *warmFlow {
-	f, _ := j.flow.(*warmFlow)
-	return f
-}
-
-// runZygote is the zygote of j, a warm run; nil for a cold jail.
-func runZygote(j *jail) *zygote {
-	if f := warmOf(j); f != nil {
-		return f.z
-	}
-	return nil
-}
 
 // bootstrapArgs: the init reports its pid with its credentials
 // (bootstrapNested), and the bootstrap joins the zygote's namespaces
@@ -176,12 +161,14 @@ func (f *warmFlow) wait(*jail) error {
 	return nil
 }
 
-func (f *warmFlow) waited() bool                 { return f.ended }
-func (f *warmFlow) initStatus() *os.ProcessState { return nil }
+func (f *warmFlow) waited() bool { return f.ended }
 
-// killedStatus: pid 1 ends as its program does: its own status says
-// nothing.
-func (f *warmFlow) killedStatus() syscall.WaitStatus { return syscall.WaitStatus(syscall.SIGKILL) }
+// initState: pid 1 ends as its program does, and is never waited for: its
+// own end says nothing (the program's status comes with msgExit).
+func (f *warmFlow) initState() *os.ProcessState { return nil }
+
+// retiring: the run's zygote forks no more runs; nil once released.
+func (f *warmFlow) retiring() bool { return f.z != nil && f.z.isRetiring() }
 
 func (f *warmFlow) awaitKilled(_ *jail, timeout time.Duration) {
 	pollPidfd(int(f.pidfd.Fd()), timeout)

@@ -13,7 +13,7 @@
 //
 // # The life of one run
 //
-//	Runner.Run(ctx, spec)                       runner_linux.go
+//	Runner.Run(ctx, spec)                       run_linux.go
 //	  Spec.Validate, the interpreter checked on the host
 //	  a prepared jail (prepared_linux.go), or one started now:
 //	    jail.start: vfork+exec of this binary as "agentjail-init";   jail_linux.go

@@ -39,9 +39,8 @@ type initProcess interface {
 	// started it, which must then stay locked until it has been waited
 	// for (jail.threadBound).
 	threadBound() bool
-	// wait waits for pid 1's end once; waited tells whether it has.
+	// wait waits for pid 1's end; once it has (nil), again is nothing.
 	wait(j *jail) error
-	waited() bool
 	// initState is pid 1's own end, when it is known and says something
 	// of the program (a cold jail's, once waited for); nil else.
 	initState() *os.ProcessState
@@ -145,8 +144,6 @@ func (f *coldFlow) wait(j *jail) error {
 	f.state = st
 	return nil
 }
-
-func (f *coldFlow) waited() bool { return f.state != nil }
 
 // initState: pid 1's own end, which a kill of the whole jail ended,
 // or which explains a broken conversation; nil until it has been waited

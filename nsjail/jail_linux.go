@@ -78,6 +78,7 @@ type jail struct {
 	// release mntns after its return.
 	lightTeardown bool
 	building      bool  // msgBuild sent, its msgReady not read yet
+	waited        bool  // pid 1's end has been seen (wait)
 	tmpBytes      int64 // the size of the scratch tmpfs msgBuild mounted
 	scratchNoexec bool  // and whether it is noexec (built.noexec)
 
@@ -294,7 +295,7 @@ func (j *jail) cleanup() error {
 	j.closers = nil
 	closeFds(j.join)
 	j.join = nil
-	if j.proc != nil && !j.flow.waited() {
+	if j.proc != nil && !j.waited {
 		// Set-up failed after the start: the init stage must not outlive us.
 		_ = j.proc.Kill()
 		_ = j.wait()

@@ -47,3 +47,18 @@ func warmOf(j *jail) *warmFlow {
 	f, _ := j.flow.(*warmFlow)
 	return f
 }
+
+// The prepared pool asks a jail's flow whether what it was made from
+// retires (a warm run's zygote), never for the zygote itself: a cold
+// jail never does; a warm run does once its zygote has retired, and
+// no more once the run has given its zygote back (release).
+func TestRetiringPerFlow(t *testing.T) {
+	assert.False(t, (&coldFlow{}).retiring())
+	z := &zygote{}
+	f := &warmFlow{z: z}
+	assert.False(t, f.retiring(), "a zygote that serves")
+	z.retiring = true
+	assert.True(t, f.retiring(), "a retired zygote's run")
+	f.z = nil
+	assert.False(t, f.retiring(), "a run released: no zygote")
+}

@@ -13,7 +13,7 @@
 //
 // # The life of one run
 //
-//	Runner.Run(ctx, spec)                       runner_linux.go
+//	Runner.Run(ctx, spec)                       run_linux.go
 //	  Spec.Validate, the interpreter checked on the host
 //	  a prepared jail (prepared_linux.go), or one started now:
 //	    jail.start: vfork+exec of this binary as "agentjail-init";   jail_linux.go
@@ -24,12 +24,22 @@
 //	    deliver: the cgroup, stdio pipes, msgRequest (program, files,
 //	      rlimits), msgGo (v1: the group's tasks files)      deliver_linux.go
 //	    supervise: msgSeccomp (the filter's listener), msgExec (the
-//	      exec's time); the wall, CPU and OOM watchdogs, the output
-//	      capture, the seccomp supervisor; the wait for pid 1; msgExit
-//	      (the program's wait status); cgroup figures; collected files;
-//	      Result.decide: status and kill reason              supervise_linux.go, result.go
+//	      exec's time); the seccomp supervisor; the watchdog (wall, CPU,
+//	      output, cancel) and the jail's guard (OOM, a warm run's
+//	      zygote)                                            watchdog_linux.go
+//	      the wait for pid 1; msgExit (the program's wait status); cgroup
+//	      figures; collected files; Result.decide: status and kill
+//	      reason                                             supervise_linux.go, result.go
 //	    cleanup: what is left killed, the mount namespace released, the
 //	      cgroup removed
+//
+// A warm run (runWarm) takes the same steps in a jail whose flow is a
+// warmFlow (warm_run_linux.go), a cold or prepared one a coldFlow
+// (flow_linux.go): the jail calls its flow where the two differ, in three
+// small parts (initProcess, programPath, runGuard). A session
+// (session_linux.go: open, life, End; its calls in session_call_linux.go)
+// holds a jail of either flow for its life, with the same deliver,
+// seccomp supervisor, guard and watchdog.
 //
 // # Where Go ends and C begins
 //

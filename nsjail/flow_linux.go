@@ -3,7 +3,6 @@ package nsjail
 import (
 	"os"
 	"strconv"
-	"syscall"
 	"time"
 )
 
@@ -20,7 +19,17 @@ import (
 // The jail (jail_linux.go) is what both share: the sync socket, the
 // cgroup, the mount namespace, the kill reason, the clean-up. It calls its
 // flow at each step where the two differ, never by testing which it has.
+// A flow is three small parts, one per stage of the jail's life:
+// initProcess (start), programPath (deliver) and runGuard (supervise).
 type jailFlow interface {
+	initProcess
+	programPath
+	runGuard
+}
+
+// initProcess is how the jail's pid 1 is started, held and waited for
+// (jail.start, jail.wait, jail.cleanup).
+type initProcess interface {
 	// bootstrapArgs adds the flow's environment and fds (after fd 4) to
 	// the bootstrap's; syncFd is this process's end of the sync socket.
 	bootstrapArgs(j *jail, syncFd int, null *os.File, env []string, extra []*os.File) ([]string, []*os.File, error)
@@ -30,11 +39,24 @@ type jailFlow interface {
 	// started it, which must then stay locked until it has been waited
 	// for (jail.threadBound).
 	threadBound() bool
+	// wait waits for pid 1's end; once it has (nil), again is nothing.
+	wait(j *jail) error
+	// initState is pid 1's own end, when it is known and says something
+	// of the program (a cold jail's, once waited for); nil else.
+	initState() *os.ProcessState
+	// awaitKilled waits, at most timeout and on this thread, for pid 1's
+	// end after a kill.
+	awaitKilled(j *jail, timeout time.Duration)
+}
+
+// programPath is how the program comes to be in the built jail and how
+// its messages reach this process (jail.awaitBuild, jail.deliver,
+// jail.receive).
+type programPath interface {
 	// nsFds is how many namespaces come after the mount namespace with
 	// the build's msgReady; gotNS takes them.
 	nsFds() int
 	gotNS(fds []int)
-
 	// prepareAhead is the flow's part of a jail prepared ahead of its
 	// request, once it is built (preparedPool.keep).
 	prepareAhead(j *jail) error
@@ -45,29 +67,25 @@ type jailFlow interface {
 	// afterGo runs once pid 1 has its go, with the cgroup's tasks files
 	// (v1; nil on v2), which it closes.
 	afterGo(j *jail, join []int) error
-
 	// peer is the socket the run's next messages come on.
 	peer(j *jail) *os.File
 	// execStarted runs when msgSeccomp has come: the program exists.
 	execStarted(j *jail)
-	// wait waits for pid 1's end once; waited tells whether it has.
-	wait(j *jail) error
-	waited() bool
-	// initStatus is pid 1's own end, when known and a failure (nil
-	// else): for the error of a broken conversation.
-	initStatus() *os.ProcessState
-	// killedStatus is the program's wait status when pid 1 sent none
-	// (msgExit): the jail was killed as a whole.
-	killedStatus() syscall.WaitStatus
-	// awaitKilled waits, at most timeout and on this thread, for pid 1's
-	// end after a kill.
-	awaitKilled(j *jail, timeout time.Duration)
+}
+
+// runGuard is what, beyond the run's own limits, may fail a jail's work
+// (a warm run's zygote), and what the flow holds until the end
+// (supervise, a session's life, the prepared pool).
+type runGuard interface {
 	// watch starts watching what else may fail the run, until done is
-	// closed (a warm run's zygote); failure is what did, once pid 1 has
-	// ended (ok: it sent msgExit), and failed what failure found so far.
+	// closed; failure is what did, once pid 1 has ended (ok: it sent
+	// msgExit), and failed what failure found so far.
 	watch(j *jail, done <-chan struct{})
 	failure(j *jail, ok bool) error
 	failed() error
+	// retiring tells whether what the jail was made from (a warm run's
+	// zygote) makes no more: a prepared jail of it is not to be taken.
+	retiring() bool
 	// release gives back what the flow holds, once pid 1 is gone.
 	release(j *jail)
 }
@@ -127,25 +145,10 @@ func (f *coldFlow) wait(j *jail) error {
 	return nil
 }
 
-func (f *coldFlow) waited() bool { return f.state != nil }
-
-func (f *coldFlow) initStatus() *os.ProcessState {
-	if f.state != nil && !f.state.Success() {
-		return f.state
-	}
-	return nil
-}
-
-// killedStatus is pid 1's own status, which a kill of the whole jail
-// ended; SIGKILL when its wait failed and the status is not known (a
-// session goes on to its clean-up then, and must not read a status that
-// is not there).
-func (f *coldFlow) killedStatus() syscall.WaitStatus {
-	if f.state == nil {
-		return syscall.WaitStatus(syscall.SIGKILL)
-	}
-	return f.state.Sys().(syscall.WaitStatus)
-}
+// initState: pid 1's own end, which a kill of the whole jail ended,
+// or which explains a broken conversation; nil until it has been waited
+// for (or when its wait failed).
+func (f *coldFlow) initState() *os.ProcessState { return f.state }
 
 func (f *coldFlow) awaitKilled(j *jail, timeout time.Duration) {
 	awaitExitFor(j.proc.Pid, timeout)
@@ -154,6 +157,7 @@ func (f *coldFlow) awaitKilled(j *jail, timeout time.Duration) {
 func (f *coldFlow) watch(*jail, <-chan struct{}) {}
 func (f *coldFlow) failure(*jail, bool) error    { return nil }
 func (f *coldFlow) failed() error                { return nil }
+func (f *coldFlow) retiring() bool               { return false }
 func (f *coldFlow) release(*jail)                {}
 
 // bootstrapEnv is the bootstrap's environment, before the flow's part:

@@ -208,14 +208,20 @@ func (j *jail) initFailure(stage string, err error) error {
 	if werr := j.wait(); werr != nil {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, werr)}
 	}
-	if st := j.flow.initStatus(); st != nil {
+	if st := j.flow.initState(); st != nil && !st.Success() {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, st)}
 	}
 	return stageErr(stage, err)
 }
 
 // wait waits for the jail's pid 1 once, recording its end (jailFlow.wait).
-func (j *jail) wait() error { return j.flow.wait(j) }
+func (j *jail) wait() error {
+	err := j.flow.wait(j)
+	if err == nil {
+		j.waited = true
+	}
+	return err
+}
 
 // awaitExit parks the calling goroutine in the runtime's poller until
 // process pid (a child not yet waited for, so the pid names it) has ended,

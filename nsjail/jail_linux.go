@@ -28,8 +28,12 @@ import (
 //	                  (watchdog_linux.go); wait; the result (supervise_linux.go)
 //	  cleanup       kill and wait if need be; the mount namespace; the cgroup
 //
+// A session uses the same steps from deliver on, its own way
+// (session_linux.go: Session.open, life; a call: session_call_linux.go).
 // Where a cold jail and a warm run differ, the jail calls its flow
-// (jailFlow: coldFlow in flow_linux.go, warmFlow in warm_run_linux.go).
+// (jailFlow, in three parts: initProcess for start, wait and cleanup;
+// programPath for awaitBuild and deliver; runGuard for supervise: coldFlow
+// in flow_linux.go, warmFlow in warm_run_linux.go).
 // The conversation itself is drawn in protocol.go; reading the init
 // stage's messages is handshake_linux.go's.
 
@@ -74,6 +78,7 @@ type jail struct {
 	// release mntns after its return.
 	lightTeardown bool
 	building      bool  // msgBuild sent, its msgReady not read yet
+	waited        bool  // pid 1's end has been seen (wait)
 	tmpBytes      int64 // the size of the scratch tmpfs msgBuild mounted
 	scratchNoexec bool  // and whether it is noexec (built.noexec)
 
@@ -290,7 +295,7 @@ func (j *jail) cleanup() error {
 	j.closers = nil
 	closeFds(j.join)
 	j.join = nil
-	if j.proc != nil && !j.flow.waited() {
+	if j.proc != nil && !j.waited {
 		// Set-up failed after the start: the init stage must not outlive us.
 		_ = j.proc.Kill()
 		_ = j.wait()

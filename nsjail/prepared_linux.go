@@ -249,10 +249,10 @@ func (p *preparedPool) keep(r *Runner) {
 		// The pool closed before a request took it, or dropped it (its
 		// zygote retired): the init stage is killed and waited for, and
 		// a dropped jail replaced.
-		z := runZygote(j)
+		retired := j.flow.retiring() // read before the clean-up releases its zygote
 		_ = j.cleanup()
 		r.UIDs.Release(uid)
-		if z != nil && z.isRetiring() {
+		if retired {
 			p.fill(r)
 		}
 		return
@@ -291,7 +291,7 @@ func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 	// A warm run of a zygote retired meanwhile is not taken: drop, which
 	// ends the retired zygote's, may have run before it was ready. (The
 	// order of locks: p.mu, then the zygote's; never the other way.)
-	ok := pj != nil && !p.closed && (pj.j == nil || runZygote(pj.j) == nil || !runZygote(pj.j).isRetiring())
+	ok := pj != nil && !p.closed && (pj.j == nil || !pj.j.flow.retiring())
 	if ok {
 		p.ready = append(p.ready, pj)
 		p.backoff = 0

@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"context"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -18,11 +19,10 @@ import (
 // result read from the kernel.
 func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	l := j.spec.Limits
-	listener, start, err := j.awaitExec()
+	violations, stopSupervising, start, err := j.superviseProgram()
 	if err != nil {
 		return nil, err
 	}
-	violations, stopSupervising := j.superviseSeccomp(listener)
 	defer stopSupervising(0) // a panic's way out; the end below waits for it
 	// After the supervisor took the listener: it closes it on a panic.
 	if afterExecHook != nil {
@@ -34,8 +34,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	// msgExec late gives the program no extra time.
 	p := pipes{pio.out, pio.err, pio.report}
 	wd := j.watch(ctx, watchLimits{outputBytes: l.OutputBytes, wall: l.WallTime - time.Since(start), cpu: l.CPUTime, cpus: l.CPUs}, p, j.kill)
-	j.watchMemory(&wd.watchers, wd.done)
-	j.flow.watch(j, wd.done) // a warm run's zygote
+	j.guard(&wd.watchers, wd.done)
 
 	werr := j.wait()
 	end := time.Now()
@@ -70,12 +69,37 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 
 // programEnd is how the program ended, once pid 1 has: its own status
 // when pid 1 (a warm run's: the zygote) sent it (ok); else the flow's
-// status of a jail killed as a whole (jailFlow.killedStatus).
+// status of a jail killed as a whole (killedStatus).
 func (j *jail) programEnd() (ws syscall.WaitStatus, ok bool) {
 	if ws, ok = j.programStatus(); ok {
 		return ws, true
 	}
-	return j.flow.killedStatus(), false
+	return killedStatus(j.flow.initState()), false
+}
+
+// killedStatus is the program's wait status when pid 1 sent none (the
+// jail was killed as a whole): pid 1's own end, st, when it is known (a
+// cold jail's); else SIGKILL (a warm run's pid 1 ends as its program
+// does; a cold jail whose wait failed has no status, and a session goes
+// on to its clean-up then, and must not read a status that is not there).
+func killedStatus(st *os.ProcessState) syscall.WaitStatus {
+	if st == nil {
+		return syscall.WaitStatus(syscall.SIGKILL)
+	}
+	return st.Sys().(syscall.WaitStatus)
+}
+
+// superviseProgram waits for the program's exec (awaitExec: the
+// filter's listener, the exec's time) and answers its forbidden calls
+// from then on (superviseSeccomp): a run's and a session's first step
+// once the jail has its request.
+func (j *jail) superviseProgram() (violations *seccomp.Collector, stop func(grace time.Duration), start time.Time, err error) {
+	listener, start, err := j.awaitExec()
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	violations, stop = j.superviseSeccomp(listener)
+	return violations, stop, start, nil
 }
 
 // superviseSeccomp answers the forbidden system calls the filter's
@@ -120,18 +144,6 @@ func (j *jail) superviseSeccomp(listener int) (violations *seccomp.Collector, st
 	}
 }
 
-// watchMemory ends the whole jail, on cgroup v1, once the kernel's OOM
-// killer has killed a process of it (watchOOM), until done; v2 does that
-// itself (memory.oom.group). The watcher is counted in watchers.
-func (j *jail) watchMemory(watchers *sync.WaitGroup, done <-chan struct{}) {
-	if j.runner.Cgroups.Version() != cgroup.V1 {
-		return
-	}
-	if oom, err := j.cg.OOMEvents(); err == nil {
-		watchers.Go(func() { j.watchOOM(oom, done) })
-	}
-}
-
 // newResult is the result of a run (or a session's call) named id from
 // its output, its report channel (nil: none), its wall time, the
 // cgroup's figures and the forbidden calls (nil: the caller's own):
@@ -161,63 +173,4 @@ func (j *jail) newResult(id string, out, report *capture, wall time.Duration, st
 		res.Report, res.ReportTruncated = report.buf[0], report.truncated[0]
 	}
 	return res
-}
-
-// watchOOM ends the whole jail once the kernel's OOM killer has killed a
-// process of it (cgroup v1). The event fires when the group enters OOM,
-// before the killer acts; killing at once would beat the kernel, which then
-// skips its kill, and "memory_limit" would rest on no OOM kill at all. So it
-// waits for the kernel's counter to rise. If it does not (the group left OOM
-// without a kill), nothing is killed: only the kernel's kill is evidence.
-func (j *jail) watchOOM(oom <-chan struct{}, done <-chan struct{}) {
-	for {
-		select {
-		case <-done:
-			return
-		case _, ok := <-oom:
-			if !ok {
-				return
-			}
-		}
-		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
-			if n, err := j.cg.OOMKills(); err != nil {
-				return
-			} else if n > 0 {
-				j.kill(KillMemoryLimit)
-				return
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Millisecond):
-			}
-		}
-	}
-}
-
-// watchCPU calls over, once, when the CPU time of all the jail's
-// processes has passed base by limit (a run: base 0, and over kills the
-// jail; a session's call: base is the group's CPU time at the call's
-// start). It sleeps until the earliest moment the limit could be reached
-// at the jail's CPU quota, so a short run costs no reads at all.
-func (j *jail) watchCPU(base, limit time.Duration, cpus float64, done <-chan struct{}, over func()) {
-	t := time.NewTimer(time.Duration(float64(limit) / cpus))
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		used, err := j.cg.CPUTime()
-		if err != nil {
-			return
-		}
-		if used -= base; used >= limit {
-			over()
-			return
-		}
-		wait := time.Duration(float64(limit-used) / cpus)
-		t.Reset(max(wait, time.Millisecond))
-	}
 }

@@ -1,23 +1,20 @@
 package nsjail
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // A warm run, from the daemon's side, top to bottom (the conversation is
-// drawn in zygote_linux.go): runWarm takes a run forked ahead, or starts
-// one (startRun: the bootstrap joins the zygote's user and pid
-// namespaces, bootstrapArgs and bootstrap below); its build's msgReady
+// drawn in zygote_linux.go): runWarm (run_linux.go) takes a run forked
+// ahead, or starts one (startRun: the bootstrap joins the zygote's user
+// and pid namespaces, bootstrapArgs and bootstrap below); its build's msgReady
 // brings the jail's namespaces (gotNS); the zygote forks the program into
 // them (forkProgram, ahead for a run of the pool: prepareAhead); the
 // request goes to the init (requestPlan: files only) and to the program
@@ -72,20 +69,6 @@ const nestedNS = 5
 // zygoteUID is the name of host uid uid in a zygote's user namespace
 // (zygoteIDMap), base the first uid of the range.
 func zygoteUID(uid, base uint32) uint32 { return zygoteInside + uid - base }
-
-// warmOf is j's warm flow; nil for a cold jail.
-func warmOf(j *jail) *warmFlow {
-	f, _ := j.flow.(*warmFlow)
-	return f
-}
-
-// runZygote is the zygote of j, a warm run; nil for a cold jail.
-func runZygote(j *jail) *zygote {
-	if f := warmOf(j); f != nil {
-		return f.z
-	}
-	return nil
-}
 
 // bootstrapArgs: the init reports its pid with its credentials
 // (bootstrapNested), and the bootstrap joins the zygote's namespaces
@@ -176,12 +159,12 @@ func (f *warmFlow) wait(*jail) error {
 	return nil
 }
 
-func (f *warmFlow) waited() bool                 { return f.ended }
-func (f *warmFlow) initStatus() *os.ProcessState { return nil }
+// initState: pid 1 ends as its program does, and is never waited for: its
+// own end says nothing (the program's status comes with msgExit).
+func (f *warmFlow) initState() *os.ProcessState { return nil }
 
-// killedStatus: pid 1 ends as its program does: its own status says
-// nothing.
-func (f *warmFlow) killedStatus() syscall.WaitStatus { return syscall.WaitStatus(syscall.SIGKILL) }
+// retiring: the run's zygote forks no more runs; nil once released.
+func (f *warmFlow) retiring() bool { return f.z != nil && f.z.isRetiring() }
 
 func (f *warmFlow) awaitKilled(_ *jail, timeout time.Duration) {
 	pollPidfd(int(f.pidfd.Fd()), timeout)
@@ -321,64 +304,3 @@ func (f *warmFlow) goProgram(j *jail, join []int) error {
 	f.live = true
 	return nil
 }
-
-// runWarm runs s as a fork of its runtime's zygote: a run forked ahead
-// when one waits, else one forked now. ok is false when none could be
-// had (no zygote up): the caller runs it cold.
-func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) (res *Result, err error, ok bool) {
-	w := r.warmFor(b, s.Etc)
-	if w == nil {
-		return nil, nil, false
-	}
-	rest, fits := withoutShared(code, w.base.shared)
-	if !fits {
-		return nil, nil, false
-	}
-	cfg := requestConfigFor(s, rest)
-	if pj, fillNow := w.pool.takeWarm(); pj != nil {
-		if fillNow {
-			w.pool.fill(r)
-		}
-		res, err := pj.runWith(ctx, s, cfg)
-		if !errors.Is(err, errNotDelivered) {
-			return markWarm(res), err, true
-		}
-	}
-	uid, err := r.UIDs.Acquire()
-	if err != nil {
-		return nil, err, true
-	}
-	defer r.UIDs.Release(uid)
-	// The bootstrap dies with this thread (Pdeathsig): it stays locked
-	// until startRun has waited for it (threadBound).
-	runtime.LockOSThread()
-	j := newJail(r, uid)
-	err = w.startRun(j, w.pool.build)
-	runtime.UnlockOSThread()
-	if err != nil {
-		_ = j.cleanup()
-		if errors.Is(err, errNoZygote) {
-			w.fallback.Add(1)
-			return nil, nil, false
-		}
-		return nil, err, true
-	}
-	res, err = j.finish(ctx, s, cfg)
-	return markWarm(res), err, true
-}
-
-func markWarm(res *Result) *Result {
-	if res != nil {
-		res.Start = StartWarm
-		if res.PeakMemorySource != "" {
-			res.PeakMemorySource += WarmPeakSuffix
-		}
-	}
-	return res
-}
-
-// WarmPeakSuffix ends a warm run's PeakMemorySource: the same counter as
-// a cold run's, but a fork's pages that it only reads (its zygote's
-// interpreter and preloaded modules) are charged to the zygote; what it
-// allocates or writes (copies of the zygote's pages included) is its own.
-const WarmPeakSuffix = " (warm fork)"

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"agentjail/cgroup"
 )
 
 // watchdog bounds one run, or one call of a session, while it runs: it
@@ -85,5 +87,86 @@ func (w *watchdog) drain(tail time.Duration, p pipes) {
 	w.out.wait(tail, p.out, p.err)
 	if w.report != nil {
 		w.report.wait(tail, p.report)
+	}
+}
+
+// guard watches, until done, what ends the jail as a whole whatever runs
+// in it: on cgroup v1 the kernel's OOM kill (watchMemory), and its
+// flow's own failure (a warm jail's zygote: runGuard.watch). Its
+// watchers are counted in watchers. A run's watchdog and a session's
+// life each start one.
+func (j *jail) guard(watchers *sync.WaitGroup, done <-chan struct{}) {
+	j.watchMemory(watchers, done)
+	j.flow.watch(j, done)
+}
+
+// watchMemory ends the whole jail, on cgroup v1, once the kernel's OOM
+// killer has killed a process of it (watchOOM), until done; v2 does that
+// itself (memory.oom.group). The watcher is counted in watchers.
+func (j *jail) watchMemory(watchers *sync.WaitGroup, done <-chan struct{}) {
+	if j.runner.Cgroups.Version() != cgroup.V1 {
+		return
+	}
+	if oom, err := j.cg.OOMEvents(); err == nil {
+		watchers.Go(func() { j.watchOOM(oom, done) })
+	}
+}
+
+// watchOOM ends the whole jail once the kernel's OOM killer has killed a
+// process of it (cgroup v1). The event fires when the group enters OOM,
+// before the killer acts; killing at once would beat the kernel, which then
+// skips its kill, and "memory_limit" would rest on no OOM kill at all. So it
+// waits for the kernel's counter to rise. If it does not (the group left OOM
+// without a kill), nothing is killed: only the kernel's kill is evidence.
+func (j *jail) watchOOM(oom <-chan struct{}, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case _, ok := <-oom:
+			if !ok {
+				return
+			}
+		}
+		for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+			if n, err := j.cg.OOMKills(); err != nil {
+				return
+			} else if n > 0 {
+				j.kill(KillMemoryLimit)
+				return
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}
+}
+
+// watchCPU calls over, once, when the CPU time of all the jail's
+// processes has passed base by limit (a run: base 0, and over kills the
+// jail; a session's call: base is the group's CPU time at the call's
+// start). It sleeps until the earliest moment the limit could be reached
+// at the jail's CPU quota, so a short run costs no reads at all.
+func (j *jail) watchCPU(base, limit time.Duration, cpus float64, done <-chan struct{}, over func()) {
+	t := time.NewTimer(time.Duration(float64(limit) / cpus))
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		used, err := j.cg.CPUTime()
+		if err != nil {
+			return
+		}
+		if used -= base; used >= limit {
+			over()
+			return
+		}
+		wait := time.Duration(float64(limit-used) / cpus)
+		t.Reset(max(wait, time.Millisecond))
 	}
 }

@@ -482,7 +482,9 @@ func (w *warmRuntime) startZygote() {
 			// Its runs made ahead go too: they would keep it (and its
 			// address-space layout and hash seed) alive until requests
 			// took them.
-			w.pool.drop(func(j *jail) bool { return runZygote(j) == retired })
+			// (Any run of a retiring zygote is dropped: this one's, or one
+			// an earlier retire left, which no request may take either.)
+			w.pool.drop(func(j *jail) bool { return j.flow.retiring() })
 		}
 		if replaced != nil {
 			w.r.teardowns.Go(replaced.close)

@@ -40,7 +40,7 @@ func (j *jail) openNetwork() error {
 // initPidfd is the pidfd of a warm run's pid 1, which the run keeps (the
 // caller must not close it); nil for a cold jail.
 func initPidfd(j *jail) *os.File {
-	if f := warmOf(j); f != nil {
+	if f, ok := j.flow.(*warmFlow); ok {
 		return f.pidfd
 	}
 	return nil

@@ -81,6 +81,7 @@ start() {
   bash -c 'for r in "${@:2:$1}"; do echo $$ >"$r/cgroup.procs"; done; shift $(($1 + 1)); exec "$@"' \
     - "${#cg_roots[@]}" "${cg_roots[@]/%/$cgroup/sys}" "$@" >"$tmp/log/$name" 2>&1 &
   pids+=("$!")
+  disown "$!"  # killed at cleanup without the shell's "Killed" notices
   eval "pid_${name//[^A-Za-z0-9]/_}=$!"
 }
 
@@ -132,9 +133,8 @@ cleanup() {
     for root in "${cg_roots[@]}"; do
       [ -d "$root$cgroup" ] && find "$root$cgroup" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null
     done
-    for ((i = ${#cg_made[@]} - 1; i >= 0; i--)); do rmdir "${cg_made[$i]}" 2>/dev/null || say "cleanup: cannot remove ${cg_made[$i]}"; done
+    for ((i = ${#cg_made[@]} - 1; i >= 0; i--)); do [ ! -d "${cg_made[$i]}" ] || rmdir "${cg_made[$i]}" 2>/dev/null || say "cleanup: cannot remove ${cg_made[$i]}"; done
   fi
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null; done
   for ns in "${netns[@]}"; do ip netns del "$ns" 2>/dev/null || say "cleanup: cannot remove netns $ns"; done
   if [ -n "${tmp:-}" ] && [ -d "$tmp" ]; then
     # Mounts under $tmp (there should be none outside the nodes' own

@@ -25,6 +25,7 @@ CA = os.environ["K8S_CA"]
 TOKEN_FILE = os.environ["K8S_TOKEN_FILE"]  # the token the checks use
 NODES = os.environ["K8S_NODES"].split()  # the pods' addresses, n1's first
 SHORT = "print('hi')"
+HOLD = 8  # seconds a run holding a slot sleeps (below the daemon's default wall time limit)
 
 
 def token():
@@ -196,7 +197,7 @@ def hold(addr, n, secs, out):
     """n runs of `secs` seconds sent straight to addr, each in a thread;
     their (status, body) appended to out."""
     code = f"import time\ntime.sleep({secs})\nprint('held')"
-    body = {"code": code, "limits": {"wall_time_ms": int(secs * 1000) + 20000}}
+    body = {"code": code, "limits": {"wall_time_ms": int(secs * 1000) + 1500}}
 
     def one():
         try:
@@ -225,7 +226,7 @@ def cmd_spill(n="12"):
     cap = capacity(full)
     slots, full_name = cap["slots"], cap["node"]
     held = []
-    ts = hold(full, slots, 15, held)
+    ts = hold(full, slots, HOLD, held)
     wait_running(full, slots)
     c = client()
     seen, start = {}, time.monotonic()
@@ -242,7 +243,7 @@ def cmd_spill(n="12"):
         fail(f"the runs holding {full_name}'s slots: {bad[:2]}")
     if seen.get(full_name):
         fail(f"{seen.get(full_name)} of {n} runs went to {full_name}, whose {slots} slots were all taken: {seen}")
-    ok(f"{full_name}'s {slots} slots held by 15 s runs: {n} runs all ok in {took:.1f} s, all on the other node ({seen})")
+    ok(f"{full_name}'s {slots} slots held by {HOLD} s runs: {n} runs all ok in {took:.1f} s, all on the other node ({seen})")
 
 
 class Loop:
@@ -299,7 +300,7 @@ def cmd_kill(ready_file, killed_file, back_file):
         fail(f"no session landed on {tname} in 12 tries")
     sess.run("x = 1")
     held = []
-    hold(target, 1, 30, held)  # a jail in flight when the daemon dies
+    hold(target, 1, HOLD, held)  # a jail in flight when the daemon dies
     wait_running(target, 1)
     loop = Loop()
     time.sleep(2)

@@ -107,7 +107,7 @@ control_plane() {
   start controller-manager nsenter --net="/run/netns/$id-ctl" -- "$bin/kube-controller-manager" --kubeconfig="$d/admin.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false --use-service-account-credentials=false \
     --service-account-private-key-file="$d/sa.key" --root-ca-file="$d/ca.crt" \
-    --node-monitor-period=1s --node-monitor-grace-period=8s --controllers='*,-nodeipam,-cloud-node-lifecycle'
+    --node-monitor-period=1s --node-monitor-grace-period=8s
   start scheduler nsenter --net="/run/netns/$id-ctl" -- "$bin/kube-scheduler" --kubeconfig="$d/admin.kubeconfig" \
     --bind-address=127.0.0.1 --leader-elect=false
 }

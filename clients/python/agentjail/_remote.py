@@ -34,6 +34,8 @@ __all__ = ["Node", "Remote", "Refused", "remote_from"]
 REFRESH = 30.0  # seconds between two resolutions of a discover name
 STALE = 1.0  # seconds after which a node's free slots are asked again
 TRIES = 3  # nodes a run may be sent to before its last refusal is raised
+# OpenSSL's verify codes of a certificate for another name, another IP address
+_NAME_MISMATCH = (62, 64)
 
 Resolver = Callable[[str, int], List[Tuple[int, str]]]
 
@@ -98,8 +100,13 @@ class Remote:
     """The nodes of a client and how to reach them."""
 
     def __init__(self, urls: Sequence[str], discover: Optional[str], token: str,
-                 ca: Optional[str], resolver: Optional[Resolver] = None) -> None:
+                 ca: Optional[str], resolver: Optional[Resolver] = None,
+                 tls_server_name: Optional[str] = None) -> None:
         self.token = token
+        # The name every node's certificate is checked against, instead of
+        # the host dialled: pods are dialled by IP, and their one
+        # certificate names the Service (agentjail.agentjail.svc).
+        self.server_name = tls_server_name
         self.resolver = resolver or resolve
         self._lock = threading.Lock()
         self._nodes: List[Node] = []
@@ -123,6 +130,8 @@ class Remote:
         if len(schemes) > 1:
             raise ValueError("the URLs mix https:// and http://; use one")
         self.tls = schemes != {"http"}
+        if tls_server_name is not None and not self.tls:
+            raise ValueError("tls_server_name= checks a TLS certificate: the URLs are http://")
         self.ssl: Optional[ssl.SSLContext] = None
         if self.tls:
             self.ssl = ssl.create_default_context(cafile=os.fspath(ca) if ca else None)
@@ -172,6 +181,12 @@ class Remote:
                     probe(n)
         return max(two, key=lambda n: n.score())
 
+    def tls_name(self, node: Node) -> Optional[str]:
+        """The name `node`'s certificate is checked against (None: no TLS)."""
+        if self.ssl is None:
+            return None
+        return self.server_name or node.host
+
     def node_named(self, name: str) -> Optional[Node]:
         for n in self.nodes():
             if n.name == name:
@@ -213,7 +228,13 @@ class Remote:
         return data.replace(b"\r\nHost: agentjail\r\n", head, 1)
 
     def connect_error(self, node: Node, e: BaseException) -> Refused:
-        if isinstance(e, ssl.SSLCertVerificationError):
+        if isinstance(e, ssl.SSLCertVerificationError) and e.verify_code in _NAME_MISMATCH:
+            name = self.tls_name(node)
+            why = (f"the TLS certificate of {node.address} does not name {name!r} ({e.verify_message}); "
+                   + ("pass tls_server_name= (or set $AGENTJAIL_TLS_SERVER_NAME to) a name it carries, "
+                      "e.g. the Service's, to check it against that" if self.server_name is None else
+                      "tls_server_name= must be a name the certificate carries"))
+        elif isinstance(e, ssl.SSLCertVerificationError):
             why = f"the TLS certificate of {node.host}:{node.port} did not verify ({e.verify_message}); pass ca= the CA that signed it"
         elif isinstance(e, ssl.SSLError):
             why = f"the TLS handshake with {node.address} failed: {e}"
@@ -240,17 +261,19 @@ def unauthorized(e: AgentjailError, node: Node) -> AgentjailError:
 
 def remote_from(url: Optional[str], urls: Optional[Sequence[str]], discover: Optional[str],
                 token: Optional[str], token_file: Any, ca: Any, socket: Any,
-                resolver: Optional[Resolver] = None) -> Optional[Remote]:
+                resolver: Optional[Resolver] = None, tls_server_name: Optional[str] = None) -> Optional[Remote]:
     """The Remote of a client's arguments and $AGENTJAIL_URL /
-    $AGENTJAIL_TOKEN, or None for the Unix socket."""
+    $AGENTJAIL_TOKEN / $AGENTJAIL_TLS_SERVER_NAME, or None for the Unix
+    socket."""
     given = [x for x in (url, urls, discover) if x is not None]
     if len(given) > 1:
         raise ValueError("pass one of url=, urls= and discover=")
     if not given:
         env = os.environ.get("AGENTJAIL_URL")
         if socket is not None or not env:
-            if token is not None or token_file is not None:
-                raise ValueError("token= and token_file= are for remote access: pass url=, urls= or discover= too")
+            if token is not None or token_file is not None or tls_server_name is not None:
+                raise ValueError("token=, token_file= and tls_server_name= are for remote access: "
+                                 "pass url=, urls= or discover= too")
             return None
         url = env
     if socket is not None:
@@ -269,4 +292,9 @@ def remote_from(url: Optional[str], urls: Optional[Sequence[str]], discover: Opt
     if isinstance(urls, str):
         raise TypeError("urls= is a list of URLs; for one, pass url=")
     listed = [url] if url is not None else list(urls) if urls is not None else []
-    return Remote(listed, discover, token, ca, resolver)
+    if tls_server_name is None:
+        tls_server_name = os.environ.get("AGENTJAIL_TLS_SERVER_NAME") or None
+    if tls_server_name is not None and (not tls_server_name or any(c in tls_server_name for c in " /:\r\n\0")):
+        raise ValueError(f"tls_server_name is a DNS name the certificate carries, e.g. \"agentjail.agentjail.svc\", "
+                         f"not {tls_server_name!r}")
+    return Remote(listed, discover, token, ca, resolver, tls_server_name)

@@ -28,7 +28,7 @@ __all__ = ["route", "stream"]
 async def _open(remote: Remote, node: Node) -> Tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     try:
         return await asyncio.wait_for(asyncio.open_connection(
-            node.addr, node.port, ssl=remote.ssl, server_hostname=node.host if remote.ssl else None),
+            node.addr, node.port, ssl=remote.ssl, server_hostname=remote.tls_name(node)),
             _CONNECT_TIMEOUT)
     except (OSError, ssl.SSLError, asyncio.TimeoutError) as e:
         raise remote.connect_error(node, e) from None

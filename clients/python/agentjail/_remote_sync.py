@@ -46,7 +46,7 @@ class RemoteMixin:
             raise self.remote.connect_error(node, e) from None
         try:
             if self.remote.ssl is not None:
-                sock = self.remote.ssl.wrap_socket(sock, server_hostname=node.host)
+                sock = self.remote.ssl.wrap_socket(sock, server_hostname=self.remote.tls_name(node))
         except (ssl.SSLError, OSError) as e:
             sock.close()
             raise self.remote.connect_error(node, e) from None

@@ -112,8 +112,9 @@ class AsyncClient:
     def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None, *,
                  url: Optional[str] = None, urls: Optional[Iterable[str]] = None, discover: Optional[str] = None,
                  token: Optional[str] = None, token_file: Union[str, "os.PathLike[str]", None] = None,
-                 ca: Union[str, "os.PathLike[str]", None] = None) -> None:
-        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket)  # type: ignore[arg-type]
+                 ca: Union[str, "os.PathLike[str]", None] = None, tls_server_name: Optional[str] = None) -> None:
+        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket,  # type: ignore[arg-type]
+                                  tls_server_name=tls_server_name)
         self.socket = socket_path(socket) if self.remote is None else ""
         self.timeout = timeout
 

@@ -96,7 +96,10 @@ class Client(RemoteMixin):
     Remote daemons (docs/contract.md §7): `url="https://host:8443"`, or
     `urls=[...]`, or `discover="dns:NAME:PORT"` (NAME's A/AAAA records,
     resolved again every 30 s), with `token=` or `token_file=` (else
-    $AGENTJAIL_TOKEN) and `ca=` (a PEM CA file, else the system's). With
+    $AGENTJAIL_TOKEN) and `ca=` (a PEM CA file, else the system's);
+    `tls_server_name=` (else $AGENTJAIL_TLS_SERVER_NAME) checks every
+    node's certificate against that one name instead of the host dialled
+    (pods dialled by IP, one certificate naming the Service). With
     none of them and no `socket`, $AGENTJAIL_URL is used when set. Runs
     go to the node with more free slots of two taken at random, and to
     another node when one refuses them before they start; sessions stay
@@ -110,8 +113,9 @@ class Client(RemoteMixin):
     def __init__(self, socket: Union[str, "os.PathLike[str]", None] = None, timeout: Optional[float] = None, *,
                  url: Optional[str] = None, urls: Optional[Iterable[str]] = None, discover: Optional[str] = None,
                  token: Optional[str] = None, token_file: Union[str, "os.PathLike[str]", None] = None,
-                 ca: Union[str, "os.PathLike[str]", None] = None) -> None:
-        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket)  # type: ignore[arg-type]
+                 ca: Union[str, "os.PathLike[str]", None] = None, tls_server_name: Optional[str] = None) -> None:
+        self.remote = remote_from(url, urls, discover, token, token_file, ca, socket,  # type: ignore[arg-type]
+                                  tls_server_name=tls_server_name)
         self.socket = socket_path(socket) if self.remote is None else ""
         self.timeout = timeout
 

@@ -260,7 +260,7 @@ class Loop:
     def go(self):
         i = 0
         while not self.stop:
-            t = time.monotonic()
+            t = time.time()  # wall clock: compared with the mtimes of the test's signal files
             try:
                 r = self.c.run(f"print({i})")
                 self.log.append((t, r.node, "" if r.status == "ok" and r.stdout == f"{i}\n" else f"status {r.status}"))
@@ -310,12 +310,17 @@ def cmd_kill(ready_file, killed_file, back_file):
     try:
         r = sess.run("x")
         fail(f"a call of {tname}'s session after its daemon was killed answered: {r.status} {r.value!r}")
-    except (agentjail.SessionLost, agentjail.SessionEnded, agentjail.NotFound) as e:
-        ok(f"{tname}'s session after the kill: {type(e).__name__}: {e}")
-    wait_file(back_file, 120)
+    except agentjail.SessionLost as e:
+        ok(f"{tname}'s session after the kill: SessionLost: {e}")
+    except (agentjail.SessionEnded, agentjail.NotFound) as e:
+        # Explicit, not a new session; but when kubelet restarted the
+        # daemon already, its successor (same pod, same node name) answers
+        # 404 for a session it never had.
+        ok(f"{tname}'s session after the kill (the daemon was already back): {type(e).__name__}: {e}")
+    back = wait_file(back_file, 120)
     time.sleep(3)
     log = loop.end()
-    during = [x for x in log if x[0] >= killed]
+    during = [x for x in log if killed <= x[0] <= back]
     errs = [x for x in log if x[2]]
     # A run sent to n1 in the instant of the kill may die with it: the only
     # error allowed, within a second of the kill.
@@ -325,8 +330,9 @@ def cmd_kill(ready_file, killed_file, back_file):
     on_other = sum(1 for x in during if x[1] == oname and not x[2])
     if on_other < 3:
         fail(f"only {on_other} runs succeeded on {oname} while {tname}'s daemon was down")
-    ok(f"{len(log)} runs, {len(errs)} failed ({errs[0][2][:100] if errs else ''}); after the kill, "
-       f"{on_other} ok on {oname}, {sum(1 for x in during if x[1] == tname)} ok on {tname} once it was back")
+    ok(f"{len(log)} runs, {len(errs)} failed ({errs[0][2][:100] if errs else ''}); in the {back - killed:.1f} s "
+       f"from the kill to the restarted daemon's endpoint being ready, {on_other} ok on {oname}, "
+       f"{sum(1 for x in during if x[1] == tname)} ok on {tname}")
     r = c.run(SHORT)
     if r.status != "ok":
         fail("a run after the restart: " + r.status)

@@ -226,12 +226,12 @@ kubelet_start() {
 # ctr_import N ARCHIVE NAME: loads an OCI archive into node N's containerd
 # (the k8s.io namespace, which its CRI uses) and checks NAME is there.
 ctr_import() {
-  local n="$1" holder
+  local n="$1" holder images
   holder="holder_$n" holder="${!holder}"
   nsenter -t "$holder" -m -n -- ctr -a "$tmp/$n/containerd.sock" -n k8s.io images import "$2" >/dev/null ||
     die "node $n: ctr could not import $2"
-  nsenter -t "$holder" -m -n -- ctr -a "$tmp/$n/containerd.sock" -n k8s.io images ls -q | grep -qxF "$3" ||
-    die "node $n: $3 is not among the images after importing $2: $(nsenter -t "$holder" -m -n -- ctr -a "$tmp/$n/containerd.sock" -n k8s.io images ls -q | tr '\n' ' ')"
+  images="$(nsenter -t "$holder" -m -n -- ctr -a "$tmp/$n/containerd.sock" -n k8s.io images ls -q)"
+  grep -qxF "$3" <<<"$images" || die "node $n: $3 is not among the images after importing $2: $(tr '\n' ' ' <<<"$images")"
 }
 
 # pause_image_build: the sandbox image, from scripts/k8s/pause.c.

@@ -50,12 +50,16 @@ set_tokens() {
 
 deploy_agentjail() {
   local rendered="$tmp/rendered.yaml" d="$tmp/tls"
-  ctr_import n1 "$tmp/agentjail.tar" "$image"
-  ctr_import n2 "$tmp/agentjail.tar" "$image"
+  phase "import the image into both containerds"
+  # Both at once: each is mostly one core decompressing layers.
+  ctr_import n1 "$tmp/agentjail.tar" "$image" &
+  ctr_import n2 "$tmp/agentjail.tar" "$image" &
+  wait -n && wait -n || die "the image could not be imported"
+  phase "deploy agentjail (kubectl apply -k)"
   kc kustomize "$repo/deploy/kubernetes" | kc create --dry-run=client -o json -f - >"$rendered"
   # What the manifests name: the namespace, the headless Service and its
   # port, the DaemonSet's selector, the Secrets it mounts.
-  eval "$(python3 "$repo/scripts/k8s/manifest.py" "$rendered")"
+  eval "$(/usr/bin/python3 "$repo/scripts/k8s/manifest.py" "$rendered")"
   say "deploy/kubernetes: namespace $ns, Service $svc:$svc_port, DaemonSet $ds, Secrets $tokens_secret ($tokens_key) and $tls_secret"
   svc_name="$svc.$ns.svc.cluster.local"
   mkdir -p "$d" "$tmp/client"
@@ -65,7 +69,7 @@ deploy_agentjail() {
       -days 2 -subj /CN=agentjail-k8stest-ca 2>/dev/null
     cert tls "/CN=$svc_name" "DNS:$svc_name,DNS:$svc.$ns.svc,DNS:$svc.$ns"
   )
-  kc get namespace "$ns" >/dev/null 2>&1 || kc create namespace "$ns" >/dev/null
+  kc get namespace "$ns" >/dev/null 2>&1 || kc create namespace "$ns" --save-config >/dev/null
   token1="t1-$(openssl rand -hex 24)" token2="t2-$(openssl rand -hex 24)"
   set_tokens "k8stest $token1"
   printf '%s\n' "$token1" >"$tmp/client/token"

@@ -5,14 +5,21 @@ DaemonSet and its selector, and the Secrets the DaemonSet mounts (the one
 holding the tokens file and its key, the TLS one).
     python3 manifest.py RENDERED.yaml
 Only the standard library: the rendered YAML is parsed by kubectl itself
-into JSON first (kubectl ... -o json), so here it is JSON or a List."""
+into JSON first (kubectl create --dry-run=client -o json), so here it is
+a sequence of JSON objects (or a List)."""
 
 import json
 import shlex
 import sys
 
-docs = json.load(open(sys.argv[1]))
-items = docs["items"] if docs.get("kind") == "List" else [docs]
+text, items, pos, dec = open(sys.argv[1]).read(), [], 0, json.JSONDecoder()
+while True:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    if pos == len(text):
+        break
+    doc, pos = dec.raw_decode(text, pos)
+    items += doc["items"] if doc.get("kind") == "List" else [doc]
 svc = next(i for i in items if i["kind"] == "Service" and i["spec"].get("clusterIP") == "None")
 ds = next(i for i in items if i["kind"] == "DaemonSet")
 spec = ds["spec"]["template"]["spec"]

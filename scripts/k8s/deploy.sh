@@ -195,17 +195,27 @@ check_drain() {
 }
 
 check_kubelet() {
-  local f="$tmp/client" t0 left
+  local f="$tmp/client" t0 left ip got i
   phase "check: n2's kubelet stopped"
+  ip="$(pod_ip n2)"
+  got="$(wait_endpoints 2 120)"
   rm -f "$f/ready" "$f/left"
   checks kubelet "$f/ready" "$f/left" 30 &
   t0=$!
   wait_signal "$f/ready" "$t0"
   kill "$pid_kubelet_n2"
   left=$SECONDS
-  wait_endpoints 1 120 >/dev/null
+  say "stopped n2's kubelet (ready endpoints: $got)"
+  # n2's pod (its daemon still runs) leaves the ready set when the node
+  # controller finds n2 NotReady (node-monitor-grace-period).
+  for i in $(seq 240); do
+    got="$(ready_endpoints "$ns" "$svc")"
+    case " $got " in *" $ip "*) ;; *) break ;; esac
+    sleep 0.5
+  done
+  case " $got " in *" $ip "*) die "n2's endpoint $ip is still ready 120 s after its kubelet stopped" ;; esac
   touch "$f/left"
-  say "n2's kubelet stopped: its endpoint left the ready set after $((SECONDS - left)) s"
+  say "n2's endpoint $ip left the ready set $((SECONDS - left)) s after its kubelet stopped (node n2: $(kc get node n2 -o jsonpath='{.status.conditions[?(@.type=="Ready")].reason}'); ready: $got)"
   wait "$t0" || die "the kubelet check failed"
 }
 
@@ -229,5 +239,5 @@ sweep_check() {
     done < <(find "$root$cgroup/$1" -type d -name "pod$uid" 2>/dev/null)
   done
   ((${#bad[@]} == 0)) || die "cgroups left below $1's pod after the kill: ${bad[*]}"
-  say "ok: below $1's pod cgroup, in every hierarchy, only its running containers' cgroups (below them now: ${inner[*]:-none})"
+  say "ok: below $1's pod cgroup, in every hierarchy, only its running containers' cgroups (below them now: $(printf '%s\n' "${inner[@]}" | sort -u | tr '\n' ' '))"
 }

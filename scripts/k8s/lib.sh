@@ -140,9 +140,16 @@ cleanup() {
     # Mounts under $tmp (there should be none outside the nodes' own
     # mount namespaces), deepest first.
     awk -v t="$tmp" '$5 == t || index($5, t "/") == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r dir; do umount -l "$dir"; done
+    if [ "$rc" != 0 ] && [ "$rc" != 130 ] && [ "${AGENTJAIL_K8S_KEEP:-0}" != 1 ] && [ -d "$tmp/log" ]; then
+      # The logs go with the directory: their ends, for the step's log.
+      for dir in "$tmp"/log/*; do
+        echo "---- ${dir##*/} (last lines)" >&2
+        tail -n 15 "$dir" | cut -c1-300 >&2
+      done
+    fi
     if [ "${AGENTJAIL_K8S_KEEP:-0}" = 1 ]; then say "kept $tmp"; else rm -rf "$tmp"; fi
   fi
   [ "${#phase_names[@]}" = 0 ] || phase_table
-  if [ "$rc" = 0 ]; then say "passed"; else say "FAILED (exit $rc); logs were in ${tmp:-?}/log"; fi
+  if [ "$rc" = 0 ]; then say "passed"; else say "FAILED (exit $rc)"; fi
   exit "$rc"
 }

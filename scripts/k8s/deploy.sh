@@ -123,8 +123,15 @@ checks_run() {
 }
 
 check_spread() {
+  local out
   phase "check: endpoints and spreading"
   checks spread 20
+  # The CLI too: agentjail run --url, as a user outside the cluster would.
+  out="$(client "$repo/bin/agentjail" run --json --url "https://$svc_name:$svc_port" --token-file "$tmp/client/token" \
+    --ca "$tmp/tls/ca.crt" -c 'print(6 * 7)')" || die "agentjail run --url https://$svc_name:$svc_port failed: $out"
+  /usr/bin/python3 -c 'import json, sys; r = json.loads(sys.argv[1]); assert r["status"] == "ok" and r["stdout"] == "42\n", r' "$out" ||
+    die "agentjail run --url: unexpected result $out"
+  say "ok: agentjail run --url https://$svc_name:$svc_port --token-file --ca: status ok, stdout 42"
 }
 
 check_sessions() {

@@ -144,7 +144,7 @@ cleanup() {
       # The logs go with the directory: their ends, for the step's log.
       for dir in "$tmp"/log/*; do
         echo "---- ${dir##*/} (last lines)" >&2
-        tail -n 15 "$dir" | cut -c1-300 >&2
+        tail -n 8 "$dir" | cut -c1-240 >&2
       done
     fi
     if [ "${AGENTJAIL_K8S_KEEP:-0}" = 1 ]; then say "kept $tmp"; else rm -rf "$tmp"; fi

@@ -120,8 +120,7 @@ cleanup() {
   local rc=$? root pid ns i dir
   trap - EXIT INT TERM
   set +e
-  [ -z "$phase_name" ] || phase ""
-  say "cleaning up"
+  phase "cleanup"
   for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null; done
   if [ -n "${cgroup:-}" ]; then
     for root in "${cg_roots[@]}"; do
@@ -149,7 +148,8 @@ cleanup() {
     fi
     if [ "${AGENTJAIL_K8S_KEEP:-0}" = 1 ]; then say "kept $tmp"; else rm -rf "$tmp"; fi
   fi
-  [ "${#phase_names[@]}" = 0 ] || phase_table
+  phase ""
+  phase_table
   if [ "$rc" = 0 ]; then say "passed"; else say "FAILED (exit $rc)"; fi
   exit "$rc"
 }

@@ -177,6 +177,16 @@ EOF
   {"type": "loopback"}]}
 EOF
   printf 'nameserver 127.0.0.1\n' >"$d/resolv.conf"
+  kubelet_config "$n" "$ip"
+  start "containerd-$n" nsenter -t "$holder" -m -n -- containerd --config "$d/containerd.toml"
+  for f in $(seq 100); do [ -S "$d/containerd.sock" ] && break; sleep 0.1; done
+  [ -S "$d/containerd.sock" ] || { tail -20 "$tmp/log/containerd-$n" >&2; die "node $n: containerd did not start"; }
+  ctr_import "$n" "$tmp/pause.tar" "$pause_image"
+}
+
+# kubelet_config N IP: node N's kubelet configuration file.
+kubelet_config() {
+  local n="$1" ip="$2" d="$tmp/$1"
   cat >"$d/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -209,10 +219,6 @@ imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "1Mi", "nodefs.available": "0%", "imagefs.available": "0%", "nodefs.inodesFree": "0%"}
 serializeImagePulls: false
 EOF
-  start "containerd-$n" nsenter -t "$holder" -m -n -- containerd --config "$d/containerd.toml"
-  for f in $(seq 100); do [ -S "$d/containerd.sock" ] && break; sleep 0.1; done
-  [ -S "$d/containerd.sock" ] || { tail -20 "$tmp/log/containerd-$n" >&2; die "node $n: containerd did not start"; }
-  ctr_import "$n" "$tmp/pause.tar" "$pause_image"
 }
 
 # kubelet_start N: (again) starts node N's kubelet.

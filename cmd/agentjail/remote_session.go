@@ -47,7 +47,7 @@ func (r *remoteURL) send(ctx context.Context, method, path string, body any) (*h
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
 		}
-		return nil, fmt.Errorf("daemon at %s: %w", r.url, err)
+		return nil, r.failed(err)
 	}
 	return resp, nil
 }

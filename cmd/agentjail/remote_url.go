@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +25,12 @@ type remoteURL struct {
 	url       string // https://host:port (http:// only for a listener with insecure_plaintext)
 	tokenFile string // holds the token; "" takes $AGENTJAIL_TOKEN
 	ca        string // PEM certificates to trust; "" the system's
+	// serverName is the name the daemon's certificate is checked against,
+	// instead of the host of url ("" takes $AGENTJAIL_TLS_SERVER_NAME, else
+	// url's host): for a URL of a pod's IP and a certificate that names the
+	// Service (agentjail.agentjail.svc), since one certificate per pod IP
+	// is impractical.
+	serverName string
 }
 
 // check says what is wrong with the flags, before anything is sent.
@@ -34,7 +42,30 @@ func (r *remoteURL) check() error {
 	if r.ca != "" && u.Scheme != "https" {
 		return usagef("--ca: only with an https:// --url")
 	}
+	if r.tlsServerName() != "" && u.Scheme != "https" {
+		return usagef("--tls-server-name (or AGENTJAIL_TLS_SERVER_NAME): only with an https:// --url")
+	}
 	return nil
+}
+
+// tlsServerName is --tls-server-name, else $AGENTJAIL_TLS_SERVER_NAME.
+func (r *remoteURL) tlsServerName() string {
+	return cmp.Or(r.serverName, os.Getenv("AGENTJAIL_TLS_SERVER_NAME"))
+}
+
+// failed is the error of a request that got no answer from the daemon: a
+// certificate that does not name the host dialled says how to name
+// another.
+func (r *remoteURL) failed(err error) error {
+	var he x509.HostnameError
+	if errors.As(err, &he) {
+		if name := r.tlsServerName(); name != "" {
+			return fmt.Errorf("daemon at %s: its certificate does not name %q (--tls-server-name): %w", r.url, name, err)
+		}
+		return fmt.Errorf("daemon at %s: %w; its certificate does not name the host of --url: give --tls-server-name NAME "+
+			"(or AGENTJAIL_TLS_SERVER_NAME) with a name it carries, e.g. the Service's, to check it against that", r.url, err)
+	}
+	return fmt.Errorf("daemon at %s: %w", r.url, err)
 }
 
 // token is the bearer token: the content of --token-file, else
@@ -58,7 +89,7 @@ func (r *remoteURL) token() (string, error) {
 }
 
 func (r *remoteURL) client() (*http.Client, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: r.tlsServerName()}
 	if r.ca != "" {
 		b, err := os.ReadFile(r.ca)
 		if err != nil {
@@ -100,7 +131,7 @@ func (r *remoteURL) run(ctx context.Context, req *daemon.Request) (*daemon.Resul
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("cancelled: %w", context.Cause(ctx))
 		}
-		return nil, nil, fmt.Errorf("daemon at %s: %w", r.url, err)
+		return nil, nil, r.failed(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)

@@ -31,7 +31,8 @@ const sessionUsage = `usage:
   agentjail session show  ID [--socket PATH] [--json]
   agentjail session end   ID [--socket PATH]
   agentjail session list  [--socket PATH] [--json]
-Every command also takes --url URL --token-file FILE --ca FILE (or AGENTJAIL_URL, AGENTJAIL_TOKEN) for a
+Every command also takes --url URL --token-file FILE --ca FILE --tls-server-name NAME (or AGENTJAIL_URL,
+AGENTJAIL_TOKEN, AGENTJAIL_TLS_SERVER_NAME) for a
 daemon's remote listener instead of --socket; a session lives on one node: give every command its endpoint.
 `
 
@@ -76,7 +77,7 @@ type sessionCmd struct {
 // live in the daemon.
 func parseSession(sub string, args []string, names []string, limits bool, stdout, stderr io.Writer, own ...runFlag) (sc *sessionCmd, code int, ok bool) {
 	sc = &sessionCmd{name: "agentjail session " + sub, ra: &runArgs{socket: os.Getenv("AGENTJAIL_SOCKET"), remote: remoteURL{url: os.Getenv("AGENTJAIL_URL")}}}
-	names = append(names, "url", "token-file", "ca") // every command may go to a remote listener
+	names = append(names, "url", "token-file", "ca", "tls-server-name") // every command may go to a remote listener
 	var table []runFlag
 	for _, f := range runFlags() {
 		if slices.Contains(names, f.name) || limits && f.group == "limits" {

@@ -79,6 +79,17 @@ deploy_agentjail() {
   printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$client_ip" >"$tmp/client/resolv.conf"
   start dns nsenter --net="/run/netns/$id-cl" -- /usr/bin/python3 "$repo/scripts/k8s/dns.py" "$client_ip" "$svc_name" \
     "$ns" "$svc" "$bin/kubectl" --kubeconfig "$tmp/pki/admin.kubeconfig"
+  # Until the client resolves the Service's name to both pods.
+  client /usr/bin/python3 -c '
+import socket, sys, time
+for _ in range(120):
+    try:
+        if len({a[4][0] for a in socket.getaddrinfo(sys.argv[1], 0, type=socket.SOCK_STREAM)}) == 2:
+            sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.5)
+sys.exit("the test'"'"'s DNS server does not answer " + sys.argv[1] + " with two addresses after 60 s")' "$svc_name"
 }
 
 # daemon_pid N: the host pid of the agentjail daemon of node N's pod (the

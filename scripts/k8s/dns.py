@@ -19,21 +19,25 @@ ready = []  # the ready endpoint addresses, as last read
 
 
 def poll():
-    global ready
     while True:
-        try:
-            out = subprocess.run(kubectl + ["-n", namespace, "get", "endpointslices", "-l",
-                                 "kubernetes.io/service-name=" + service, "-o", "json"],
-                                 capture_output=True, timeout=10, check=True).stdout
-            found = []
-            for item in json.loads(out)["items"]:
-                for ep in item.get("endpoints") or []:
-                    if (ep.get("conditions") or {}).get("ready"):
-                        found += [a for a in ep["addresses"] if a not in found]
-            ready = sorted(found)
-        except Exception as e:  # keep the last list; say why
-            print("dns: kubectl:", e, file=sys.stderr, flush=True)
+        read()
         time.sleep(1)
+
+
+def read():
+    global ready
+    try:
+        out = subprocess.run(kubectl + ["-n", namespace, "get", "endpointslices", "-l",
+                             "kubernetes.io/service-name=" + service, "-o", "json"],
+                             capture_output=True, timeout=10, check=True).stdout
+        found = []
+        for item in json.loads(out)["items"]:
+            for ep in item.get("endpoints") or []:
+                if (ep.get("conditions") or {}).get("ready"):
+                    found += [a for a in ep["addresses"] if a not in found]
+        ready = sorted(found)
+    except Exception as e:  # keep the last list; say why
+        print("dns: kubectl:", e, file=sys.stderr, flush=True)
 
 
 def qname(msg, off):
@@ -59,6 +63,7 @@ def answer(msg):
     return head + question + b"".join(records)
 
 
+read()  # the first answer already knows the endpoints
 threading.Thread(target=poll, daemon=True).start()
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((addr, 53))

@@ -34,7 +34,16 @@ def token():
 
 
 def client():
-    return agentjail.Client(discover=f"dns:{NAME}:{PORT}", token=token(), ca=CA, timeout=60)
+    # A name that does not resolve fails the client at once; the test's DNS
+    # server has been seen to answer no address for a moment (both
+    # endpoints not ready at once, under load): say so and try again.
+    for i in range(20):
+        try:
+            return agentjail.Client(discover=f"dns:{NAME}:{PORT}", token=token(), ca=CA, timeout=60)
+        except agentjail.DaemonUnavailable as e:
+            print(f"note: {e}; again in 0.5 s", flush=True)
+            time.sleep(0.5)
+    fail(f"{NAME} did not resolve for 10 s")
 
 
 def fail(msg):

@@ -35,6 +35,8 @@ def read():
             for ep in item.get("endpoints") or []:
                 if (ep.get("conditions") or {}).get("ready"):
                     found += [a for a in ep["addresses"] if a not in found]
+        if sorted(found) != ready:
+            print(time.strftime("%H:%M:%S"), "dns: ready endpoints:", sorted(found), flush=True)
         ready = sorted(found)
     except Exception as e:  # keep the last list; say why
         print("dns: kubectl:", e, file=sys.stderr, flush=True)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # $tmp, $bin, $cgroup from scripts/k8stest, $id from lib.sh, $pid_* from start's eval
 # Sourced by scripts/k8stest: brings up a two-node Kubernetes cluster on
 # this machine, all of it in network namespaces, cgroups and a directory
 # the test made. Needs lib.sh's helpers and $tmp, $bin, $cgroup.
@@ -51,7 +52,7 @@ pki() {
   local d="$tmp/pki"
   mkdir -p "$d"
   (
-    cd "$d"
+    cd "$d" || exit
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt \
       -days 2 -subj /CN=k8stest-ca 2>/dev/null
     cert apiserver /CN=kube-apiserver "IP:$api,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
@@ -83,7 +84,7 @@ cert() {
 }
 
 control_plane() {
-  local d="$tmp/pki" i
+  local d="$tmp/pki"
   mkdir -p "$tmp/etcd"
   start etcd nsenter --net="/run/netns/$id-ctl" -- etcd --name k8stest --data-dir "$tmp/etcd" \
     --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
@@ -96,7 +97,7 @@ control_plane() {
     --service-account-signing-key-file="$d/sa.key" --service-cluster-ip-range=10.96.0.0/24 \
     --authorization-mode=Node,RBAC --allow-privileged=true \
     --kubelet-client-certificate="$d/admin.crt" --kubelet-client-key="$d/admin.key" --kubelet-preferred-address-types=InternalIP
-  for i in $(seq 120); do
+  for _ in $(seq 120); do
     kc get --raw /readyz >/dev/null 2>&1 && break
     kill -0 "$pid_apiserver" 2>/dev/null || { tail -20 "$tmp/log/apiserver" "$tmp/log/etcd" >&2; die "the API server exited"; }
     sleep 0.5
@@ -114,7 +115,7 @@ control_plane() {
 
 # node N: its mount namespace, containerd and kubelet.
 node() {
-  local n="$1" d="$tmp/$1" ip cidr holder f
+  local n="$1" d="$tmp/$1" ip cidr holder
   ip="node_ip_$n" ip="${!ip}" cidr="pod_cidr_$n" cidr="${!cidr}"
   mkdir -p "$d"/{cni,ipam,kubelet,runc,tunables,containerd,plugins}
   cg_make "$cgroup/$n"
@@ -139,7 +140,7 @@ node() {
     mount --bind "$t/root_maxbytes" /proc/sys/kernel/keys/root_maxbytes
     touch '"$d/ready"'
     exec sleep infinity'
-  for f in $(seq 50); do [ -e "$d/ready" ] && break; sleep 0.1; done
+  for _ in $(seq 50); do [ -e "$d/ready" ] && break; sleep 0.1; done
   [ -e "$d/ready" ] || { cat "$tmp/log/holder-$n" >&2; die "node $n: its mount namespace could not be set up"; }
   holder="pid_holder_$n" holder="${!holder}"
   eval "holder_$n=$holder"
@@ -179,7 +180,7 @@ EOF
   printf 'nameserver 127.0.0.1\n' >"$d/resolv.conf"
   kubelet_config "$n" "$ip"
   start "containerd-$n" nsenter -t "$holder" -m -n -- containerd --config "$d/containerd.toml"
-  for f in $(seq 100); do [ -S "$d/containerd.sock" ] && break; sleep 0.1; done
+  for _ in $(seq 100); do [ -S "$d/containerd.sock" ] && break; sleep 0.1; done
   [ -S "$d/containerd.sock" ] || { tail -20 "$tmp/log/containerd-$n" >&2; die "node $n: containerd did not start"; }
   ctr_import "$n" "$tmp/pause.tar" "$pause_image"
 }
@@ -264,8 +265,7 @@ EOF
 }
 
 nodes_ready() {
-  local i
-  for i in $(seq 180); do
+  for _ in $(seq 180); do
     [ "$(kc get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' 2>/dev/null | grep -c True)" = 2 ] && return 0
     sleep 1
   done

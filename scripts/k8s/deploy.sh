@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # from scripts/k8stest, lib.sh, cluster.sh, start's eval and the eval of manifest.py's output
 # Sourced by scripts/k8stest: deploys agentjail as a user would (the image
 # imported into each node's containerd, the Secrets made with kubectl,
 # deploy/kubernetes/ applied with kubectl apply -k), then runs the checks
@@ -30,8 +31,8 @@ pod_of() {
 
 # wait_ready N [SECS]: both endpoints (N=2) or one (N=1) ready.
 wait_endpoints() {
-  local want="$1" secs="${2:-180}" i got
-  for i in $(seq "$secs"); do
+  local want="$1" secs="${2:-180}" got
+  for _ in $(seq "$secs"); do
     got="$(ready_endpoints "$ns" "$svc")"
     [ "$(wc -w <<<"$got")" = "$want" ] && { echo "$got"; return 0; }
     sleep 1
@@ -54,7 +55,7 @@ deploy_agentjail() {
   # Both at once: each is mostly one core decompressing layers.
   ctr_import n1 "$tmp/agentjail.tar" "$image" &
   ctr_import n2 "$tmp/agentjail.tar" "$image" &
-  wait -n && wait -n || die "the image could not be imported"
+  if ! wait -n || ! wait -n; then die "the image could not be imported"; fi
   phase "deploy agentjail (kubectl apply -k)"
   kc kustomize "$repo/deploy/kubernetes" | kc create --dry-run=client -o json -f - >"$rendered"
   # What the manifests name: the namespace, the headless Service and its
@@ -64,7 +65,7 @@ deploy_agentjail() {
   svc_name="$svc.$ns.svc.cluster.local"
   mkdir -p "$d" "$tmp/client"
   (
-    cd "$d"
+    cd "$d" || exit
     openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt \
       -days 2 -subj /CN=agentjail-k8stest-ca 2>/dev/null
     cert tls "/CN=$svc_name" "DNS:$svc_name,DNS:$svc.$ns.svc,DNS:$svc.$ns"
@@ -98,9 +99,9 @@ daemon_pid() {
   local cid p
   cid="$(kc -n "$ns" get pod "$(pod_of "$1")" -o jsonpath='{.status.containerStatuses[0].containerID}')"
   cid="${cid#*://}"
-  for p in $(find "/sys/fs/cgroup/pids$cgroup/$1" -type d -name "*$cid*" -exec cat {}/cgroup.procs \; 2>/dev/null); do
+  while IFS= read -r p; do
     if [ "$(cat "/proc/$p/comm" 2>/dev/null)" = agentjail ]; then echo "$p"; return 0; fi
-  done
+  done < <(find "/sys/fs/cgroup/pids$cgroup/$1" -type d -name "*$cid*" -exec cat {}/cgroup.procs \; 2>/dev/null)
   die "no agentjail process in the cgroup of container $cid on $1"
 }
 
@@ -111,8 +112,7 @@ restarts() {
 # wait_signal FILE PID: until the check (PID) makes FILE; fails when the
 # check ended first.
 wait_signal() {
-  local i
-  for i in $(seq 900); do
+  for _ in $(seq 900); do
     [ -e "$1" ] && return 0
     kill -0 "$2" 2>/dev/null || { wait "$2"; die "the check ended before it was ready for the test's action"; }
     sleep 0.1
@@ -213,7 +213,7 @@ check_drain() {
 }
 
 check_kubelet() {
-  local f="$tmp/client" t0 left ip got i
+  local f="$tmp/client" t0 left ip got
   phase "check: n2's kubelet stopped"
   ip="$(pod_ip n2)"
   got="$(wait_endpoints 2 120)"
@@ -226,7 +226,7 @@ check_kubelet() {
   say "stopped n2's kubelet (ready endpoints: $got)"
   # n2's pod (its daemon still runs) leaves the ready set when the node
   # controller finds n2 NotReady (node-monitor-grace-period).
-  for i in $(seq 240); do
+  for _ in $(seq 240); do
     got="$(ready_endpoints "$ns" "$svc")"
     case " $got " in *" $ip "*) ;; *) break ;; esac
     sleep 0.5
@@ -252,7 +252,7 @@ sweep_check() {
       for dir in "$pod"/*/; do
         [ -d "$dir" ] || continue
         dir="${dir%/}"
-        case "$live" in *" $(basename "$dir") "*) inner+=($(cd "$dir" && find . -mindepth 1 -type d)) ;; *) bad+=("$dir") ;; esac
+        case "$live" in *" $(basename "$dir") "*) mapfile -t -O "${#inner[@]}" inner < <(cd "$dir" && find . -mindepth 1 -type d) ;; *) bad+=("$dir") ;; esac
       done
     done < <(find "$root$cgroup/$1" -type d -name "pod$uid" 2>/dev/null)
   done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/k8stest: phases and their times, the processes, network
 # namespaces and cgroups the test makes, and their removal on any exit.
 # Everything the test makes is named with its pid ($id), and is recorded

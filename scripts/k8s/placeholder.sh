@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # $pause_image from cluster.sh, $pid_kubelet_n2 from start's eval
 # Sourced by scripts/k8stest --cluster-only: a DaemonSet of the pause image
 # behind a headless Service, to check the cluster itself: one pod a node,
 # both endpoints ready, a stopped kubelet's endpoint not ready.

@@ -254,8 +254,13 @@ func awaitPidfd(f *os.File) {
 	// resets its state first), so assuming "not yet" once can wait for ever.
 	_ = rc.Read(func(fd uintptr) bool {
 		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-		n, err := unix.Poll(p, 0)
-		return err != nil || n > 0
+		for {
+			n, err := unix.Poll(p, 0)
+			if err == unix.EINTR {
+				continue // a signal (the runtime's preemption), not an end
+			}
+			return err != nil || n > 0
+		}
 	})
 }
 

@@ -34,7 +34,7 @@ func TestDepsRuntimeAndTestSets(t *testing.T) {
 	assert.Subset(t, depsList(t, "--test", "--scientific"), []string{"python3-numpy", "staticcheck (Go module)"})
 
 	for _, f := range []struct{ script, want string }{
-		{"quickstart", "scripts/deps ${1:-}\n"},
+		{"quickstart", "scripts/deps ${1:+\"$1\"}\n"},
 		{"test", "scripts/deps --test --scientific\n"},
 	} {
 		b, err := os.ReadFile(filepath.Join(repo(t), "scripts", f.script))

@@ -2,7 +2,6 @@ package egress
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net/netip"
 	"strings"
@@ -31,7 +30,17 @@ func (r *Run) connect(rec *conn, q *request) {
 	if !ok {
 		return
 	}
-	r.relay(rec, io.MultiReader(bytes.NewReader(first), q.br), up)
+	pending := append(first, drained(q.br)...)
+	r.relay(rec, append(pending, drained(q.raw)...), up)
+}
+
+// drained returns the bytes b holds already, without a read below it:
+// once q.br and q.raw are drained, the client's bytes come from its
+// socket alone (which relay may splice).
+func drained(b *bufio.Reader) []byte {
+	p := make([]byte, b.Buffered())
+	_, _ = io.ReadFull(b, p)
+	return p
 }
 
 // inspect reads the client's first bytes after the 200. On any port they

@@ -21,6 +21,7 @@ type request struct {
 	req   *http.Request
 	hosts []string      // the Host header lines, as sent
 	br    *bufio.Reader // the client's bytes after the header block
+	raw   *bufio.Reader // below br: its buffered bytes come after br's
 }
 
 func (r *Run) handle(rec *conn) {
@@ -73,7 +74,7 @@ func readRequest(c net.Conn) (*request, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &request{req: req, hosts: mh.Values("Host"), br: rest}, nil
+	return &request{req: req, hosts: mh.Values("Host"), br: rest, raw: br}, nil
 }
 
 // writeRefusal answers a request the proxy will not carry out. The body

@@ -111,11 +111,7 @@ func TestNetworkHookServesTheNamespace(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "upstream says hi") }))
 	defer up.Close()
 	upAddr := up.Listener.Addr().String()
-	ns := exec.Command("unshare", "--net", "sh", "-c", "ip link set lo up && exec sleep 60")
-	require.NoError(t, ns.Start())
-	defer func() { ns.Process.Kill(); ns.Wait() }()
-	time.Sleep(100 * time.Millisecond)
-	pid := strconv.Itoa(ns.Process.Pid)
+	pid := strconv.Itoa(netnsSleeper(t).Process.Pid)
 	client := `import urllib.request, sys
 for u in sys.argv[1:]:
     try: print(urllib.request.urlopen(u, timeout=5).read().decode())
@@ -185,11 +181,9 @@ func TestNetworkHookTwice(t *testing.T) {
 	var nss []*os.File
 	var pids []string
 	for range 2 {
-		cmd := exec.Command("unshare", "--net", "sh", "-c", "ip link set lo up && exec sleep 60")
-		require.NoError(t, cmd.Start())
-		defer func() { cmd.Process.Kill(); cmd.Wait() }()
-		time.Sleep(100 * time.Millisecond)
-		f, err := os.Open("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net")
+		cmd := netnsSleeper(t)
+		ns := "/proc/" + strconv.Itoa(cmd.Process.Pid) + "/ns/net"
+		f, err := os.Open(ns)
 		require.NoError(t, err)
 		defer f.Close()
 		nss = append(nss, f)
@@ -211,4 +205,23 @@ func TestNetworkHookTwice(t *testing.T) {
 	assert.NotNil(t, rep)
 	assert.False(t, listening(pids[1]))
 	assert.Error(t, nr.hook(nss[0]), "after the run ended")
+}
+
+// netnsSleeper starts a sleep in a network namespace of its own, with its
+// loopback up, and waits until it is there (a fixed sleep was too short
+// under emulation: the "jail" was then still this process's namespace).
+func netnsSleeper(t *testing.T) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("unshare", "--net", "sh", "-c", "ip link set lo up && exec sleep 60")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	own, err := os.Readlink("/proc/self/ns/net")
+	require.NoError(t, err)
+	pid := strconv.Itoa(cmd.Process.Pid)
+	require.Eventually(t, func() bool {
+		l, err := os.Readlink("/proc/" + pid + "/ns/net")
+		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+		return err == nil && l != own && string(comm) == "sleep\n" // lo is up by then
+	}, 20*time.Second, 5*time.Millisecond, "unshare made no network namespace")
+	return cmd
 }

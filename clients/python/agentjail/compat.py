@@ -76,7 +76,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from .aio import AsyncClient
 from .client import Client
 from .errors import QueueFull
-from .types import CollectedFile, Result, TestReport, _files
+from ._request import _files
+from .types import CollectedFile, Result, TestReport
 
 __all__ = ["CodeSandbox", "TestCase", "ExecutionResult", "SandboxResult", "CodeFeedbackExtractor", "EXPECT_NONE"]
 

@@ -411,27 +411,46 @@ def cmd_drain(ready_file, back_file):
        f"({sum(1 for x in log if x[1] == tname)} on {tname}); health answered 503 draining {len(draining)} times")
 
 
-def cmd_kubelet(stop_file, left_file, refresh):
+def cmd_kubelet(stop_file, left_file, refresh, served_file):
     """n2's kubelet stopped (by the test when STOP_FILE appears): once its
-    endpoint has left the Service, the client stops sending there."""
+    endpoint has left the Service, and the test's DNS server serves the
+    set without it (SERVED_FILE: its sets, each with the time it began),
+    the client stops sending there within its refresh interval."""
     target = NODES[1]
     tname = node_name(target)
     loop = Loop()
     time.sleep(2)
     open(stop_file, "w").close()
+    stopped = os.path.getmtime(stop_file)
     left = wait_file(left_file, 120)
-    time.sleep(float(refresh) + 3)
+    served = None  # when the DNS server began to answer without the target
+    deadline = time.monotonic() + 30
+    while served is None and time.monotonic() < deadline:
+        with open(served_file) as f:
+            for line in f:
+                t, *addrs = line.split()
+                if float(t) >= stopped and target not in addrs:
+                    served = float(t)
+                    break
+        time.sleep(0.2)
+    if served is None:
+        loop.end()
+        fail(f"the test's DNS server still answered {target} 30 s after its endpoint left")
+    gone = max(left, served)
+    time.sleep(max(0.0, gone + float(refresh) + 3 - time.time()))
     log = loop.end()
     errs = [x for x in log if x[2]]
     if errs:
         fail(f"runs failed: {errs[:3]}")
-    after = [x for x in log if x[0] > left + float(refresh) + 1]
+    after = [x for x in log if x[0] > gone + float(refresh) + 1]
     there = [x for x in after if x[1] == tname]
     if not after or there:
-        fail(f"{len(there)} of {len(after)} runs went to {tname} more than {refresh} s after its endpoint left")
-    last = max((x[0] for x in log if x[1] == tname), default=left)
-    ok(f"{len(log)} runs, none failed; the last on {tname} {last - left:+.1f} s from its endpoint leaving "
-       f"(the client's refresh is {refresh} s); {len(after)} after that, none on {tname}")
+        fail(f"{len(there)} of {len(after)} runs went to {tname} more than {refresh} s after its endpoint left "
+             f"and the DNS server stopped answering it ({served - left:+.1f} s from its leaving)")
+    last = max((x[0] for x in log if x[1] == tname), default=gone)
+    ok(f"{len(log)} runs, none failed; the last on {tname} {last - gone:+.1f} s from its endpoint leaving "
+       f"(the DNS server followed {served - left:+.1f} s from its leaving; the client's refresh is {refresh} s); "
+       f"{len(after)} after that, none on {tname}")
 
 
 if __name__ == "__main__":

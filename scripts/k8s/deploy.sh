@@ -78,7 +78,8 @@ deploy_agentjail() {
   kc apply -k "$repo/deploy/kubernetes" >"$tmp/log/apply"
   wait_endpoints 2 >/dev/null
   printf 'nameserver %s\noptions timeout:1 attempts:2\n' "$client_ip" >"$tmp/client/resolv.conf"
-  start dns nsenter --net="/run/netns/$id-cl" -- /usr/bin/python3 "$repo/scripts/k8s/dns.py" "$client_ip" "$svc_name" \
+  start dns nsenter --net="/run/netns/$id-cl" -- env AGENTJAIL_DNS_SERVED="$tmp/client/dns-served" \
+    /usr/bin/python3 "$repo/scripts/k8s/dns.py" "$client_ip" "$svc_name" \
     "$ns" "$svc" "$bin/kubectl" --kubeconfig "$tmp/pki/admin.kubeconfig"
   # Until the client resolves the Service's name to both pods.
   client /usr/bin/python3 -c '
@@ -218,7 +219,7 @@ check_kubelet() {
   ip="$(pod_ip n2)"
   got="$(wait_endpoints 2 120)"
   rm -f "$f/ready" "$f/left"
-  checks kubelet "$f/ready" "$f/left" 30 &
+  checks kubelet "$f/ready" "$f/left" 30 "$f/dns-served" &
   t0=$!
   wait_signal "$f/ready" "$t0"
   kill "$pid_kubelet_n2"

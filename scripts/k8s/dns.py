@@ -2,10 +2,13 @@
 headless Service's) with the addresses of that Service's ready endpoints,
 read from the EndpointSlices with kubectl once a second, as the cluster's
 DNS would; anything else gets NXDOMAIN. TTL 0, so clients ask again.
+With $AGENTJAIL_DNS_SERVED set, each new set is appended to that file
+with the time it began to be served.
     python3 dns.py LISTEN_ADDR NAME NAMESPACE SERVICE KUBECTL [KUBECTL ARGS...]
 """
 
 import json
+import os
 import socket
 import struct
 import subprocess
@@ -15,6 +18,7 @@ import time
 
 addr, name, namespace, service = sys.argv[1:5]
 kubectl = sys.argv[5:]
+served = os.environ.get("AGENTJAIL_DNS_SERVED")  # a file: each new set, with its time
 ready = []  # the ready endpoint addresses, as last read
 
 
@@ -37,6 +41,9 @@ def read():
                     found += [a for a in ep["addresses"] if a not in found]
         if sorted(found) != ready:
             print(time.strftime("%H:%M:%S"), "dns: ready endpoints:", sorted(found), flush=True)
+            if served:  # when each set began to be served, for the checks
+                with open(served, "a") as f:
+                    f.write(f"{time.time():.3f} {' '.join(sorted(found))}\n")
         ready = sorted(found)
     except Exception as e:  # keep the last list; say why
         print("dns: kubectl:", e, file=sys.stderr, flush=True)

@@ -32,6 +32,7 @@ from .errors import AgentjailError, DaemonUnavailable, QueueFull, SessionLost, S
 __all__ = ["Node", "Remote", "Refused", "remote_from"]
 
 REFRESH = 30.0  # seconds between two resolutions of a discover name
+RETRY = 1.0  # seconds before a failed resolution is tried again
 STALE = 1.0  # seconds after which a node's free slots are asked again
 TRIES = 3  # nodes a run may be sent to before its last refusal is raised
 # OpenSSL's verify codes of a certificate for another name, another IP address
@@ -159,7 +160,11 @@ class Remote:
         except OSError as e:
             if not self._nodes:
                 raise DaemonUnavailable(f"discover: cannot resolve {name}: {e}") from None
-            return  # keep the last good list
+            # Keep the last good list, but only until the next try, RETRY
+            # seconds on: a node that left meanwhile must not be chosen for
+            # a whole REFRESH more because one lookup timed out.
+            self._resolved_at = now - REFRESH + RETRY
+            return
         with self._lock:
             old = {(n.addr, n.port): n for n in self._nodes}
             self._nodes = [old.get((a, port)) or Node(name, port, a, fam) for fam, a in found]

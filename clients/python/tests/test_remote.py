@@ -129,6 +129,13 @@ class DiscoverTest(unittest.TestCase):
             now[0] += 2
             r.refresh(force=True)
             self.assertEqual(len(r.nodes()), 2)
+            # ... only until the next try, RETRY seconds on, not REFRESH
+            answers[0] = [(socket.AF_INET, "10.0.0.2")]
+            r.resolver = fake
+            now[0] += _remote.RETRY / 2
+            self.assertEqual(len(r.nodes()), 2)
+            now[0] += _remote.RETRY
+            self.assertEqual([n.addr for n in r.nodes()], ["10.0.0.2"], "a failed lookup is tried again soon")
 
     def test_unresolvable_name_at_start(self):
         def broken(name, port):

@@ -30,7 +30,7 @@ func TestRemoteSessionBelongsToItsName(t *testing.T) {
 	resp, body = e.call(t, tokenA, "POST", "/v1/sessions/"+sc.ID+"/run", `{"code":"secret = 42"}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode, body)
 
-	unknownID := "s-01ARZ3NDEKTSV4RRFFQ69G5FAV.node-a"
+	unknownID := sameTime(sc.ID) // made at the same millisecond: not an earlier daemon's (session_lost.go)
 	_, unknown := e.call(t, tokenB, "GET", "/v1/sessions/"+unknownID, "")
 	unknown = strings.ReplaceAll(unknown, unknownID, sc.ID)
 	for _, m := range [][3]string{{"GET", "", ""}, {"POST", "/run", `{"code":"secret"}`}, {"DELETE", "", ""}} {
@@ -66,8 +66,14 @@ func TestRemoteSessionElsewhere(t *testing.T) {
 		resp, _ = e.call(t, "", m[0], "/v1/sessions/"+id+m[1], m[2])
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "no token: nothing is told")
 	}
-	resp, body := e.call(t, tokenA, "GET", "/v1/sessions/s-01ARZ3NDEKTSV4RRFFQ69G5FAV.node-a", "")
+	now := newSessionID("node-a")
+	resp, body := e.call(t, tokenA, "GET", "/v1/sessions/"+now, "")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, body)
-	resp, body = e.call(t, tokenA, "GET", "/v1/sessions/s-01ARZ3NDEKTSV4RRFFQ69G5FAV", "")
+	bare, _, _ := strings.Cut(now, ".")
+	resp, body = e.call(t, tokenA, "GET", "/v1/sessions/"+bare, "")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode, "an id without a node is this node's: %s", body)
+	resp, body = e.call(t, tokenA, "GET", "/v1/sessions/s-01ARZ3NDEKTSV4RRFFQ69G5FAV", "")
+	assert.Equal(t, http.StatusGone, resp.StatusCode, "an id without a node is this node's; this one is an earlier daemon's: %s", body)
+	code, _, _ := apiErr(t, []byte(body))
+	assert.Equal(t, "session_lost", code)
 }

@@ -139,7 +139,8 @@ const (
 
 // sessions are the daemon's live sessions and the ended ones it remembers.
 type sessions struct {
-	srv *Server
+	srv   *Server
+	since time.Time // the daemon's start: an id made before is an earlier daemon's (session_lost.go)
 
 	mu       sync.Mutex
 	live     map[string]*session
@@ -182,7 +183,7 @@ type endedSession struct {
 }
 
 func newSessions(s *Server) *sessions {
-	t := &sessions{srv: s, live: map[string]*session{}, ended: map[string]*endedSession{},
+	t := &sessions{srv: s, since: time.Now(), live: map[string]*session{}, ended: map[string]*endedSession{},
 		created: prometheus.NewCounter(prometheus.CounterOpts{Name: "agentjail_sessions_created_total", Help: "Sessions started."}),
 		endedBy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentjail_sessions_ended_total",
 			Help: "Sessions ended, by ended_reason (exited, deleted, idle_timeout, max_lifetime, memory_limit, cpu_timeout, wall_timeout, shutdown, ...)."}, []string{"reason"}),
@@ -241,6 +242,8 @@ func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
 		live, ended = nil, &endedSession{owner: live.owner, info: live.info()}
 	}
 	switch {
+	case live == nil && ended == nil && s.sess.lost(id):
+		s.sessionLost(w, r, id)
 	case live == nil && ended == nil:
 		s.fail(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no session %s of yours (it never existed, ended long ago, or is another user's)", id))
 	case ended != nil && (rest == "run" || r.Method == http.MethodDelete || ended.info.EndedReason == string(nsjail.EndDeleted)):

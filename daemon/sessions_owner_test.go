@@ -27,8 +27,11 @@ import (
 )
 
 // TestSessionBelongsToItsCreator: another uid gets the 404 of an id that
-// never existed, for every request; its own sessions are its own. The
-// peer is this test binary re-executed as nobody (sessionPeer).
+// never existed (one made at the same millisecond: session_lost.go tells
+// an earlier daemon's ids by their time), for every request; an earlier
+// daemon's id gets the same 410 session_lost as its owner would; its own
+// sessions are its own. The peer is this test binary re-executed as
+// nobody (sessionPeer).
 func TestSessionBelongsToItsCreator(t *testing.T) {
 	systest.Require(t, systest.Root)
 	r := realRunner(t)
@@ -55,14 +58,17 @@ func TestSessionBelongsToItsCreator(t *testing.T) {
 	require.NoError(t, err, string(out))
 	var got map[string]string
 	require.NoError(t, json.Unmarshal(out, &got), string(out))
-	unknown := strings.ReplaceAll(got["unknown"], "s-01ARZ3NDEKTSV4RRFFQ69G5FAV", sc.ID)
+	unknown := strings.ReplaceAll(got["unknown"], sameTime(sc.ID), sc.ID)
 	for _, k := range []string{"get", "run", "delete"} {
 		assert.Equal(t, unknown, got[k], "%s of another's session is the 404 of an id that never existed", k)
 	}
 	assert.True(t, strings.HasPrefix(unknown, "404 "), unknown)
+	code, b := do(t, c, http.MethodGet, "/v1/sessions/s-01ARZ3NDEKTSV4RRFFQ69G5FAV", nil)
+	assert.Equal(t, fmt.Sprintf("%d %s", code, b), got["lost"], "an earlier daemon's id: the same answer for anyone")
+	assert.True(t, strings.HasPrefix(got["lost"], "410 "), got["lost"])
 	assert.Equal(t, "201 1 42", got["own"], "its own session works")
 	assert.Equal(t, "1", got["listed"], "it lists only its own")
-	_, b := do(t, c, http.MethodGet, "/v1/sessions", nil)
+	_, b = do(t, c, http.MethodGet, "/v1/sessions", nil)
 	var list struct{ Sessions []SessionInfo }
 	require.NoError(t, json.Unmarshal(b, &list))
 	require.Len(t, list.Sessions, 1, "root lists only its own")
@@ -90,7 +96,8 @@ func sessionPeer(sock, id string) int {
 	out["get"] = show(call(http.MethodGet, "/v1/sessions/"+id, ""))
 	out["run"] = show(call(http.MethodPost, "/v1/sessions/"+id+"/run", `{"code":"secret"}`))
 	out["delete"] = show(call(http.MethodDelete, "/v1/sessions/"+id, ""))
-	out["unknown"] = show(call(http.MethodGet, "/v1/sessions/s-01ARZ3NDEKTSV4RRFFQ69G5FAV", ""))
+	out["unknown"] = show(call(http.MethodGet, "/v1/sessions/"+sameTime(id), ""))
+	out["lost"] = show(call(http.MethodGet, "/v1/sessions/s-01ARZ3NDEKTSV4RRFFQ69G5FAV", ""))
 	code, body := call(http.MethodPost, "/v1/sessions", `{}`)
 	var sc SessionCreated
 	_ = json.Unmarshal([]byte(body), &sc)

@@ -199,7 +199,7 @@ func TestSessionLifecycle(t *testing.T) {
 		assert.Equal(t, "deleted", reason)
 		assert.Contains(t, msg, "deleted")
 	}
-	code, b = do(t, c, http.MethodGet, "/v1/sessions/s-01ARZ3NDEKTSV4RRFFQ69G5FAV", nil)
+	code, b = do(t, c, http.MethodGet, "/v1/sessions/"+sameTime(sc.ID), nil)
 	assert.Equal(t, http.StatusNotFound, code, string(b))
 }
 

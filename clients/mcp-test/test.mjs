@@ -49,6 +49,11 @@ await check("list tools", async () => {
   const call = tools.find((t) => t.name === "session_run");
   assert.deepEqual(call.inputSchema.required, ["session_id"], "code or command: neither is required alone");
   assert.match(call.inputSchema.properties.command.description, /bash -c/);
+  for (const name of ["run_python", "run_command", "session_start"]) {
+    const network = tools.find((t) => t.name === name).inputSchema.properties.network;
+    assert.deepEqual(Object.keys(network.properties).sort(), ["allow", "policy"], `${name}: network`);
+    assert.match(network.description, /\{"policy": "NAME"\}/);
+  }
 });
 
 await check("run_python prints", async () => {
@@ -142,6 +147,7 @@ await check("list_environments", async () => {
   const res = await client.callTool({ name: "list_environments", arguments: {} });
   assert.ok(!res.isError, text(res));
   assert.ok(res.structuredContent.environments.some((e) => e.name === "default"));
+  assert.match(text(res), /network policies: none/, "the configuration has no network policy");
 });
 
 await check("an unknown tool is a protocol error", async () => {

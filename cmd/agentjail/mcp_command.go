@@ -14,20 +14,21 @@ import (
 // line (pipes, globs, &&); the request's command is ["bash", "-c", it].
 
 type runCommandArgs struct {
-	Command     string                `json:"command"`
-	Stdin       *string               `json:"stdin,omitempty"`
-	Environment string                `json:"environment,omitempty"`
-	Env         map[string]string     `json:"env,omitempty"`
-	Limits      *daemon.RequestLimits `json:"limits,omitempty"`
-	Files       []daemon.RequestFile  `json:"files,omitempty"`
-	Collect     []string              `json:"collect,omitempty"`
+	Command     string                 `json:"command"`
+	Stdin       *string                `json:"stdin,omitempty"`
+	Environment string                 `json:"environment,omitempty"`
+	Env         map[string]string      `json:"env,omitempty"`
+	Limits      *daemon.RequestLimits  `json:"limits,omitempty"`
+	Files       []daemon.RequestFile   `json:"files,omitempty"`
+	Collect     []string               `json:"collect,omitempty"`
+	Network     *daemon.RequestNetwork `json:"network,omitempty"` // mcp_network.go
 }
 
 func (t *mcpTools) registerCommand(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  "run_command",
 		Title: "Run a shell command in a jail",
-		Description: "Runs a shell command line with bash -c in a fresh, isolated jail (no network, its own empty /workspace, limited memory, time, processes and output), " +
+		Description: "Runs a shell command line with bash -c in a fresh, isolated jail (no network unless network names a policy, its own empty /workspace, limited memory, time, processes and output), " +
 			"e.g. \"ls -la /usr/lib/python3/dist-packages | head\" or \"pip list\". Only the programs of the environment's read-only /usr exist; a missing one exits 127 " +
 			"and the feedback names it. The answer is as run_python's: a summary line (exit status or kill reason, wall and CPU time, peak memory), stdout, stderr, feedback.",
 		InputSchema:  runCommandSchema(t.cfg, t.daemonMode),
@@ -45,12 +46,13 @@ func runCommandSchema(cfg *daemon.Config, daemonMode bool) *jsonschema.Schema {
 		"limits":      limitsSchema(cfg, daemonMode, allLimitKeys(), "Limits of this run; each one omitted takes its default. A run that passes one is killed and the result says which (kill_reason)."),
 		"files":       filesSchema(),
 		"collect":     collectSchema(),
+		"network":     networkSchema(cfg, daemonMode, "this run"),
 	}, "command")
 }
 
 func (t *mcpTools) runCommand(ctx context.Context, call *mcp.CallToolRequest, in runCommandArgs) (*mcp.CallToolResult, any, error) {
 	req := &daemon.Request{Command: []string{"bash", "-c", in.Command}, Stdin: in.Stdin, Environment: in.Environment, Env: in.Env,
-		Limits: in.Limits, Files: in.Files, Collect: in.Collect}
+		Limits: in.Limits, Files: in.Files, Collect: in.Collect, Network: in.Network}
 	return t.run(ctx, call, "run the command", req)
 }
 

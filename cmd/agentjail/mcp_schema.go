@@ -141,6 +141,7 @@ func runPythonSchema(cfg *daemon.Config, daemonMode bool) *jsonschema.Schema {
 		"files":       filesSchema(),
 		"collect":     collectSchema(),
 		"tests":       testsSchema(),
+		"network":     networkSchema(cfg, daemonMode, "this run"),
 	}, "code")
 }
 
@@ -151,6 +152,7 @@ func sessionStartSchema(cfg *daemon.Config, daemonMode bool) *jsonschema.Schema 
 		"limits":          limitsSchema(cfg, daemonMode, sessionLimitKeys, "Limits of the whole session (memory, processes, scratch space, CPU time of all its calls together...); each one omitted takes its default. Wall time and output are limits of each call (session_run)."),
 		"files":           filesSchema(),
 		"idle_timeout_ms": {Type: "integer", Description: fmt.Sprintf("The session ends after this many milliseconds without a call. Default %s.", time.Duration(cfg.Sessions.IdleTimeout))},
+		"network":         networkSchema(cfg, daemonMode, "all calls of the session"),
 	})
 }
 

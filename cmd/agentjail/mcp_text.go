@@ -66,6 +66,7 @@ func resultText(r *daemon.Result, value *string, sess *daemon.SessionState) stri
 			fmt.Fprintf(&b, "collected %s (%s; its content is in the structured result's files)\n", f.Path, harness.Bytes(f.Size))
 		}
 	}
+	b.WriteString(networkText(r.Network)) // mcp_network.go
 	if len(r.Feedback) > 0 {
 		b.WriteString("feedback:\n")
 		for _, s := range r.Feedback {

@@ -41,9 +41,9 @@ func (t *mcpTools) register(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  "run_python",
 		Title: "Run Python in a jail",
-		Description: "Runs a Python 3 program in a fresh, isolated jail (no network, its own empty /workspace, limited memory, time, processes and output) " +
+		Description: "Runs a Python 3 program in a fresh, isolated jail (no network unless network names a policy, its own empty /workspace, limited memory, time, processes and output) " +
 			"and answers when it has ended. The answer's text starts with one summary line (exit status or kill reason, wall and CPU time, peak memory), " +
-			"then stdout, stderr, the uncaught exception with its line, test verdicts and feedback sentences saying what to fix; long output is cut in the text " +
+			"then stdout, stderr, the uncaught exception with its line, test verdicts, what the network refused (with network) and feedback sentences saying what to fix; long output is cut in the text " +
 			"(the structured result has all of it). A program that raises, crashes or is killed by a limit is a normal answer (status error, signaled or killed).",
 		InputSchema:  runPythonSchema(t.cfg, t.daemonMode),
 		OutputSchema: resultSchema(false),
@@ -54,7 +54,7 @@ func (t *mcpTools) register(s *mcp.Server) {
 		Name:  "session_start",
 		Title: "Start a Python session",
 		Description: "Starts a session: a live Python interpreter in one jail, kept across calls (variables, imports and files stay), like a notebook's kernel. " +
-			"Answers with its id (s-...), its limits and when it expires. Run code in it with session_run; end it with session_end " +
+			"With network, its calls may reach the hosts a network policy allows. Answers with its id (s-...), its limits and when it expires. Run code in it with session_run; end it with session_end " +
 			"(it also ends after its idle timeout, and when this MCP server stops).",
 		InputSchema: sessionStartSchema(t.cfg, t.daemonMode),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: new(false), DestructiveHint: new(false)},
@@ -89,21 +89,23 @@ func (t *mcpTools) register(s *mcp.Server) {
 // The tools' arguments, as their schemas (mcp_schema.go) describe them.
 type (
 	runPythonArgs struct {
-		Code        string                `json:"code"`
-		Stdin       *string               `json:"stdin,omitempty"`
-		Environment string                `json:"environment,omitempty"`
-		Env         map[string]string     `json:"env,omitempty"`
-		Limits      *daemon.RequestLimits `json:"limits,omitempty"`
-		Files       []daemon.RequestFile  `json:"files,omitempty"`
-		Collect     []string              `json:"collect,omitempty"`
-		Tests       json.RawMessage       `json:"tests,omitempty"`
+		Code        string                 `json:"code"`
+		Stdin       *string                `json:"stdin,omitempty"`
+		Environment string                 `json:"environment,omitempty"`
+		Env         map[string]string      `json:"env,omitempty"`
+		Limits      *daemon.RequestLimits  `json:"limits,omitempty"`
+		Files       []daemon.RequestFile   `json:"files,omitempty"`
+		Collect     []string               `json:"collect,omitempty"`
+		Tests       json.RawMessage        `json:"tests,omitempty"`
+		Network     *daemon.RequestNetwork `json:"network,omitempty"` // mcp_network.go
 	}
 	sessionStartArgs struct {
-		Environment   string                `json:"environment,omitempty"`
-		Env           map[string]string     `json:"env,omitempty"`
-		Limits        *daemon.RequestLimits `json:"limits,omitempty"`
-		Files         []daemon.RequestFile  `json:"files,omitempty"`
-		IdleTimeoutMs *int64                `json:"idle_timeout_ms,omitempty"`
+		Environment   string                 `json:"environment,omitempty"`
+		Env           map[string]string      `json:"env,omitempty"`
+		Limits        *daemon.RequestLimits  `json:"limits,omitempty"`
+		Files         []daemon.RequestFile   `json:"files,omitempty"`
+		IdleTimeoutMs *int64                 `json:"idle_timeout_ms,omitempty"`
+		Network       *daemon.RequestNetwork `json:"network,omitempty"`
 	}
 	sessionRunArgs struct {
 		SessionID string                `json:"session_id"`
@@ -181,7 +183,7 @@ func refusal(b jailBackend, what string, status int, body []byte) string {
 }
 
 func (t *mcpTools) runPython(ctx context.Context, call *mcp.CallToolRequest, in runPythonArgs) (*mcp.CallToolResult, any, error) {
-	req := &daemon.Request{Code: &in.Code, Stdin: in.Stdin, Environment: in.Environment, Env: in.Env, Limits: in.Limits, Files: in.Files, Collect: in.Collect}
+	req := &daemon.Request{Code: &in.Code, Stdin: in.Stdin, Environment: in.Environment, Env: in.Env, Limits: in.Limits, Files: in.Files, Collect: in.Collect, Network: in.Network}
 	if len(in.Tests) > 0 && string(in.Tests) != "null" {
 		tests, err := daemon.DecodeTests(in.Tests)
 		if err != nil {
@@ -211,7 +213,7 @@ func (t *mcpTools) run(ctx context.Context, call *mcp.CallToolRequest, what stri
 }
 
 func (t *mcpTools) sessionStart(ctx context.Context, _ *mcp.CallToolRequest, in sessionStartArgs) (*mcp.CallToolResult, any, error) {
-	req := &daemon.SessionRequest{Environment: in.Environment, Env: in.Env, Limits: in.Limits, Files: in.Files, IdleTimeoutMs: in.IdleTimeoutMs}
+	req := &daemon.SessionRequest{Environment: in.Environment, Env: in.Env, Limits: in.Limits, Files: in.Files, IdleTimeoutMs: in.IdleTimeoutMs, Network: in.Network}
 	_, b, fail := t.call(ctx, "start a session", http.MethodPost, "/v1/sessions", req, http.StatusCreated)
 	if fail != nil {
 		return fail, nil, nil
@@ -223,7 +225,7 @@ func (t *mcpTools) sessionStart(ctx context.Context, _ *mcp.CallToolRequest, in 
 	t.mu.Lock()
 	t.sessions[c.ID] = true
 	t.mu.Unlock()
-	return textResult(sessionStartedText(&c)), json.RawMessage(b), nil
+	return textResult(sessionStartedText(&c) + networkAsked(in.Network)), json.RawMessage(b), nil
 }
 
 // mine checks that session id was started through this server: a model
@@ -312,11 +314,16 @@ func (t *mcpTools) listEnvironments(ctx context.Context, _ *mcp.CallToolRequest,
 	}
 	var list struct {
 		Environments []daemon.EnvironmentInfo `json:"environments"`
+		Policies     map[string][]string      `json:"network_policies"` // nil from a daemon that does not say
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
 		return toolError("%s answered with environments this build cannot read: %v", t.b.where(), err), nil, nil
 	}
-	return textResult(environmentsText(list.Environments)), json.RawMessage(b), nil
+	text := environmentsText(list.Environments)
+	if p := policiesText(list.Policies); p != "" {
+		text += "\n" + p
+	}
+	return textResult(text), json.RawMessage(b), nil
 }
 
 // endSessions ends the sessions started here (the client went away).

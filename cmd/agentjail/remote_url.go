@@ -145,5 +145,27 @@ func (r *remoteURL) run(ctx context.Context, req *daemon.Request) (*daemon.Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon at %s: bad result: %w", r.url, err)
 	}
-	return res, b, nil
+	return res, withNode(b, resp.Header.Get("Agentjail-Node")), nil
+}
+
+// withNode is the result object b with "node": the node that ran it, as
+// its Agentjail-Node header names it (docs/contract.md §7; the Python
+// client's Result.node). b is unchanged when the header is missing, or b
+// has a "node" of its own.
+func withNode(b []byte, node string) []byte {
+	var obj map[string]json.RawMessage
+	if node == "" || json.Unmarshal(b, &obj) != nil || obj == nil {
+		return b
+	}
+	if _, ok := obj["node"]; ok {
+		return b
+	}
+	name, _ := json.Marshal(node)
+	trimmed := bytes.TrimRight(b, " \t\r\n")
+	out := append([]byte(nil), trimmed[:len(trimmed)-1]...) // without its closing }
+	if len(obj) > 0 {
+		out = append(out, ',')
+	}
+	out = append(append(append(out, `"node":`...), name...), '}')
+	return out
 }

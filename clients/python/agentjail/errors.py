@@ -167,9 +167,11 @@ class Unauthorized(Forbidden):
 
 class SessionLost(AgentjailError):
     """The node that holds a session cannot be reached (it stopped, died
-    or left the list of nodes), or the session is not where the client
-    looked (421 session_elsewhere). Sessions never move: its variables and
-    files are gone with the node; start a new session."""
+    or left the list of nodes), the session is not where the client
+    looked (421 session_elsewhere), or the daemon that started it has
+    stopped and another runs in its place (410 session_lost: it was killed
+    or restarted). Sessions never move and do not outlive their daemon:
+    its variables and files are gone; start a new session."""
 
     default_code = "session_lost"
 
@@ -190,7 +192,7 @@ class Timeout(AgentjailError, TimeoutError):
 
 _BY_CODE_CLASSES: Tuple[Type[AgentjailError], ...] = (
     InvalidRequest, Forbidden, TooLarge, QueueFull, ShuttingDown, SetupFailed, NotFound, SessionBusy, SessionEnded,
-    TooManySessions)
+    TooManySessions, SessionLost)
 _BY_CODE = {cls.default_code: cls for cls in _BY_CODE_CLASSES}
 _BY_CODE["draining"] = ShuttingDown
 _BY_CODE["unauthorized"] = Unauthorized

@@ -64,6 +64,10 @@ class ArgumentsTest(unittest.TestCase):
 
     def test_error_codes(self):
         self.assertIsInstance(from_response(421, "session_elsewhere", "on node-2", None), agentjail.SessionLost)
+        lost = from_response(410, "session_lost", "an earlier run of the daemon", None)
+        self.assertIsInstance(lost, agentjail.SessionLost, "a 410 of a daemon restarted: not SessionEnded")
+        self.assertNotIsInstance(lost, agentjail.SessionEnded)
+        self.assertEqual((lost.status, lost.code), (410, "session_lost"))
         self.assertIsInstance(from_response(401, "unauthorized", "no", None), agentjail.Unauthorized)
         self.assertIsInstance(from_response(503, "draining", "away", None), agentjail.ShuttingDown)
 

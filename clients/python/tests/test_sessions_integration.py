@@ -56,6 +56,9 @@ OTHER_CLIENT = textwrap.dedent("""
     mode, sid = sys.argv[3], sys.argv[4]
     out = {}
 
+    def same_time(sid):  # an id made at the same millisecond as sid, never made
+        return sid[:12] + "Z" * 16 + sid[28:]
+
     def outcome(name, fn):
         try:
             fn()
@@ -71,7 +74,8 @@ OTHER_CLIENT = textwrap.dedent("""
         outcome("info", theirs.info)
         outcome("run", lambda: theirs.run("secret"))
         outcome("delete", delete)
-        outcome("unknown", c.attach_session("s-01ARZ3NDEKTSV4RRFFQ69G5FAV").info)
+        outcome("unknown", c.attach_session(same_time(sid)).info)
+        outcome("lost", c.attach_session("s-01ARZ3NDEKTSV4RRFFQ69G5FAV").info)
         mine = c.session()
         out["mine"] = mine.id
         out["mine_value"] = mine.run("6 * 7").value
@@ -260,10 +264,21 @@ class SessionLifecycleTest(Base):
         gone(self, again.info, "deleted")
         again.close()  # a 404 or 410 is not an error
         self.assertNotIn(s.id, [i.id for i in self.client.sessions() if i.alive])
-        unknown = self.client.attach_session("s-01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        unknown = self.client.attach_session(s.id[:12] + "Z" * 16 + s.id[28:])  # made at the same millisecond
         with self.assertRaises(agentjail.NotFound):
             unknown.run("1")
         self.wait_idle()
+
+    def test_a_session_of_an_earlier_daemon_is_lost(self):
+        # An id made before this daemon started (a daemon killed with -9
+        # and started again made it): SessionLost, which says to start a
+        # new session; closing it is not an error.
+        old = self.client.attach_session("s-01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        for call in (lambda: old.run("1"), old.info):
+            with self.assertRaisesRegex(agentjail.SessionLost, "earlier run of the agentjail daemon.*start a new session") as cm:
+                call()
+            self.assertEqual((cm.exception.status, cm.exception.code), (410, "session_lost"))
+        old.close()
 
     def test_the_with_block_deletes_it_when_it_raises(self):
         with self.assertRaisesRegex(ValueError, "the agent gave up"):
@@ -390,6 +405,7 @@ class SessionLifecycleTest(Base):
             for name in ("info", "run", "delete"):
                 self.assertEqual(out[name], [404, "not_found"], f"{name} of root's session as uid {OTHER_UID}")
             self.assertEqual(out["unknown"], [404, "not_found"])  # the same answer as for an id that never existed
+            self.assertEqual(out["lost"], [410, "session_lost"])  # an earlier daemon's: the same for anyone
             self.assertEqual(out["mine_value"], "42")
             self.assertEqual(out["listed"], [theirs], f"uid {OTHER_UID} lists only its own sessions")
             # and the other way round

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,30 +20,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentjail/internal/systest"
+	"agentjail/internal/testtls"
 )
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
-// into dir; it returns their paths and a pool that trusts it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+// testCert writes a CA (ca.crt) and a server certificate of it for l
+// (tls.crt, tls.key) into dir; it returns their paths and a pool that
+// trusts the CA.
+func testCert(t *testing.T, dir string, l testtls.Leaf) (testtls.Files, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testtls.NewCA("agentjail test CA")
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	c, err := ca.Issue(l)
 	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
+	f, err := ca.WriteFiles(dir, c)
 	require.NoError(t, err)
-	kb, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+	return f, ca.Pool
+}
+
+// localCert is testCert for 127.0.0.1.
+func localCert(t *testing.T, dir string) (testtls.Files, *x509.CertPool) {
+	return testCert(t, dir, testtls.Leaf{Serial: 2, Name: "127.0.0.1", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 }
 
 func freePort(t *testing.T) string {
@@ -65,13 +55,13 @@ func freePort(t *testing.T) string {
 func TestServeRemote(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	certFile, keyFile, pool := selfSigned(t, dir)
+	files, pool := localCert(t, dir)
 	tokens := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
 	addr := freePort(t)
 	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\nnode = \"node-t\"\n",
-		addr, certFile, keyFile, tokens))
-	r := &remoteServe{t: t, addr: addr, ca: certFile,
+		addr, files.Cert, files.Key, tokens))
+	r := &remoteServe{t: t, addr: addr, ca: files.CA,
 		c: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 30 * time.Second}}
 	r.answersByToken()
 
@@ -212,11 +202,11 @@ func TestServeRemoteRefusesWithoutTLS(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
-	certFile, keyFile, _ := selfSigned(t, dir)
+	files, _ := localCert(t, dir)
 	addr := freePort(t)
 	for config, want := range map[string][]string{
-		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\n", addr, empty):                                                 {"remote.tls_cert", "remote.tls_key", "insecure_plaintext"},
-		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\ntls_cert = %q\ntls_key = %q\n", addr, empty, certFile, keyFile): {"remote.tokens_file", "has no"},
+		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\n", addr, empty):                                                     {"remote.tls_cert", "remote.tls_key", "insecure_plaintext"},
+		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\ntls_cert = %q\ntls_key = %q\n", addr, empty, files.Cert, files.Key): {"remote.tokens_file", "has no"},
 	} {
 		cfg := filepath.Join(dir, "config.toml")
 		require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))

@@ -6,17 +6,22 @@ fails)."""
 import os
 import shutil
 import subprocess
+import tempfile
 import unittest
+from typing import Tuple
 
 
-def make_pki(d: str, name: str, alt_names: str) -> None:
-    """Writes into the directory d a CA (ca.crt, ca.key) and a server
-    certificate of it (tls.crt, tls.key) for the common name name and the
-    subjectAltName alt_names, in openssl's form ("DNS:x,IP:127.0.0.1")."""
+def make_pki(name: str, alt_names: str) -> Tuple[str, str]:
+    """Writes into a new temporary directory a CA (ca.crt, ca.key) and a
+    server certificate of it (tls.crt, tls.key) for the common name name
+    and the subjectAltName alt_names, in openssl's form
+    ("DNS:x,IP:127.0.0.1"). Returns the directory, which the caller
+    removes, and the path of ca.crt."""
     if shutil.which("openssl") is None:
         if os.environ.get("AGENTJAIL_REQUIRE_ALL") == "1":
             raise AssertionError("openssl is needed to make the test CA (AGENTJAIL_REQUIRE_ALL=1)")
         raise unittest.SkipTest("no openssl binary to make the test CA")
+    d = tempfile.mkdtemp(prefix="ajpki-")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
 
     def run(*args: str) -> None:
@@ -27,3 +32,4 @@ def make_pki(d: str, name: str, alt_names: str) -> None:
         f.write(f"subjectAltName={alt_names}\n")
     run("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
         "-out", "tls.crt", "-days", "2", "-extfile", "ext")
+    return d, os.path.join(d, "ca.crt")

@@ -13,7 +13,6 @@ import asyncio
 import os
 import shutil
 import socket
-import tempfile
 import textwrap
 import threading
 import time
@@ -29,11 +28,12 @@ TOKEN = "t-" + os.urandom(16).hex()
 SLEEP = "import time; time.sleep(0.3); print('done')"
 
 
-def make_pki(d):
-    """The test CA's certificate for localhost, 127.0.0.1 and ::1, and the
-    tokens file."""
-    certs.make_pki(d, "localhost", "DNS:localhost,IP:127.0.0.1,IP:::1")
+def make_pki():
+    """A new directory with the test CA's certificate for localhost,
+    127.0.0.1 and ::1, and the tokens file; and the path of ca.crt."""
+    d, ca = certs.make_pki("localhost", "DNS:localhost,IP:127.0.0.1,IP:::1")
     write_tokens(d)
+    return d, ca
 
 
 def write_tokens(d):
@@ -82,9 +82,7 @@ class RemoteTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require()
-        cls.pki = tempfile.mkdtemp(prefix="ajpki-")
-        make_pki(cls.pki)
-        cls.ca = os.path.join(cls.pki, "ca.crt")
+        cls.pki, cls.ca = make_pki()
         cls.a = remote_daemon(cls.pki, "alpha", 1)
         cls.b = remote_daemon(cls.pki, "beta", 2)
 

@@ -13,7 +13,6 @@ Same rules as test_integration.py (AGENTJAIL_BIN, root); without an
 import asyncio
 import os
 import shutil
-import tempfile
 import unittest
 from unittest import mock
 
@@ -26,20 +25,19 @@ from test_remote_integration import TOKEN, remote_daemon, write_tokens
 NAME = "agentjail.agentjail.svc"
 
 
-def make_service_pki(d):
-    """The test CA's certificate that names NAME alone (no IP), and the
-    tokens file."""
-    certs.make_pki(d, NAME, f"DNS:{NAME}")
+def make_service_pki():
+    """A new directory with the test CA's certificate that names NAME alone
+    (no IP), and the tokens file; and the path of ca.crt."""
+    d, ca = certs.make_pki(NAME, f"DNS:{NAME}")
     write_tokens(d)
+    return d, ca
 
 
 class TLSServerNameTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require()
-        cls.pki = tempfile.mkdtemp(prefix="ajpki-")
-        make_service_pki(cls.pki)
-        cls.ca = os.path.join(cls.pki, "ca.crt")
+        cls.pki, cls.ca = make_service_pki()
         cls.d = remote_daemon(cls.pki, "pod-a", 7)
 
     @classmethod

@@ -234,57 +234,11 @@ func openV2(mnt mount, ownPath, subtree string, requireMemory bool) (*Manager, e
 	m := &Manager{version: V2, subtree: subtree, pageSize: int64(os.Getpagesize()),
 		mount: mnt.Point, favor: mnt.FavorDynmods, v2own: own, v2base: filepath.Join(own, subtree)}
 
-	ctrlData, err := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
-	if err != nil {
-		return nil, fmt.Errorf("opening cgroup v2: reading controllers of %s: %w", own, err)
+	if m.v2ctrls, err = v2ControllersOf(own, ownPath, requireMemory); err != nil {
+		return nil, err
 	}
-	avail := strings.Fields(string(ctrlData))
-	for _, c := range v2Controllers {
-		if slices.Contains(avail, c) {
-			m.v2ctrls = append(m.v2ctrls, c)
-		}
-	}
-	if requireMemory && !slices.Contains(m.v2ctrls, "memory") {
-		return nil, fmt.Errorf("opening cgroup v2: the memory controller is not available in %s (cgroup.controllers: %q); "+
-			"run agentjail in a cgroup delegated to it, e.g. `systemd-run --scope -p Delegate=yes agentjail ...` or the systemd service (Delegate=yes): %w",
-			ownPath, strings.TrimSpace(string(ctrlData)), ErrNoController)
-	}
-
-	// The no-internal-processes rule: /X may only enable controllers for
-	// its children once no process lives in /X itself. Move ourselves to
-	// the leaf /X/supervisor; refuse if anyone else lives in /X.
-	procsData, err := os.ReadFile(filepath.Join(own, "cgroup.procs"))
-	if err != nil {
-		return nil, fmt.Errorf("opening cgroup v2: reading processes of %s: %w", own, err)
-	}
-	procs, err := parsePids(procsData)
-	if err != nil {
-		return nil, fmt.Errorf("opening cgroup v2: reading processes of %s: %w", own, err)
-	}
-	self := os.Getpid()
-	var others []string
-	inOwn := false
-	for _, p := range procs {
-		if p == self {
-			inOwn = true
-		} else {
-			others = append(others, fmt.Sprint(p))
-		}
-	}
-	if len(others) > 0 {
-		return nil, fmt.Errorf("opening cgroup v2: our cgroup %s also holds processes %s, so no group can be created below it "+
-			"(cgroup v2 allows no processes in a group whose children have controllers); run agentjail in a cgroup of its own, "+
-			"e.g. `systemd-run --scope -p Delegate=yes agentjail ...` or the systemd service (Delegate=yes): %w",
-			ownPath, strings.Join(others, " "), ErrOwnCgroupBusy)
-	}
-	if inOwn {
-		sup := filepath.Join(own, supervisorName)
-		if err := mkdirSubtree(sup); err != nil {
-			return nil, fmt.Errorf("opening cgroup v2: %w", err)
-		}
-		if err := writeProcs(filepath.Join(sup, "cgroup.procs"), self); err != nil {
-			return nil, fmt.Errorf("opening cgroup v2: moving this process to %s: %w", sup, notWritable(err))
-		}
+	if err := leaveOwnCgroup(own, ownPath); err != nil {
+		return nil, err
 	}
 	enable := []byte("+" + strings.Join(m.v2ctrls, " +"))
 	if len(m.v2ctrls) > 0 {
@@ -300,8 +254,77 @@ func openV2(mnt mount, ownPath, subtree string, requireMemory bool) (*Manager, e
 			return nil, fmt.Errorf("opening cgroup v2: %w", err)
 		}
 	}
-	// Probe, in the subtree (a non-root group with the same controllers as
-	// the jails), which interface files this kernel has.
+	m.probeV2()
+	return m, nil
+}
+
+// v2ControllersOf is the controllers of v2Controllers that own (ownPath in
+// the hierarchy) has; without memory it fails when requireMemory.
+func v2ControllersOf(own, ownPath string, requireMemory bool) ([]string, error) {
+	ctrlData, err := os.ReadFile(filepath.Join(own, "cgroup.controllers"))
+	if err != nil {
+		return nil, fmt.Errorf("opening cgroup v2: reading controllers of %s: %w", own, err)
+	}
+	avail := strings.Fields(string(ctrlData))
+	var ctrls []string
+	for _, c := range v2Controllers {
+		if slices.Contains(avail, c) {
+			ctrls = append(ctrls, c)
+		}
+	}
+	if requireMemory && !slices.Contains(ctrls, "memory") {
+		return nil, fmt.Errorf("opening cgroup v2: the memory controller is not available in %s (cgroup.controllers: %q); "+
+			"run agentjail in a cgroup delegated to it, e.g. `systemd-run --scope -p Delegate=yes agentjail ...` or the systemd service (Delegate=yes): %w",
+			ownPath, strings.TrimSpace(string(ctrlData)), ErrNoController)
+	}
+	return ctrls, nil
+}
+
+// leaveOwnCgroup keeps the no-internal-processes rule: /X (own, ownPath
+// in the hierarchy) may only enable controllers for its children once no
+// process lives in /X itself. It moves this process to the leaf
+// /X/supervisor and refuses if anyone else lives in /X.
+func leaveOwnCgroup(own, ownPath string) error {
+	procsData, err := os.ReadFile(filepath.Join(own, "cgroup.procs"))
+	if err != nil {
+		return fmt.Errorf("opening cgroup v2: reading processes of %s: %w", own, err)
+	}
+	procs, err := parsePids(procsData)
+	if err != nil {
+		return fmt.Errorf("opening cgroup v2: reading processes of %s: %w", own, err)
+	}
+	self := os.Getpid()
+	var others []string
+	inOwn := false
+	for _, p := range procs {
+		if p == self {
+			inOwn = true
+		} else {
+			others = append(others, fmt.Sprint(p))
+		}
+	}
+	if len(others) > 0 {
+		return fmt.Errorf("opening cgroup v2: our cgroup %s also holds processes %s, so no group can be created below it "+
+			"(cgroup v2 allows no processes in a group whose children have controllers); run agentjail in a cgroup of its own, "+
+			"e.g. `systemd-run --scope -p Delegate=yes agentjail ...` or the systemd service (Delegate=yes): %w",
+			ownPath, strings.Join(others, " "), ErrOwnCgroupBusy)
+	}
+	if inOwn {
+		sup := filepath.Join(own, supervisorName)
+		if err := mkdirSubtree(sup); err != nil {
+			return fmt.Errorf("opening cgroup v2: %w", err)
+		}
+		if err := writeProcs(filepath.Join(sup, "cgroup.procs"), self); err != nil {
+			return fmt.Errorf("opening cgroup v2: moving this process to %s: %w", sup, notWritable(err))
+		}
+	}
+	return nil
+}
+
+// probeV2 sets m.feat: its controllers, and, probed in the subtree (a
+// non-root group with the same controllers as the jails), which
+// interface files this kernel has.
+func (m *Manager) probeV2() {
 	for _, c := range m.v2ctrls {
 		switch c {
 		case "memory":
@@ -320,7 +343,6 @@ func openV2(mnt mount, ownPath, subtree string, requireMemory bool) (*Manager, e
 	m.feat.peakReset = m.feat.peak && writable(filepath.Join(b, "memory.peak"))
 	m.feat.pidsPeak = exists(filepath.Join(b, "pids.peak"))
 	m.feat.kill = exists(filepath.Join(b, "cgroup.kill"))
-	return m, nil
 }
 
 func writeSubtreeControl(dir string, enable []byte) error {

@@ -28,18 +28,28 @@ import (
 // controllers there) and is moved back to where it was afterwards.
 func TestSystemV2MechanicsOnHybridUnified(t *testing.T) {
 	requireSystem(t, needHybridUnified)
+	mnt, origDir, x := hybridDelegated(t)
+	refusesV2Busy(t, mnt, origDir, x)
+	m := opensV2AsSupervisor(t, mnt, x)
+	v2GroupLife(t, m)
+	v2StaleRemove(t, m)
+}
+
+// hybridDelegated makes X, which plays the part of the delegated cgroup
+// agentjail is started in, below our own unified cgroup (origDir); its
+// clean-up moves us back home first.
+func hybridDelegated(t *testing.T) (mnt mount, origDir, x string) {
 	const root = "/sys/fs/cgroup/unified"
 	pcData, err := os.ReadFile("/proc/self/cgroup")
 	require.NoError(t, err)
 	pc, err := parseProcCgroup(pcData)
 	require.NoError(t, err)
 	require.True(t, pc.HasUnified)
-	mnt := mount{Point: root, Root: "/", Type: "cgroup2"}
-	origDir, err := cgroupDir(mnt, pc.Unified)
+	mnt = mount{Point: root, Root: "/", Type: "cgroup2"}
+	origDir, err = cgroupDir(mnt, pc.Unified)
 	require.NoError(t, err)
 
-	// X plays the part of the delegated cgroup agentjail is started in.
-	x := filepath.Join(pc.Unified, fmt.Sprintf("agentjail-v2test-%d", os.Getpid()))
+	x = filepath.Join(pc.Unified, fmt.Sprintf("agentjail-v2test-%d", os.Getpid()))
 	xDir := filepath.Join(root, x)
 	require.NoError(t, os.Mkdir(xDir, 0o755))
 	t.Cleanup(func() {
@@ -57,12 +67,17 @@ func TestSystemV2MechanicsOnHybridUnified(t *testing.T) {
 			assert.NoError(t, unix.Rmdir(d), d)
 		}
 	})
+	return mnt, origDir, x
+}
 
-	// Someone else in X: refused, with the fix in the message.
+// refusesV2Busy: someone else in X is refused, with the fix in the
+// message; so is a unified hierarchy without memory when it is required.
+func refusesV2Busy(t *testing.T, mnt mount, origDir, x string) {
+	xDir := filepath.Join(mnt.Point, x)
 	other := shChild(t, "exec sleep 1000")
 	require.NoError(t, writeProcs(filepath.Join(xDir, "cgroup.procs"), other.pid()))
 	require.NoError(t, writeProcs(filepath.Join(xDir, "cgroup.procs"), os.Getpid()))
-	_, err = openV2(mnt, x, "agentjail-test", false)
+	_, err := openV2(mnt, x, "agentjail-test", false)
 	require.ErrorIs(t, err, ErrOwnCgroupBusy)
 	assert.Contains(t, err.Error(), "Delegate=yes")
 	t.Logf("expected error: %v", err)
@@ -72,8 +87,11 @@ func TestSystemV2MechanicsOnHybridUnified(t *testing.T) {
 
 	_, err = openV2(mnt, x, "agentjail-test", true)
 	assert.ErrorIs(t, err, ErrNoController, "memory is required for real")
+}
 
-	// Only us in X: we move to X/supervisor.
+// opensV2AsSupervisor: with only us in X, we move to X/supervisor.
+func opensV2AsSupervisor(t *testing.T, mnt mount, x string) *Manager {
+	xDir := filepath.Join(mnt.Point, x)
 	m, err := openV2(mnt, x, "agentjail-test", false)
 	require.NoError(t, err)
 	assert.Equal(t, []int{os.Getpid()}, procsOf(t, filepath.Join(xDir, supervisorName)))
@@ -95,8 +113,13 @@ func TestSystemV2MechanicsOnHybridUnified(t *testing.T) {
 	assert.False(t, m3.AttachWaits(), "a favordynmods mount does not wait")
 	assert.Empty(t, m.Controllers())
 	assert.True(t, m.feat.kill, "cgroup.kill (5.14+)")
+	return m
+}
 
-	_, err = m.Create("j", Resources{MemoryBytes: 1 << 20})
+// v2GroupLife: a group's creation (none with limits), attach, cpu.stat,
+// stats, cgroup.kill and Delete.
+func v2GroupLife(t *testing.T, m *Manager) {
+	_, err := m.Create("j", Resources{MemoryBytes: 1 << 20})
 	assert.ErrorIs(t, err, ErrNoController)
 	assertGone(t, m.groupDirs("j"))
 
@@ -126,8 +149,11 @@ func TestSystemV2MechanicsOnHybridUnified(t *testing.T) {
 	assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "%v", ws)
 	require.NoError(t, g.Delete())
 	assertGone(t, g.dirs)
+}
 
-	// Stale + Remove (containerd's cgroup2 delete) of a crashed group.
+// v2StaleRemove: Stale + Remove (containerd's cgroup2 delete) of a
+// crashed group.
+func v2StaleRemove(t *testing.T, m *Manager) {
 	g2, err := m.Create("crashed", Resources{})
 	require.NoError(t, err)
 	c2 := shChild(t, "exec sleep 1000")

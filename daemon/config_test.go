@@ -93,8 +93,8 @@ func TestParseEmptyIsDefault(t *testing.T) {
 	}
 }
 
-func TestParseFullFile(t *testing.T) {
-	doc := `
+// fullConfigFile gives every key of Config (TestParseFullFile).
+const fullConfigFile = `
 [socket]
 path = "/run/aj/s.sock"
 group = "daemon"
@@ -181,9 +181,10 @@ idle_timeout_ms = 3000
 [network.policies.pypi]
 allow = ["pypi.org:443", "*.pythonhosted.org:443"]
 `
-	c, err := parseConfig([]byte(doc))
-	require.NoError(t, err)
-	assert.Equal(t, &Config{
+
+// fullConfig is what fullConfigFile says.
+func fullConfig() *Config {
+	return &Config{
 		Socket:    SocketConfig{Path: "/run/aj/s.sock", Group: "daemon", Mode: "0640"},
 		Peers:     PeersConfig{UIDs: []uint32{0, 1000}, GIDs: []uint32{1001}},
 		Admission: AdmissionConfig{MaxConcurrent: 3, QueueLength: 0, MaxRequestBytes: 2 << 20, MaxQueuedBytes: 4 << 20, ShutdownGrace: ConfigDuration(90 * time.Second), MaxSessions: 5},
@@ -208,7 +209,14 @@ allow = ["pypi.org:443", "*.pythonhosted.org:443"]
 			MaxBytes: 1 << 20, ConnectTimeoutMs: 2000, IdleTimeoutMs: 3000,
 			Policies: map[string]NetworkPolicyConfig{"pypi": {Allow: []string{"pypi.org:443", "*.pythonhosted.org:443"}}}},
 		oldSpelling: true,
-	}, c)
+	}
+}
+
+func TestParseFullFile(t *testing.T) {
+	doc := fullConfigFile
+	c, err := parseConfig([]byte(doc))
+	require.NoError(t, err)
+	assert.Equal(t, fullConfig(), c)
 	assert.Equal(t, []string{"default", "sci"}, c.EnvironmentNames())
 	assert.Equal(t, 3, c.WarmAhead())
 	assert.Equal(t, os.FileMode(0o640), c.SocketMode())
@@ -221,7 +229,7 @@ allow = ["pypi.org:443", "*.pythonhosted.org:443"]
 	assert.Equal(t, uint32(100000), c.UIDRange().Base)
 	assert.Equal(t, uint32(1000), c.UIDRange().Size)
 	// Every key of Config is in the document: a new field must come with a
-	// line above (and in scripts/config.toml and the README).
+	// line in fullConfigFile (and in scripts/config.toml and the README).
 	for _, k := range configKeys(reflect.TypeFor[Config](), "") {
 		_, name, _ := strings.Cut(k, ".")
 		if strings.HasPrefix(k, "limits.") || strings.HasPrefix(k, "environments.") || strings.HasPrefix(k, "network.policies.") {

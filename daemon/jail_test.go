@@ -290,67 +290,9 @@ func TestLoad(t *testing.T) {
 	debug.FreeOSMemory()
 	fds0, gor0, rss0 := systest.FdCount(), runtime.NumGoroutine(), systest.SelfRSS()
 
-	type kind struct {
-		req        map[string]any
-		status     string
-		killReason string
-		check      func(*Result) string
-	}
-	kinds := []kind{
-		{map[string]any{"code": "print('ok')"}, "ok", "", func(r *Result) string { return eq(r.Stdout, "ok\n") }},
-		{map[string]any{"code": "raise ValueError('boom')"}, "error", "", func(r *Result) string { return contains(r.Stderr, "ValueError: boom") }},
-		{map[string]any{"code": "x = bytearray(100 << 20)", "limits": map[string]any{"memory_bytes": 32 << 20}}, "killed", "memory_limit", nil},
-		{map[string]any{"code": "while True: pass", "limits": map[string]any{"wall_time_ms": 150}}, "killed", "wall_timeout", nil},
-		{map[string]any{"code": "import sys\nwhile True: sys.stdout.write('x' * 65536)", "limits": map[string]any{"output_bytes": 100000}}, "killed", "output_limit",
-			func(r *Result) string { return eq(strconv.Itoa(len(r.Stdout)), "100000") }},
-	}
 	const total, clients = 1000, 16
-	var mu sync.Mutex
-	var failures []string
-	work := make(chan int, total)
-	for i := range total {
-		work <- i
-	}
-	close(work)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				k := kinds[i%len(kinds)]
-				b, _ := json.Marshal(k.req)
-				resp, err := c.Post("http://agentjail/v1/run", "application/json", strings.NewReader(string(b)))
-				if err != nil {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("run %d: %v", i, err))
-					mu.Unlock()
-					continue
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				var res Result
-				msg := ""
-				switch {
-				case resp.StatusCode != 200:
-					msg = fmt.Sprintf("HTTP %d %s", resp.StatusCode, body)
-				case json.Unmarshal(body, &res) != nil:
-					msg = "bad JSON " + string(body)
-				case res.Status != k.status || res.KillReason != k.killReason:
-					msg = fmt.Sprintf("got %s/%s, want %s/%s (stderr %.200s)", res.Status, res.KillReason, k.status, k.killReason, res.Stderr)
-				case k.check != nil:
-					msg = k.check(&res)
-				}
-				if msg != "" {
-					mu.Lock()
-					failures = append(failures, fmt.Sprintf("run %d (kind %d): %s", i, i%len(kinds), msg))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	failures := sendLoad(c, total, clients)
 	took := time.Since(start)
 	t.Logf("%d runs from %d clients with 2 slots in %v (%.1f runs/s), %d in prepared jails", total, clients, took, total/took.Seconds(), j.prepared())
 	// The daemon's jails come prepared, with the harness in place, unless
@@ -373,6 +315,81 @@ func TestLoad(t *testing.T) {
 		fds0, gor0, float64(rss0)/(1<<20), systest.FdCount(), runtime.NumGoroutine(), float64(rss1)/(1<<20))
 	assert.Less(t, rss1, rss0+16<<20, "RSS grew by %d MiB", (rss1-rss0)>>20)
 	j.noLeftovers(t, mounts)
+}
+
+// loadKind is one kind of run TestLoad sends, and its right answer.
+type loadKind struct {
+	req        map[string]any
+	status     string
+	killReason string
+	check      func(*Result) string
+}
+
+// loadKinds are the kinds of runs TestLoad mixes.
+var loadKinds = []loadKind{
+	{map[string]any{"code": "print('ok')"}, "ok", "", func(r *Result) string { return eq(r.Stdout, "ok\n") }},
+	{map[string]any{"code": "raise ValueError('boom')"}, "error", "", func(r *Result) string { return contains(r.Stderr, "ValueError: boom") }},
+	{map[string]any{"code": "x = bytearray(100 << 20)", "limits": map[string]any{"memory_bytes": 32 << 20}}, "killed", "memory_limit", nil},
+	{map[string]any{"code": "while True: pass", "limits": map[string]any{"wall_time_ms": 150}}, "killed", "wall_timeout", nil},
+	{map[string]any{"code": "import sys\nwhile True: sys.stdout.write('x' * 65536)", "limits": map[string]any{"output_bytes": 100000}}, "killed", "output_limit",
+		func(r *Result) string { return eq(strconv.Itoa(len(r.Stdout)), "100000") }},
+}
+
+// sendLoad sends total runs of loadKinds, in turn, from clients
+// goroutines through c; it returns what went wrong.
+func sendLoad(c *http.Client, total, clients int) []string {
+	var mu sync.Mutex
+	var failures []string
+	work := make(chan int, total)
+	for i := range total {
+		work <- i
+	}
+	close(work)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if msg := sendLoadRun(c, i); msg != "" {
+					mu.Lock()
+					failures = append(failures, msg)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return failures
+}
+
+// sendLoadRun sends run i, of kind i%len(loadKinds), and says what is
+// wrong with its answer, if anything.
+func sendLoadRun(c *http.Client, i int) string {
+	k := loadKinds[i%len(loadKinds)]
+	b, _ := json.Marshal(k.req)
+	resp, err := c.Post("http://agentjail/v1/run", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		return fmt.Sprintf("run %d: %v", i, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var res Result
+	msg := ""
+	switch {
+	case resp.StatusCode != 200:
+		msg = fmt.Sprintf("HTTP %d %s", resp.StatusCode, body)
+	case json.Unmarshal(body, &res) != nil:
+		msg = "bad JSON " + string(body)
+	case res.Status != k.status || res.KillReason != k.killReason:
+		msg = fmt.Sprintf("got %s/%s, want %s/%s (stderr %.200s)", res.Status, res.KillReason, k.status, k.killReason, res.Stderr)
+	case k.check != nil:
+		msg = k.check(&res)
+	}
+	if msg != "" {
+		return fmt.Sprintf("run %d (kind %d): %s", i, i%len(loadKinds), msg)
+	}
+	return ""
 }
 
 func eq(got, want string) string {

@@ -186,7 +186,7 @@ func TestRemoteOversized(t *testing.T) {
 // meanwhile.
 func TestRemoteSlowloris(t *testing.T) {
 	e := startRemote(t, testOptions(), fakeOK(), func(s *Server, _ *RemoteOptions) { s.hs.ReadHeaderTimeout = 300 * time.Millisecond })
-	c, err := tls.Dial("tcp", e.addr, &tls.Config{RootCAs: e.pki.pool})
+	c, err := tls.Dial("tcp", e.addr, &tls.Config{RootCAs: e.pki.Pool})
 	require.NoError(t, err)
 	defer c.Close()
 	start := time.Now()
@@ -282,7 +282,7 @@ func TestLimitListener(t *testing.T) {
 func TestRemoteCertificateReload(t *testing.T) {
 	e := startRemote(t, testOptions(), fakeOK(), nil)
 	serial := func() int64 {
-		c, err := tls.Dial("tcp", e.addr, &tls.Config{RootCAs: e.pki.pool})
+		c, err := tls.Dial("tcp", e.addr, &tls.Config{RootCAs: e.pki.Pool})
 		require.NoError(t, err)
 		defer c.Close()
 		return c.ConnectionState().PeerCertificates[0].SerialNumber.Int64()

@@ -2,15 +2,8 @@ package daemon
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"agentjail/internal/testtls"
 	"agentjail/nsjail"
 )
 
@@ -33,27 +27,16 @@ const (
 // testPKI is a CA made in the test and a server certificate for
 // 127.0.0.1 it signed, written as PEM files.
 type testPKI struct {
-	pool              *x509.CertPool
-	certFile, keyFile string
-	caKey             *ecdsa.PrivateKey
-	caCert            *x509.Certificate
-	dir               string
+	*testtls.CA
+	files testtls.Files // ca.crt, tls.crt, tls.key in dir
+	dir   string
 }
 
 func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testtls.NewCA("agentjail test CA")
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agentjail test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	p := &testPKI{pool: x509.NewCertPool(), caKey: caKey, caCert: ca, dir: t.TempDir()}
-	p.pool.AddCert(ca)
-	p.certFile, p.keyFile = filepath.Join(p.dir, "tls.crt"), filepath.Join(p.dir, "tls.key")
+	p := &testPKI{CA: ca, dir: t.TempDir()}
 	p.issue(t, 2)
 	return p
 }
@@ -61,21 +44,10 @@ func newTestPKI(t testing.TB) *testPKI {
 // issue writes a new server certificate with the serial number serial.
 func (p *testPKI) issue(t testing.TB, serial int64) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c, err := p.Issue(testtls.Leaf{Serial: serial, Name: "node", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "node"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	p.files, err = p.WriteFiles(p.dir, c)
 	require.NoError(t, err)
-	kb, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	// Written under other names and renamed: a reader sees whole files.
-	require.NoError(t, os.WriteFile(p.keyFile+".new", pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
-	require.NoError(t, os.WriteFile(p.certFile+".new", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	require.NoError(t, os.Rename(p.keyFile+".new", p.keyFile))
-	require.NoError(t, os.Rename(p.certFile+".new", p.certFile))
 }
 
 // kubeSecret writes files the way the kubelet does for a Secret volume:
@@ -116,7 +88,7 @@ func startRemote(t testing.TB, o Options, j Jailer, mod func(*Server, *RemoteOpt
 	tokens, err := OpenTokens(filepath.Join(tdir, "tokens"), o.Logger)
 	require.NoError(t, err)
 	tokens.every = 0
-	tc, err := remoteTLS(RemoteConfig{TLSCert: pki.certFile, TLSKey: pki.keyFile}, func(error) {})
+	tc, err := remoteTLS(RemoteConfig{TLSCert: pki.files.Cert, TLSKey: pki.files.Key}, func(error) {})
 	require.NoError(t, err)
 	ro := RemoteOptions{TLS: tc, Tokens: tokens}
 	if mod != nil {
@@ -125,7 +97,7 @@ func startRemote(t testing.TB, o Options, j Jailer, mod func(*Server, *RemoteOpt
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = s.ServeRemote(l, ro) }()
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool}}, Timeout: 30 * time.Second}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.Pool}}, Timeout: 30 * time.Second}
 	t.Cleanup(c.CloseIdleConnections)
 	return &remoteEnv{s: s, base: "https://" + l.Addr().String(), client: c, tokens: tokens, pki: pki, addr: l.Addr().String(), sock: sock}
 }

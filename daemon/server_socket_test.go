@@ -25,6 +25,34 @@ import (
 func TestSocketSafety(t *testing.T) {
 	systest.Require(t, systest.Root) // chown to another user
 	dir := t.TempDir()
+	socketNeverStolen(t, dir)
+	socketDirsChecked(t, dir)
+	socketLinksOfOthers(t, dir)
+	socketDirsMade(t, dir)
+	socketLinksFollowed(t, dir)
+
+	// The longest path the config takes binds, its temporary name too.
+	long := filepath.Join(dir, "l")
+	long += strings.Repeat("x", maxSocketPath-len(long))
+	require.Len(t, long, maxSocketPath)
+	l6, err := Listen(long, 0o600, -1)
+	require.NoError(t, err, "a socket path of maxSocketPath bytes")
+	require.NoError(t, RemoveSocket(l6))
+	_, err = Listen(long+"x", 0o600, -1)
+	require.ErrorContains(t, err, "at most 95")
+
+	plain := filepath.Join(dir, "plain")
+	require.NoError(t, os.WriteFile(plain, []byte("keep"), 0o644))
+	_, err = Listen(plain, 0o660, -1)
+	require.ErrorContains(t, err, "is not a socket")
+	b, _ := os.ReadFile(plain)
+	assert.Equal(t, "keep", string(b))
+}
+
+// socketNeverStolen: a live daemon's socket is never stolen, a stale one
+// is replaced with the mode asked for, and a stopping daemon removes its
+// own socket only.
+func socketNeverStolen(t *testing.T, dir string) {
 	sock := filepath.Join(dir, "a.sock")
 	l1, err := Listen(sock, 0o600, -1)
 	require.NoError(t, err)
@@ -57,13 +85,16 @@ func TestSocketSafety(t *testing.T) {
 	require.NoError(t, RemoveSocket(l2))
 	_, err = os.Lstat(sock)
 	assert.ErrorIs(t, err, os.ErrNotExist, "a stopping daemon removes its own socket")
+}
 
-	// A directory others may write is refused, also above the socket's
-	// (unless sticky: /tmp, where t.TempDir lives, is).
+// socketDirsChecked: a directory others may write is refused, also above
+// the socket's (unless sticky: /tmp, where t.TempDir lives, is); so is
+// one another user owns. It leaves dir/open sticky, mode 1777.
+func socketDirsChecked(t *testing.T, dir string) {
 	open := filepath.Join(dir, "open")
 	require.NoError(t, os.Mkdir(open, 0o755))
 	require.NoError(t, os.Chmod(open, 0o777))
-	_, err = Listen(filepath.Join(open, "s.sock"), 0o600, -1)
+	_, err := Listen(filepath.Join(open, "s.sock"), 0o600, -1)
 	require.ErrorContains(t, err, "may be written by its group or others (mode 0777)")
 	require.NoError(t, os.Mkdir(filepath.Join(open, "sub"), 0o700))
 	_, err = Listen(filepath.Join(open, "sub", "s.sock"), 0o600, -1)
@@ -77,9 +108,12 @@ func TestSocketSafety(t *testing.T) {
 	require.NoError(t, os.Chown(owned, 65534, 65534))
 	_, err = Listen(filepath.Join(owned, "s.sock"), 0o600, -1)
 	require.ErrorContains(t, err, "is owned by uid 65534")
+}
 
-	// Links on the way count: another user's link in a sticky directory
-	// passes a check of the resolved path, and they can re-point it later.
+// socketLinksOfOthers: links on the way count: another user's link in a
+// sticky directory passes a check of the resolved path, and they can
+// re-point it later. It leaves dir/sticky (mode 1777) and dir/safe.
+func socketLinksOfOthers(t *testing.T, dir string) {
 	sticky := filepath.Join(dir, "sticky")
 	require.NoError(t, os.Mkdir(sticky, 0o755))
 	require.NoError(t, os.Chmod(sticky, 0o777|os.ModeSticky))
@@ -88,7 +122,7 @@ func TestSocketSafety(t *testing.T) {
 	theirs := filepath.Join(sticky, "theirs")
 	require.NoError(t, os.Symlink(safe, theirs))
 	require.NoError(t, os.Lchown(theirs, 65534, 65534))
-	_, err = Listen(filepath.Join(theirs, "s.sock"), 0o600, -1)
+	_, err := Listen(filepath.Join(theirs, "s.sock"), 0o600, -1)
 	require.ErrorContains(t, err, "symbolic link "+theirs+" is owned by uid 65534")
 	// Nothing is made where their link points before it is refused.
 	elsewhere := filepath.Join(dir, "elsewhere")
@@ -104,8 +138,13 @@ func TestSocketSafety(t *testing.T) {
 		_, err = Listen(p, 0o600, -1)
 		require.ErrorContains(t, err, "must be a clean absolute path", p)
 	}
-	// Missing directories below trusted ones are made, 0755 whatever the
-	// umask; none below one that others may write, even for a moment.
+}
+
+// socketDirsMade: missing directories below trusted ones are made, 0755
+// whatever the umask; none below one that others may write, even for a
+// moment.
+func socketDirsMade(t *testing.T, dir string) {
+	safe := filepath.Join(dir, "safe")
 	made := filepath.Join(safe, "a", "b")
 	umask := unix.Umask(0o077)
 	l5, err := Listen(filepath.Join(made, "s.sock"), 0o600, -1)
@@ -123,10 +162,14 @@ func TestSocketSafety(t *testing.T) {
 	_, err = Listen(filepath.Join(open2, "missing", "s.sock"), 0o600, -1)
 	require.ErrorContains(t, err, open2+" may be written by its group or others (mode 0777)")
 	assert.NoDirExists(t, filepath.Join(open2, "missing"))
-	// Links are followed as the kernel does: a ".." in a link's target
-	// after another link goes up from where that link led, not from where
-	// the text says. ours -> ../safe/to-ab/../elsewhere2 with
-	// safe/to-ab -> <dir>/a/b is <dir>/a/elsewhere2, not safe/elsewhere2.
+}
+
+// socketLinksFollowed: links are followed as the kernel does: a ".." in a
+// link's target after another link goes up from where that link led, not
+// from where the text says. ours -> ../safe/to-ab/../elsewhere2 with
+// safe/to-ab -> <dir>/a/b is <dir>/a/elsewhere2, not safe/elsewhere2.
+func socketLinksFollowed(t *testing.T, dir string) {
+	sticky, safe, open := filepath.Join(dir, "sticky"), filepath.Join(dir, "safe"), filepath.Join(dir, "open")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755))
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "a", "elsewhere2"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(dir, "a", "b"), filepath.Join(safe, "to-ab")))
@@ -141,23 +184,6 @@ func TestSocketSafety(t *testing.T) {
 	require.NoError(t, os.Symlink(open, toOpen))
 	_, err = Listen(filepath.Join(toOpen, "s.sock"), 0o600, -1)
 	require.ErrorContains(t, err, open+" may be written by its group or others (mode 1777)", "the link's target is the socket's directory")
-
-	// The longest path the config takes binds, its temporary name too.
-	long := filepath.Join(dir, "l")
-	long += strings.Repeat("x", maxSocketPath-len(long))
-	require.Len(t, long, maxSocketPath)
-	l6, err := Listen(long, 0o600, -1)
-	require.NoError(t, err, "a socket path of maxSocketPath bytes")
-	require.NoError(t, RemoveSocket(l6))
-	_, err = Listen(long+"x", 0o600, -1)
-	require.ErrorContains(t, err, "at most 95")
-
-	plain := filepath.Join(dir, "plain")
-	require.NoError(t, os.WriteFile(plain, []byte("keep"), 0o644))
-	_, err = Listen(plain, 0o660, -1)
-	require.ErrorContains(t, err, "is not a socket")
-	b, _ := os.ReadFile(plain)
-	assert.Equal(t, "keep", string(b))
 }
 
 // TestPeerNotAllowed: a peer whose uid and gid are not allowed gets 403 on

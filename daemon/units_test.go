@@ -211,39 +211,53 @@ func TestJailInServiceSandbox(t *testing.T) {
 		t.Skip("the seccomp case uses x86_64 system call numbers")
 	}
 	caps := strings.Fields(unitSettings(t, serviceFile, "Service")["CapabilityBoundingSet"][0])
-	bin := buildAgentjail(t, t.TempDir())
+	sb := sandbox{unshare: unshare, bin: buildAgentjail(t, t.TempDir())}
+	sandboxRunsAndKills(t, sb, caps)
+	sandboxNeedsEachCap(t, sb, caps)
+	sandboxLeftOut(t, sb, caps)
+}
 
-	type result struct {
-		Status     string `json:"status"`
-		KillReason string `json:"kill_reason"`
-		Stdout     string `json:"stdout"`
-		Seccomp    *struct {
-			Syscall string `json:"syscall"`
-		} `json:"seccomp"`
-	}
-	// run runs `agentjail run --json ARGS` in the sandbox.
-	run := func(t *testing.T, capSet []string, extra string, args ...string) (result, int, string) {
-		t.Helper()
-		cmd := exec.Command(unshare, append([]string{"-m", "-n", "-i", "--propagation", "slave", "sh", "-c", sandboxScript, "sandbox", bin, "run", "--json"}, args...)...)
-		cmd.Env = append(os.Environ(), "CAPS="+setprivCaps(capSet), "EXTRA="+extra)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else {
-			require.NoError(t, err)
-		}
-		var r result
-		if code != 125 {
-			require.NoError(t, json.Unmarshal(stdout.Bytes(), &r), "stdout %q, stderr %q", stdout.String(), stderr.String())
-		}
-		return r, code, stdout.String() + stderr.String()
-	}
+// sandboxResult is what TestJailInServiceSandbox reads of a run's JSON.
+type sandboxResult struct {
+	Status     string `json:"status"`
+	KillReason string `json:"kill_reason"`
+	Stdout     string `json:"stdout"`
+	Seccomp    *struct {
+		Syscall string `json:"syscall"`
+	} `json:"seccomp"`
+}
 
+// sandbox runs bin in the emulated sandbox of agentjail.service.
+type sandbox struct{ unshare, bin string }
+
+// run runs `agentjail run --json ARGS` in the sandbox with the
+// capabilities capSet, after the shell commands extra: the run's result,
+// exit code and output.
+func (sb sandbox) run(t *testing.T, capSet []string, extra string, args ...string) (sandboxResult, int, string) {
+	t.Helper()
+	cmd := exec.Command(sb.unshare, append([]string{"-m", "-n", "-i", "--propagation", "slave", "sh", "-c", sandboxScript, "sandbox", sb.bin, "run", "--json"}, args...)...)
+	cmd.Env = append(os.Environ(), "CAPS="+setprivCaps(capSet), "EXTRA="+extra)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	var r sandboxResult
+	if code != 125 {
+		require.NoError(t, json.Unmarshal(stdout.Bytes(), &r), "stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+	return r, code, stdout.String() + stderr.String()
+}
+
+// sandboxRunsAndKills: with the unit's capabilities caps a jail runs, its
+// limits kill it and its seccomp filter reports or kills.
+func sandboxRunsAndKills(t *testing.T, sb sandbox, caps []string) {
 	t.Run("works", func(t *testing.T) {
-		r, code, out := run(t, caps, "", "-c", `import os, socket
+		r, code, out := sb.run(t, caps, "", "-c", `import os, socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
 print(os.getuid(), "lo ok")`)
 		require.Equal(t, 0, code, out)
@@ -251,30 +265,33 @@ print(os.getuid(), "lo ok")`)
 		assert.Equal(t, "1000 lo ok\n", r.Stdout)
 	})
 	t.Run("memory kill", func(t *testing.T) {
-		r, code, out := run(t, caps, "", "--memory", "32MiB", "-c", `x = b"x" * (200 << 20)`)
+		r, code, out := sb.run(t, caps, "", "--memory", "32MiB", "-c", `x = b"x" * (200 << 20)`)
 		assert.Equal(t, 137, code, out)
 		assert.Equal(t, "memory_limit", r.KillReason, out)
 	})
 	t.Run("wall timeout", func(t *testing.T) {
-		r, code, out := run(t, caps, "", "--timeout", "300ms", "-c", "import time; time.sleep(30)")
+		r, code, out := sb.run(t, caps, "", "--timeout", "300ms", "-c", "import time; time.sleep(30)")
 		assert.Equal(t, 137, code, out)
 		assert.Equal(t, "wall_timeout", r.KillReason, out)
 	})
 	t.Run("forbidden call reported", func(t *testing.T) {
 		// init_module (175): ProtectKernelModules= would answer EPERM
 		// before the jail's filter could report it.
-		r, code, out := run(t, caps, "", "-c", "import ctypes; ctypes.CDLL(None).syscall(175, 0, 0, 0)")
+		r, code, out := sb.run(t, caps, "", "-c", "import ctypes; ctypes.CDLL(None).syscall(175, 0, 0, 0)")
 		assert.Equal(t, 0, code, out)
 		require.NotNil(t, r.Seccomp, out)
 		assert.Equal(t, "init_module", r.Seccomp.Syscall)
 	})
 	t.Run("forbidden call kills", func(t *testing.T) {
-		r, code, out := run(t, caps, "", "--on-forbidden-syscall", "kill", "-c", "import ctypes; ctypes.CDLL(None).syscall(175, 0, 0, 0)")
+		r, code, out := sb.run(t, caps, "", "--on-forbidden-syscall", "kill", "-c", "import ctypes; ctypes.CDLL(None).syscall(175, 0, 0, 0)")
 		assert.Equal(t, 137, code, out)
 		assert.Equal(t, "seccomp", r.KillReason, out)
 	})
+}
 
-	// Each listed capability is needed: without it the jail cannot start.
+// sandboxNeedsEachCap: each listed capability is needed: without it the
+// jail cannot start.
+func sandboxNeedsEachCap(t *testing.T, sb sandbox, caps []string) {
 	for _, c := range caps {
 		t.Run("without "+c, func(t *testing.T) {
 			var fewer []string
@@ -283,7 +300,7 @@ print(os.getuid(), "lo ok")`)
 					fewer = append(fewer, o)
 				}
 			}
-			_, code, out := run(t, fewer, "", "-c", "pass")
+			_, code, out := sb.run(t, fewer, "", "-c", "pass")
 			assert.Equal(t, 125, code, out)
 			if c == "CAP_KILL" {
 				// Without it no limit could end a jail: refused up front.
@@ -293,15 +310,18 @@ print(os.getuid(), "lo ok")`)
 			}
 		})
 	}
+}
 
-	// What the unit leaves out on purpose, emulated.
+// sandboxLeftOut: what the unit leaves out on purpose, emulated, breaks
+// jails.
+func sandboxLeftOut(t *testing.T, sb sandbox, caps []string) {
 	for _, tc := range []struct{ name, extra, stage string }{
 		{"ProtectKernelTunables", "mount --bind /proc/sys /proc/sys; mount -o remount,bind,ro /proc/sys", "mount /proc: operation not permitted"},
 		{"ProtectKernelLogs", "mount --bind /dev/null /proc/kmsg", "mount /proc: operation not permitted"},
 		{"ProtectKernelModules", "mount -t tmpfs -o ro,mode=000 tmpfs /usr/share", "bind /usr: invalid argument"},
 	} {
 		t.Run("with "+tc.name, func(t *testing.T) {
-			_, code, out := run(t, caps, tc.extra, "-c", "pass")
+			_, code, out := sb.run(t, caps, tc.extra, "-c", "pass")
 			assert.Equal(t, 125, code, out)
 			assert.Contains(t, out, tc.stage)
 		})

@@ -79,60 +79,23 @@ func run(prog []unix.SockFilter, in input) (uint32, error) {
 		case unix.BPF_JMP | unix.BPF_JA:
 			pc += int(k)
 		default:
+			v := k
+			if ins.Code&unix.BPF_X != 0 {
+				v = x
+			}
 			switch ins.Code & 0x07 { // class
 			case unix.BPF_ALU:
-				v := k
-				if ins.Code&unix.BPF_X != 0 {
-					v = x
-				}
-				switch ins.Code & 0xf0 {
-				case unix.BPF_ADD:
-					a += v
-				case unix.BPF_SUB:
-					a -= v
-				case unix.BPF_MUL:
-					a *= v
-				case unix.BPF_DIV:
-					if v == 0 {
-						return 0, nil // the kernel returns 0 (KILL) on division by zero
-					}
-					a /= v
-				case unix.BPF_MOD:
-					if v == 0 {
-						return 0, nil
-					}
-					a %= v
-				case unix.BPF_OR:
-					a |= v
-				case unix.BPF_AND:
-					a &= v
-				case unix.BPF_XOR:
-					a ^= v
-				case unix.BPF_LSH:
-					a <<= v
-				case unix.BPF_RSH:
-					a >>= v
-				case unix.BPF_NEG:
-					a = -a
-				default:
+				res, divZero, ok := alu(ins.Code, a, v)
+				switch {
+				case !ok:
 					return 0, fmt.Errorf("pc %d: ALU op %#x", pc, ins.Code)
+				case divZero:
+					return 0, nil // the kernel returns 0 (KILL) on division by zero
 				}
+				a = res
 			case unix.BPF_JMP:
-				v := k
-				if ins.Code&unix.BPF_X != 0 {
-					v = x
-				}
-				var cond bool
-				switch ins.Code & 0xf0 {
-				case unix.BPF_JEQ:
-					cond = a == v
-				case unix.BPF_JGT:
-					cond = a > v
-				case unix.BPF_JGE:
-					cond = a >= v
-				case unix.BPF_JSET:
-					cond = a&v != 0
-				default:
+				cond, ok := jumpIf(ins.Code, a, v)
+				if !ok {
 					return 0, fmt.Errorf("pc %d: jump op %#x", pc, ins.Code)
 				}
 				if cond {
@@ -146,6 +109,58 @@ func run(prog []unix.SockFilter, in input) (uint32, error) {
 		}
 	}
 	return 0, fmt.Errorf("fell off the end of the program")
+}
+
+// alu is a after the ALU instruction code with the operand v; divZero
+// when it divides by zero, not ok for an operation seccomp refuses.
+func alu(code uint16, a, v uint32) (res uint32, divZero, ok bool) {
+	switch code & 0xf0 {
+	case unix.BPF_ADD:
+		return a + v, false, true
+	case unix.BPF_SUB:
+		return a - v, false, true
+	case unix.BPF_MUL:
+		return a * v, false, true
+	case unix.BPF_DIV:
+		if v == 0 {
+			return 0, true, true
+		}
+		return a / v, false, true
+	case unix.BPF_MOD:
+		if v == 0 {
+			return 0, true, true
+		}
+		return a % v, false, true
+	case unix.BPF_OR:
+		return a | v, false, true
+	case unix.BPF_AND:
+		return a & v, false, true
+	case unix.BPF_XOR:
+		return a ^ v, false, true
+	case unix.BPF_LSH:
+		return a << v, false, true
+	case unix.BPF_RSH:
+		return a >> v, false, true
+	case unix.BPF_NEG:
+		return -a, false, true
+	}
+	return 0, false, false
+}
+
+// jumpIf is whether the conditional jump code with the operand v jumps
+// from a; not ok for a comparison seccomp refuses.
+func jumpIf(code uint16, a, v uint32) (cond, ok bool) {
+	switch code & 0xf0 {
+	case unix.BPF_JEQ:
+		return a == v, true
+	case unix.BPF_JGT:
+		return a > v, true
+	case unix.BPF_JGE:
+		return a >= v, true
+	case unix.BPF_JSET:
+		return a&v != 0, true
+	}
+	return false, false
 }
 
 // retString names a seccomp return value for the golden file.

@@ -22,7 +22,7 @@ import (
 func TestMCPThroughURL(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	certFile, keyFile, _ := selfSigned(t, dir)
+	files, _ := localCert(t, dir)
 	tokens := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
 	tokFile := filepath.Join(dir, "my.token")
@@ -30,9 +30,9 @@ func TestMCPThroughURL(t *testing.T) {
 	addr := freePort(t)
 	base := 3_200_000_000 + uint32(rand.IntN(1000))*100_000
 	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n[jail]\nuid_base = %d\nuid_count = 100000\n"+
-		"[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\n", base, addr, certFile, keyFile, tokens))
+		"[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\n", base, addr, files.Cert, files.Key, tokens))
 
-	cs, cmd, log := connectMCP(t, "--url", "https://"+addr, "--ca", certFile, "--token-file", tokFile)
+	cs, cmd, log := connectMCP(t, "--url", "https://"+addr, "--ca", files.CA, "--token-file", tokFile)
 	res, out, text := callTool(t, cs, "run_python", map[string]any{"code": "print(6*7)"})
 	require.False(t, res.IsError, text)
 	assert.Equal(t, "42\n", out["stdout"])
@@ -49,7 +49,7 @@ func TestMCPThroughURL(t *testing.T) {
 	exited(t, cmd, 5*time.Second)
 	// Asked as its owner: the token's user (through the socket, root's
 	// session list does not have it).
-	owner := remoteURL{url: "https://" + addr, tokenFile: tokFile, ca: certFile}
+	owner := remoteURL{url: "https://" + addr, tokenFile: tokFile, ca: files.CA}
 	status, b, err := owner.do(context.Background(), "GET", "/v1/sessions/"+id, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 410, status, "the session ended with the client: %s", b)
@@ -58,7 +58,7 @@ func TestMCPThroughURL(t *testing.T) {
 	// A wrong token: a tool error that says so, not a usage error.
 	wrong := filepath.Join(dir, "wrong.token")
 	require.NoError(t, os.WriteFile(wrong, []byte("not-the-token-0123456789abcdef\n"), 0o600))
-	cs, _, _ = connectMCP(t, "--url", "https://"+addr, "--ca", certFile, "--token-file", wrong)
+	cs, _, _ = connectMCP(t, "--url", "https://"+addr, "--ca", files.CA, "--token-file", wrong)
 	res, _, text = callTool(t, cs, "run_python", map[string]any{"code": "pass"})
 	assert.True(t, res.IsError)
 	assert.Contains(t, strings.ToLower(text), "401")

@@ -91,18 +91,8 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	if runner.Cgroups.AttachWaits() {
 		log.Warn("cgroup v2 is mounted without favordynmods: each jail's move into its cgroup waits an RCU grace period (several ms) when jails are not started back to back; remount /sys/fs/cgroup with favordynmods (Linux 6.0+) to avoid it")
 	}
-	// A previous instance that crashed (kill -9) left its jails' cgroups;
-	// their processes died with it (the jails' init has a parent-death
-	// signal), but anything still in them is killed here.
-	stale, err := runner.Cgroups.Stale()
-	if err != nil {
-		return fmt.Errorf("start-up clean-up: %w", err)
-	}
-	for _, name := range stale {
-		if err := runner.Cgroups.Remove(name); err != nil {
-			return fmt.Errorf("start-up clean-up: %w", err)
-		}
-		log.Warn("removed a jail left by a previous instance", "id", name)
+	if err := removeStale(runner, log); err != nil {
+		return err
 	}
 
 	rl, ro, err := daemon.OpenRemote(cfg, log) // [remote]: TCP with TLS and tokens; before the socket, which a failure would leave
@@ -148,6 +138,35 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 	_, _ = sdaemon.SdNotify(false, sdaemon.SdNotifyReady)
+	logServing(cfg, policy, runner, l, owned, log)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case sig := <-sigs:
+		return shutdown(cfg, srv, l, sig, served, remoteDone, log)
+	}
+}
+
+// removeStale removes the jails' cgroups a previous instance that
+// crashed (kill -9) left; their processes died with it (the jails' init
+// has a parent-death signal), but anything still in them is killed here.
+func removeStale(runner *nsjail.Runner, log *slog.Logger) error {
+	stale, err := runner.Cgroups.Stale()
+	if err != nil {
+		return fmt.Errorf("start-up clean-up: %w", err)
+	}
+	for _, name := range stale {
+		if err := runner.Cgroups.Remove(name); err != nil {
+			return fmt.Errorf("start-up clean-up: %w", err)
+		}
+		log.Warn("removed a jail left by a previous instance", "id", name)
+	}
+	return nil
+}
+
+// logServing says the daemon is serving, where and with what.
+func logServing(cfg *daemon.Config, policy daemon.Policy, runner *nsjail.Runner, l net.Listener, owned bool, log *slog.Logger) {
 	addr := cfg.Socket.Path
 	if !owned {
 		addr = l.Addr().String() + " (systemd socket activation)"
@@ -156,28 +175,28 @@ func serve(cfg *daemon.Config, configPath string, log *slog.Logger) error {
 		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength,
 		"environments", len(policy.Environments), "start", cfg.Jail.Start, "warm_ahead", cfg.WarmAhead(), "prepared_jails", cfg.Prepared(),
 		"max_sessions", cfg.Admission.MaxSessions, "gomaxprocs", runtime.GOMAXPROCS(0))
+}
 
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case sig := <-sigs:
-		grace := time.Duration(cfg.Admission.ShutdownGrace)
-		log.Info("stopping", "signal", sig.String(), "grace", grace.String(), "running", srv.Running(), "queued", srv.Queued())
-		_, _ = sdaemon.SdNotify(false, sdaemon.SdNotifyStopping)
-		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		err := srv.Shutdown(ctx)
-		_ = daemon.RemoveSocket(l) // only a socket Listen made, still at its path
-		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		<-remoteDone
-		if err != nil {
-			return fmt.Errorf("shutdown: %w", err)
-		}
-		log.Info("stopped")
-		return nil
+// shutdown stops srv gracefully at the signal sig: the runs may finish
+// within the shutdown grace, then the socket goes and the listeners
+// (served, remoteDone) are waited for.
+func shutdown(cfg *daemon.Config, srv *daemon.Server, l net.Listener, sig os.Signal, served <-chan error, remoteDone <-chan struct{}, log *slog.Logger) error {
+	grace := time.Duration(cfg.Admission.ShutdownGrace)
+	log.Info("stopping", "signal", sig.String(), "grace", grace.String(), "running", srv.Running(), "queued", srv.Queued())
+	_, _ = sdaemon.SdNotify(false, sdaemon.SdNotifyStopping)
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	_ = daemon.RemoveSocket(l) // only a socket Listen made, still at its path
+	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
 	}
+	<-remoteDone
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
 }
 
 // listener is the socket systemd passed (socket activation), or one

@@ -1,17 +1,11 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,30 +20,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"agentjail/internal/systest"
+	"agentjail/internal/testtls"
 )
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
-// into dir; it returns their paths and a pool that trusts it.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+// testCert writes a CA (ca.crt) and a server certificate of it for l
+// (tls.crt, tls.key) into dir; it returns their paths and a pool that
+// trusts the CA.
+func testCert(t *testing.T, dir string, l testtls.Leaf) (testtls.Files, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testtls.NewCA("agentjail test CA")
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	c, err := ca.Issue(l)
 	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
+	f, err := ca.WriteFiles(dir, c)
 	require.NoError(t, err)
-	kb, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
+	return f, ca.Pool
+}
+
+// localCert is testCert for 127.0.0.1.
+func localCert(t *testing.T, dir string) (testtls.Files, *x509.CertPool) {
+	return testCert(t, dir, testtls.Leaf{Serial: 2, Name: "127.0.0.1", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 }
 
 func freePort(t *testing.T) string {
@@ -65,96 +55,133 @@ func freePort(t *testing.T) string {
 func TestServeRemote(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	certFile, keyFile, pool := selfSigned(t, dir)
+	files, pool := localCert(t, dir)
 	tokens := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
 	addr := freePort(t)
 	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\nnode = \"node-t\"\n",
-		addr, certFile, keyFile, tokens))
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 30 * time.Second}
-	call := func(method, path, token, body string) (*http.Response, string) {
-		req, err := http.NewRequest(method, "https://"+addr+path, strings.NewReader(body))
-		require.NoError(t, err)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := c.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp, string(b)
-	}
-	resp, body := call("GET", "/v1/health", "", "")
-	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
-	assert.Equal(t, "node-t", resp.Header.Get("Agentjail-Node"))
-	resp, body = call("POST", "/v1/run", "", `{"code":"print(6*7)"}`)
-	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
-	resp, body = call("POST", "/v1/run", "0123456789abcdef0123456789abcdef", `{"code":"print(6*7)"}`)
-	require.Equal(t, http.StatusOK, resp.StatusCode, body)
-	assert.Contains(t, body, `"stdout":"42\n"`)
-	assert.NotEmpty(t, resp.Header.Get("Agentjail-Free-Slots"))
+		addr, files.Cert, files.Key, tokens))
+	r := &remoteServe{t: t, addr: addr, ca: files.CA,
+		c: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 30 * time.Second}}
+	r.answersByToken()
 
 	// agentjail run --url: the same result as through the socket.
 	tokFile := filepath.Join(dir, "my.token")
 	require.NoError(t, os.WriteFile(tokFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
-	cli := func(args ...string) (string, string, int) {
-		cmd := exec.Command("/proc/self/exe", append([]string{"run", "--url", "https://" + addr, "--ca", certFile}, args...)...)
-		cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=")
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		_ = cmd.Run()
-		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
-	}
-	out, errs, code := cli("--token-file", tokFile, "-c", "print(6*7)")
-	assert.Equal(t, 0, code, errs)
-	assert.Equal(t, "42\n", out)
 	wrong := filepath.Join(dir, "wrong.token")
 	require.NoError(t, os.WriteFile(wrong, []byte("not-the-token-0123456789abcdef\n"), 0o600))
-	_, errs, code = cli("--token-file", wrong, "-c", "print(6*7)")
+	r.runsByURL(tokFile, wrong)
+	r.sessionsByURL(tokFile, wrong)
+	r.drainsAndStops(d)
+}
+
+// remoteServe is a daemon of TestServeRemote: its [remote] listener's
+// address, the file for --ca, and an HTTPS client that trusts it.
+type remoteServe struct {
+	t        *testing.T
+	addr, ca string
+	c        *http.Client
+}
+
+// call sends a request to the remote listener, with token when not empty.
+func (r *remoteServe) call(method, path, token, body string) (*http.Response, string) {
+	t := r.t
+	req, err := http.NewRequest(method, "https://"+r.addr+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := r.c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// answersByToken: health names the node; a run needs the token.
+func (r *remoteServe) answersByToken() {
+	t := r.t
+	resp, body := r.call("GET", "/v1/health", "", "")
+	assert.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Equal(t, "node-t", resp.Header.Get("Agentjail-Node"))
+	resp, body = r.call("POST", "/v1/run", "", `{"code":"print(6*7)"}`)
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, body)
+	resp, body = r.call("POST", "/v1/run", "0123456789abcdef0123456789abcdef", `{"code":"print(6*7)"}`)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	assert.Contains(t, body, `"stdout":"42\n"`)
+	assert.NotEmpty(t, resp.Header.Get("Agentjail-Free-Slots"))
+}
+
+// cli runs `agentjail ARGS...` with env added to a test environment
+// without AGENTJAIL_SOCKET, _TOKEN or _URL.
+func cli(env []string, args ...string) (string, string, int) {
+	cmd := exec.Command("/proc/self/exe", args...)
+	cmd.Env = append(append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=", "AGENTJAIL_URL="), env...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	_ = cmd.Run()
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// runsByURL: agentjail run --url with the token file tokFile; not with
+// the file wrong, nor without a token.
+func (r *remoteServe) runsByURL(tokFile, wrong string) {
+	t := r.t
+	run := func(args ...string) (string, string, int) {
+		return cli(nil, append([]string{"run", "--url", "https://" + r.addr, "--ca", r.ca}, args...)...)
+	}
+	out, errs, code := run("--token-file", tokFile, "-c", "print(6*7)")
+	assert.Equal(t, 0, code, errs)
+	assert.Equal(t, "42\n", out)
+	_, errs, code = run("--token-file", wrong, "-c", "print(6*7)")
 	assert.Equal(t, 125, code, errs)
 	assert.Contains(t, errs, "401 unauthorized")
-	_, errs, code = cli("-c", "print(1)")
+	_, errs, code = run("-c", "print(1)")
 	assert.Equal(t, 2, code, errs)
 	assert.Contains(t, errs, "--token-file")
+}
 
-	// agentjail session ... --url, and AGENTJAIL_URL with AGENTJAIL_TOKEN.
+// sessionsByURL: agentjail session ... --url, and AGENTJAIL_URL with
+// AGENTJAIL_TOKEN.
+func (r *remoteServe) sessionsByURL(tokFile, wrong string) {
+	t := r.t
 	scli := func(env []string, args ...string) (string, string, int) {
-		cmd := exec.Command("/proc/self/exe", append([]string{"session"}, args...)...)
-		cmd.Env = append(append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=", "AGENTJAIL_URL="), env...)
-		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		_ = cmd.Run()
-		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+		return cli(env, append([]string{"session"}, args...)...)
 	}
-	flags := []string{"--url", "https://" + addr, "--ca", certFile, "--token-file", tokFile}
-	out, errs, code = scli(nil, append([]string{"start", "--json"}, flags...)...)
+	flags := []string{"--url", "https://" + r.addr, "--ca", r.ca, "--token-file", tokFile}
+	out, errs, code := scli(nil, append([]string{"start", "--json"}, flags...)...)
 	require.Equal(t, 0, code, errs)
 	var started struct{ ID, Node string }
 	require.NoError(t, json.Unmarshal([]byte(out), &started), out)
 	assert.Equal(t, "node-t", started.Node)
 	_, errs, code = scli(nil, append([]string{"run", started.ID, "-c", "x = 41"}, flags...)...)
 	assert.Equal(t, 0, code, errs)
-	byEnv := []string{"AGENTJAIL_URL=https://" + addr, "AGENTJAIL_TOKEN=0123456789abcdef0123456789abcdef"}
-	out, errs, code = scli(byEnv, "run", started.ID, "--ca", certFile, "-c", "print(x + 1)")
+	byEnv := []string{"AGENTJAIL_URL=https://" + r.addr, "AGENTJAIL_TOKEN=0123456789abcdef0123456789abcdef"}
+	out, errs, code = scli(byEnv, "run", started.ID, "--ca", r.ca, "-c", "print(x + 1)")
 	assert.Equal(t, 0, code, errs)
 	assert.Contains(t, out, "42\n")
 	out, errs, code = scli(nil, append([]string{"list"}, flags...)...)
 	assert.Equal(t, 0, code, errs)
 	assert.Contains(t, out, started.ID)
-	_, errs, code = scli(nil, "show", started.ID, "--url", "https://"+addr, "--ca", certFile, "--token-file", wrong)
+	_, errs, code = scli(nil, "show", started.ID, "--url", "https://"+r.addr, "--ca", r.ca, "--token-file", wrong)
 	assert.Equal(t, 125, code, errs)
 	assert.Contains(t, errs, "401 unauthorized")
 	_, errs, code = scli(nil, append([]string{"end", started.ID}, flags...)...)
 	assert.Equal(t, 0, code, errs)
 	_, errs, code = scli(nil, append([]string{"show", started.ID}, flags...)...)
 	assert.NotEqual(t, 0, code, errs)
+}
 
+// drainsAndStops: after `agentjail drain` health says 503; SIGTERM
+// stops d with exit 0 and closes the remote listener.
+func (r *remoteServe) drainsAndStops(d *daemonProc) {
+	t := r.t
 	drain := exec.Command("/proc/self/exe", "drain", "--socket", d.sock, "--wait", "10s")
 	drain.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
 	dout, err := drain.CombinedOutput()
 	require.NoError(t, err, string(dout))
 	assert.Contains(t, string(dout), "draining; nothing runs")
-	resp, body = call("GET", "/v1/health", "", "")
+	resp, body := r.call("GET", "/v1/health", "", "")
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, body)
 
 	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
@@ -164,7 +191,7 @@ func TestServeRemote(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the daemon did not exit after SIGTERM")
 	}
-	_, err = net.DialTimeout("tcp", addr, time.Second)
+	_, err = net.DialTimeout("tcp", r.addr, time.Second)
 	assert.Error(t, err, "the remote listener is closed")
 }
 
@@ -175,11 +202,11 @@ func TestServeRemoteRefusesWithoutTLS(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
-	certFile, keyFile, _ := selfSigned(t, dir)
+	files, _ := localCert(t, dir)
 	addr := freePort(t)
 	for config, want := range map[string][]string{
-		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\n", addr, empty):                                                 {"remote.tls_cert", "remote.tls_key", "insecure_plaintext"},
-		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\ntls_cert = %q\ntls_key = %q\n", addr, empty, certFile, keyFile): {"remote.tokens_file", "has no"},
+		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\n", addr, empty):                                                     {"remote.tls_cert", "remote.tls_key", "insecure_plaintext"},
+		fmt.Sprintf("[remote]\nlisten = %q\ntokens_file = %q\ntls_cert = %q\ntls_key = %q\n", addr, empty, files.Cert, files.Key): {"remote.tokens_file", "has no"},
 	} {
 		cfg := filepath.Join(dir, "config.toml")
 		require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))

@@ -1,58 +1,19 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"agentjail/internal/systest"
+	"agentjail/internal/testtls"
 )
-
-// serviceCert writes a CA (ca.crt) and a certificate of it (tls.crt,
-// tls.key) that names only dnsName: no IP address, as a DaemonSet's one
-// certificate names its Service and not each pod's IP.
-func serviceCert(t *testing.T, dir, dnsName string) (caFile, certFile, keyFile string) {
-	t.Helper()
-	pemFile := func(name, typ string, der []byte, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), mode))
-		return p
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agentjail test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	require.NoError(t, err)
-	ca, err := x509.ParseCertificate(caDER)
-	require.NoError(t, err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{dnsName},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	kb, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	return pemFile("ca.crt", "CERTIFICATE", caDER, 0o644), pemFile("tls.crt", "CERTIFICATE", der, 0o644),
-		pemFile("tls.key", "EC PRIVATE KEY", kb, 0o600)
-}
 
 // TestRemoteTLSServerName: a daemon dialled by IP whose certificate names
 // only agentjail.agentjail.svc. `agentjail run --url https://IP` fails and
@@ -64,12 +25,14 @@ func TestRemoteTLSServerName(t *testing.T) {
 	const name = "agentjail.agentjail.svc"
 	const token = "0123456789abcdef0123456789abcdef"
 	dir := t.TempDir()
-	caFile, certFile, keyFile := serviceCert(t, dir, name)
+	// A certificate that names only the Service: no IP address, as a
+	// DaemonSet's one certificate names its Service and not each pod's IP.
+	files, _ := testCert(t, dir, testtls.Leaf{Serial: 2, Name: name, DNSNames: []string{name}})
 	tokens := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokens, []byte("ci "+token+"\n"), 0o600))
 	addr := freePort(t)
 	startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\nnode = \"pod-a\"\n",
-		addr, certFile, keyFile, tokens))
+		addr, files.Cert, files.Key, tokens))
 	cli := func(env []string, args ...string) (string, string, int) {
 		cmd := exec.Command("/proc/self/exe", args...)
 		cmd.Env = append(append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_URL=",
@@ -79,7 +42,7 @@ func TestRemoteTLSServerName(t *testing.T) {
 		_ = cmd.Run()
 		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
 	}
-	where := []string{"--url", "https://" + addr, "--ca", caFile}
+	where := []string{"--url", "https://" + addr, "--ca", files.CA}
 
 	_, errs, code := cli(nil, append(append([]string{"run"}, where...), "-c", "print(1)")...)
 	assert.Equal(t, 125, code, errs)

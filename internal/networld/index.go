@@ -3,21 +3,17 @@ package networld
 import (
 	"archive/zip"
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"time"
+
+	"agentjail/internal/testtls"
 )
 
 // buildWheel makes a pure-Python wheel of WheelProject: the package, and
@@ -83,38 +79,15 @@ func indexHandler(wheelName string, wheel []byte) http.Handler {
 // testCA makes a CA and a server certificate signed by it for the
 // world's HTTPS names and addresses.
 func testCA() (caPEM []byte, server tls.Certificate, pool *x509.CertPool, err error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := testtls.NewCA("agentjail networld test CA")
 	if err != nil {
 		return nil, server, nil, err
 	}
-	now := time.Now()
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "agentjail networld test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	server, err = ca.Issue(testtls.Leaf{Serial: 2, Name: IndexName,
+		DNSNames: []string{IndexName, EchoName, OtherName},
+		IPs:      []net.IP{net.ParseIP(IndexAddr), net.ParseIP(EchoAddr)}})
 	if err != nil {
 		return nil, server, nil, err
 	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, server, nil, err
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: IndexName},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		DNSNames:    []string{IndexName, EchoName, OtherName},
-		IPAddresses: []net.IP{net.ParseIP(IndexAddr), net.ParseIP(EchoAddr)},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, server, nil, err
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(caCert)
-	server = tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), server, pool, nil
+	return ca.PEM(), server, ca.Pool, nil
 }

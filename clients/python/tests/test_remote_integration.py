@@ -1,6 +1,6 @@
 """Remote access and many nodes (docs/contract.md §7) against real
 daemons: three `$AGENTJAIL_BIN serve`, each with a `[remote]` TLS listener
-on 127.0.0.1 and a certificate of a CA made here with `openssl`.
+on 127.0.0.1 and a certificate of the test CA (certs.py, `openssl`).
 
 Same rules as test_integration.py (AGENTJAIL_BIN, root); without an
 `openssl` binary the file skips itself (AGENTJAIL_REQUIRE_ALL=1: fails).
@@ -13,8 +13,6 @@ import asyncio
 import os
 import shutil
 import socket
-import subprocess
-import tempfile
 import textwrap
 import threading
 import time
@@ -22,6 +20,7 @@ import unittest
 from unittest import mock
 
 import agentjail
+import certs
 from agentjail import AsyncClient, Client
 from test_integration import Daemon, require
 
@@ -29,22 +28,15 @@ TOKEN = "t-" + os.urandom(16).hex()
 SLEEP = "import time; time.sleep(0.3); print('done')"
 
 
-def make_pki(d):
-    """A CA and a certificate of it for localhost, 127.0.0.1 and ::1."""
-    if shutil.which("openssl") is None:
-        if os.environ.get("AGENTJAIL_REQUIRE_ALL") == "1":
-            raise AssertionError("openssl is needed to make the test CA (AGENTJAIL_REQUIRE_ALL=1)")
-        raise unittest.SkipTest("no openssl binary to make the test CA")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+def make_pki():
+    """A new directory with the test CA's certificate for localhost,
+    127.0.0.1 and ::1, and the tokens file; and the path of ca.crt."""
+    d, ca = certs.make_pki("localhost", "DNS:localhost,IP:127.0.0.1,IP:::1")
+    write_tokens(d)
+    return d, ca
 
-    def run(*args):
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=agentjail test CA", "-days", "2")
-    run("req", *ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", "/CN=localhost")
-    with open(os.path.join(d, "ext"), "w") as f:
-        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1\n")
-    run("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-        "-out", "tls.crt", "-days", "2", "-extfile", "ext")
+
+def write_tokens(d):
     with open(os.path.join(d, "tokens"), "w") as f:
         f.write(f"tester {TOKEN}\n")
     os.chmod(os.path.join(d, "tokens"), 0o600)
@@ -90,9 +82,7 @@ class RemoteTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require()
-        cls.pki = tempfile.mkdtemp(prefix="ajpki-")
-        make_pki(cls.pki)
-        cls.ca = os.path.join(cls.pki, "ca.crt")
+        cls.pki, cls.ca = make_pki()
         cls.a = remote_daemon(cls.pki, "alpha", 1)
         cls.b = remote_daemon(cls.pki, "beta", 2)
 

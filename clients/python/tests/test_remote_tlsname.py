@@ -1,7 +1,7 @@
 """tls_server_name: a daemon reached by IP whose certificate names only the
 Service (agentjail.agentjail.svc), as pods of a Kubernetes DaemonSet are.
 One real `$AGENTJAIL_BIN serve` with a [remote] listener on 127.0.0.1 and a
-certificate of a CA made here with `openssl`.
+certificate of the test CA (certs.py, `openssl`).
 
 Same rules as test_integration.py (AGENTJAIL_BIN, root); without an
 `openssl` binary the file skips itself (AGENTJAIL_REQUIRE_ALL=1: fails).
@@ -13,47 +13,31 @@ Same rules as test_integration.py (AGENTJAIL_BIN, root); without an
 import asyncio
 import os
 import shutil
-import subprocess
-import tempfile
 import unittest
 from unittest import mock
 
 import agentjail
+import certs
 from agentjail import AsyncClient, Client
 from test_integration import require
-from test_remote_integration import TOKEN, remote_daemon
+from test_remote_integration import TOKEN, remote_daemon, write_tokens
 
 NAME = "agentjail.agentjail.svc"
 
 
-def make_service_pki(d):
-    """A CA, and a certificate of it that names NAME alone (no IP)."""
-    if shutil.which("openssl") is None:
-        if os.environ.get("AGENTJAIL_REQUIRE_ALL") == "1":
-            raise AssertionError("openssl is needed to make the test CA (AGENTJAIL_REQUIRE_ALL=1)")
-        raise unittest.SkipTest("no openssl binary to make the test CA")
-    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
-
-    def run(*args):
-        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
-    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=agentjail test CA", "-days", "2")
-    run("req", *ec, "-keyout", "tls.key", "-out", "tls.csr", "-subj", f"/CN={NAME}")
-    with open(os.path.join(d, "ext"), "w") as f:
-        f.write(f"subjectAltName=DNS:{NAME}\n")
-    run("x509", "-req", "-in", "tls.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-        "-out", "tls.crt", "-days", "2", "-extfile", "ext")
-    with open(os.path.join(d, "tokens"), "w") as f:
-        f.write(f"tester {TOKEN}\n")
-    os.chmod(os.path.join(d, "tokens"), 0o600)
+def make_service_pki():
+    """A new directory with the test CA's certificate that names NAME alone
+    (no IP), and the tokens file; and the path of ca.crt."""
+    d, ca = certs.make_pki(NAME, f"DNS:{NAME}")
+    write_tokens(d)
+    return d, ca
 
 
 class TLSServerNameTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         require()
-        cls.pki = tempfile.mkdtemp(prefix="ajpki-")
-        make_service_pki(cls.pki)
-        cls.ca = os.path.join(cls.pki, "ca.crt")
+        cls.pki, cls.ca = make_service_pki()
         cls.d = remote_daemon(cls.pki, "pod-a", 7)
 
     @classmethod

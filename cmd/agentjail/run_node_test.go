@@ -38,15 +38,15 @@ func TestRunWithNode(t *testing.T) {
 func TestRunURLJSONNode(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
 	dir := t.TempDir()
-	certFile, keyFile, _ := selfSigned(t, dir)
+	pki, _ := localCert(t, dir)
 	tokens := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
 	tokFile := filepath.Join(dir, "my.token")
 	require.NoError(t, os.WriteFile(tokFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
 	addr := freePort(t)
 	startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\nnode = \"node-j\"\n",
-		addr, certFile, keyFile, tokens))
-	cmd := exec.Command("/proc/self/exe", "run", "--url", "https://"+addr, "--ca", certFile, "--token-file", tokFile, "--json", "-c", "print(6*7)")
+		addr, pki.Cert, pki.Key, tokens))
+	cmd := exec.Command("/proc/self/exe", "run", "--url", "https://"+addr, "--ca", pki.CA, "--token-file", tokFile, "--json", "-c", "print(6*7)")
 	cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=")
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb

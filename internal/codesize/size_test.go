@@ -50,7 +50,6 @@ var allowedFuncs = map[string]string{
 	"daemon/server_socket_test.go:TestSocketSafety":                           toSplit,
 	"daemon/units_test.go:TestJailInServiceSandbox":                           toSplit,
 	"seccomp/bpf_test.go:run":                                                 toSplit,
-	"nsjail/boot/bootstrap_linux.c:aj_bootstrap":                              toSplit,
 }
 
 func TestNoFileOrFunctionTooLong(t *testing.T) {

@@ -123,6 +123,34 @@ static void aj_enter(struct aj_state *s, int *join, int njoin)
 			aj_fail("keep capabilities", errno, NULL);
 }
 
+// aj_filter installs the filter the plans left in s on this process, and
+// so on the program (aj_start_program's step 4), and returns its listener.
+static int aj_filter(struct aj_state *s)
+{
+	// no_new_privs first: the kernel refuses a filter from a task without
+	// CAP_SYS_ADMIN unless it is set, and it must hold for execve anyway.
+	// From the filter on, this process may only make calls the policy
+	// allows (seccomp's TestPolicyAllowsInitTail), and the listener must
+	// never reach the jail: whoever holds it could let forbidden calls run.
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		aj_fail("seccomp: prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
+	struct sock_fprog prog = {.len = s->filter_len, .filter = (struct sock_filter *)s->filter};
+	// WAIT_KILLABLE_RECV (Linux 5.19): a call the supervisor has taken is
+	// not withdrawn by a signal, to be notified and counted again; the
+	// count of forbidden calls stays exact. Without it on older kernels.
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+	int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+				    SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
+	if (listener < 0 && errno == EINVAL)
+		listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+	if (listener < 0)
+		aj_fail("seccomp: seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)", errno,
+			errno == EBUSY ? "this process is already under a seccomp filter with a listener" : NULL);
+	return listener;
+}
+
 // aj_start_program ends the set-up and starts the program. The order
 // matters and each step is as late as it can be:
 //  1. on cgroup v1, join the jail's group by writing "0" to each
@@ -168,27 +196,7 @@ __attribute__((noreturn)) void aj_start_program(struct aj_state *s, int *join, i
 	// allowed, but nothing here should depend on it).
 	aj_forward_signals();
 
-	// no_new_privs first: the kernel refuses a filter from a task without
-	// CAP_SYS_ADMIN unless it is set, and it must hold for execve anyway.
-	// From the filter on, this process may only make calls the policy
-	// allows (seccomp's TestPolicyAllowsInitTail), and the listener must
-	// never reach the jail: whoever holds it could let forbidden calls run.
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		aj_fail("seccomp: prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
-	struct sock_fprog prog = {.len = s->filter_len, .filter = (struct sock_filter *)s->filter};
-	// WAIT_KILLABLE_RECV (Linux 5.19): a call the supervisor has taken is
-	// not withdrawn by a signal, to be notified and counted again; the
-	// count of forbidden calls stays exact. Without it on older kernels.
-#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
-#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
-#endif
-	int listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-				    SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, &prog);
-	if (listener < 0 && errno == EINVAL)
-		listener = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-	if (listener < 0)
-		aj_fail("seccomp: seccomp(SECCOMP_SET_MODE_FILTER, NEW_LISTENER)", errno,
-			errno == EBUSY ? "this process is already under a seccomp filter with a listener" : NULL);
+	int listener = aj_filter(s);
 
 	int send_fds[2] = {listener, workspace};
 	int sent = aj_send_fds(AJ_MSG_SECCOMP, send_fds, workspace >= 0 ? 2 : 1);

@@ -20,7 +20,7 @@ import (
 	"agentjail/internal/systest"
 )
 
-// record is one record as bootstrap_linux.c and init_linux.c write it
+// record is one record as bootstrap_linux.c and init_msg_linux.c write it
 // (struct aj_record).
 func record(kind byte, value int32, stage, msg string) []byte {
 	rec := make([]byte, recordSize)

@@ -44,7 +44,7 @@
 // # Where Go ends and C begins
 //
 // Every decision about a jail is made in Go. The jail's own side is C
-// (nsjail/boot: bootstrap_linux.c, init_linux.c) that runs before the Go
+// (nsjail/boot: bootstrap_linux.c, init_*_linux.c) that runs before the Go
 // runtime would start, so no Go runtime ever starts in a jail: the bootstrap because
 // unshare(CLONE_NEWUSER) needs a process of one thread, the init stage
 // because it saves the runtime's start on every run. The init stage
@@ -61,12 +61,13 @@
 //
 // protocol.go draws the conversation between the parent and the init
 // stage, message by message, and frames the messages; handshake_linux.go
-// is the parent's side of it. plan.go encodes the plans and holds the
-// build plan (the file system, the identity, the network: the same for
-// every run of a Runner) and the request plan (the program, its files,
-// stdio and rlimits). boot/bootstrap_linux.h holds the C side's
-// constants, which boot/boot_linux.go checks at compile time against
-// internal/wire's, the Go names of this package's own.
+// is the parent's side of it. plan.go holds the build plan (the file
+// system, the identity, the network: the same for every run of a Runner)
+// and the request plan (the program, its files, stdio and rlimits);
+// internal/wire's Plan encodes them, for plan.go and for the tests of the
+// C decoder alike. boot/bootstrap_linux.h holds the C side's constants,
+// which boot/boot_linux.go checks at compile time against internal/wire's,
+// the Go names of this package's own.
 //
 // # No process-wide side effects
 //

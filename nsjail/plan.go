@@ -3,7 +3,6 @@
 package nsjail
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 
@@ -12,76 +11,37 @@ import (
 	"agentjail/nsjail/internal/wire"
 )
 
-// A plan is what the init stage (init_linux.c, C: no Go runtime starts in
-// a jail) carries out: steps in order, each a system call or a small fixed
-// sequence of them, with its arguments and the name a failure reports.
-// Every decision about the jail is made here, in Go; the C side only
-// checks that the plan is well formed. Encoding, little endian:
-//
-//	step:   op (1 byte) | stage (string) | arguments
-//	string: length (4 bytes) | bytes | NUL (not counted)
-//	u32, u64: 4 or 8 bytes
-//
-// The op codes must match bootstrap_linux.h's enum (bootstrap_linux.go
-// checks each of them at compile time).
-type plan struct{ b []byte }
+// A plan is what the init stage carries out (wire.Plan encodes it: its
+// format is there). Every decision about the jail is made here, in Go:
+// which steps, in which order, with which arguments; the C side only
+// checks that the plan is well formed.
+type plan struct{ wire.Plan }
 
+// The op codes this file writes itself, under this package's names (their
+// arguments: wire's; wire.Plan's Mount and Mkdir write the other two).
 const (
-	opUnshare    = wire.OpUnshare    // flags u32
-	opMount      = wire.OpMount      // source, target, fstype, flags u64, data ("" is NULL for source, fstype, data)
-	opBindRO     = wire.OpBindRO     // source, target, extra flags u64, cleared flags u64
-	opMkdir      = wire.OpMkdir      // path, mode u32, parents u32
-	opSymlink    = wire.OpSymlink    // target, path
-	opWrite      = wire.OpWrite      // directory, path below it, mode u32, content
-	opChmod      = wire.OpChmod      // path, mode u32
-	opIfExists   = wire.OpIfExists   // path: the next step only when it exists
-	opUmount     = wire.OpUmount     // path, flags u32
-	opRmdir      = wire.OpRmdir      // path
-	opPivotRoot  = wire.OpPivotRoot  // new root
-	opHostname   = wire.OpHostname   // name
-	opDomainname = wire.OpDomainname // name
-	opLoopbackUp = wire.OpLoopbackUp // -
-	opChdir      = wire.OpChdir      // path
-	opSeccomp    = wire.OpSeccomp    // the filter (seccomp.Program.MarshalBinary)
-	opStdio      = wire.OpStdio      // count u32: the message's fds become 0 … count-1
-	opRlimit     = wire.OpRlimit     // resource u32, soft u64, hard u64
-	opExec       = wire.OpExec       // report u32, collect u32, argc u32, argv…, envc u32, env…
-	opKeepCaps   = wire.OpKeepCaps   // mask u64: capabilities the program keeps (a zygote's)
-	opAdopt      = wire.OpAdopt      // - : instead of opExec, a warm run's init adopts the program its zygote forks
-	opAttach     = wire.OpAttach     // path: the message's one fd, a detached mount, is attached there
+	opUnshare    = wire.OpUnshare
+	opBindRO     = wire.OpBindRO
+	opSymlink    = wire.OpSymlink
+	opWrite      = wire.OpWrite
+	opChmod      = wire.OpChmod
+	opIfExists   = wire.OpIfExists
+	opUmount     = wire.OpUmount
+	opRmdir      = wire.OpRmdir
+	opPivotRoot  = wire.OpPivotRoot
+	opHostname   = wire.OpHostname
+	opDomainname = wire.OpDomainname
+	opLoopbackUp = wire.OpLoopbackUp
+	opChdir      = wire.OpChdir
+	opSeccomp    = wire.OpSeccomp
+	opStdio      = wire.OpStdio
+	opRlimit     = wire.OpRlimit
+	opExec       = wire.OpExec
+	opKeepCaps   = wire.OpKeepCaps
+	opAdopt      = wire.OpAdopt
+	opAttach     = wire.OpAttach
 	opLast       = wire.OpLast
 )
-
-func (p *plan) op(code byte, stage string) *plan {
-	p.b = append(p.b, code)
-	return p.str(stage)
-}
-
-func (p *plan) u32(v uint32) *plan { p.b = binary.LittleEndian.AppendUint32(p.b, v); return p }
-func (p *plan) u64(v uint64) *plan { p.b = binary.LittleEndian.AppendUint64(p.b, v); return p }
-
-func (p *plan) bytes(b []byte) *plan { p.b = appendField(p.b, b); return p }
-
-// str: the C side refuses a NUL inside (Spec.Validate refuses them first).
-func (p *plan) str(s string) *plan { p.b = appendField(p.b, s); return p }
-
-// appendField appends v as the plan's strings and bytes are: its length,
-// itself, and a NUL the length does not count.
-func appendField[T string | []byte](b []byte, v T) []byte {
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
-	return append(append(b, v...), 0)
-}
-
-func boolU32(b bool) uint32 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func (p *plan) mount(stage, source, target, fstype string, flags uintptr, data string) {
-	p.op(opMount, stage).str(source).str(target).str(fstype).u64(uint64(flags)).str(data)
-}
 
 // bindReadOnly binds src at dst (not recursively: host submounts below src
 // are not exposed) and remounts the bind read-only, nosuid and nodev
@@ -92,11 +52,7 @@ func (p *plan) bindReadOnly(src, dst string, extra uintptr) {
 	if strings.HasPrefix(src, "/dev/") {
 		cleared = unix.MS_NODEV
 	}
-	p.op(opBindRO, "bind "+src).str(src).str(dst).u64(uint64(extra)).u64(cleared)
-}
-
-func (p *plan) mkdir(stage, path string, mode uint32, parents bool) {
-	p.op(opMkdir, stage).str(path).u32(mode).u32(boolU32(parents))
+	p.Op(opBindRO, "bind "+src).Str(src).Str(dst).U64(uint64(extra)).U64(cleared)
 }
 
 // writeTree writes files below dir, creating it and the directories on
@@ -105,14 +61,14 @@ func (p *plan) mkdir(stage, path string, mode uint32, parents bool) {
 // beneath dir's fd (openat2: no "..", no symbolic or magic link, no other
 // mount), so a path that tried to leave dir fails.
 func (p *plan) writeTree(dir string, files []File, mode uint32) {
-	p.mkdir("mkdir "+dir, dir, 0o755, true)
+	p.Mkdir("mkdir "+dir, dir, 0o755, true)
 	p.writeFiles(dir, files, mode)
 }
 
 // writeFiles is writeTree into a directory that exists.
 func (p *plan) writeFiles(dir string, files []File, mode uint32) {
 	for _, f := range files {
-		p.op(opWrite, "write "+f.Path).str(dir).str(f.Path).u32(mode).bytes(f.Content)
+		p.Op(opWrite, "write "+f.Path).Str(dir).Str(f.Path).U32(mode).Blob(f.Content)
 	}
 }
 
@@ -175,41 +131,41 @@ const nsUnshared = unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWIPC | un
 func buildPlan(cfg *buildConfig) []byte {
 	p := &plan{}
 	// First: a jail never runs without its filter.
-	p.op(opSeccomp, "decode seccomp filter").bytes(cfg.Seccomp)
-	p.op(opUnshare, "unshare namespaces").u32(nsUnshared)
+	p.Op(opSeccomp, "decode seccomp filter").Blob(cfg.Seccomp)
+	p.Op(opUnshare, "unshare namespaces").U32(nsUnshared)
 	// Nothing done here may propagate to the host's mount namespace.
-	p.mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+	p.Mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 	root := cfg.RootDir
-	p.mount("mount root tmpfs", "tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+	p.Mount("mount root tmpfs", "tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 		fmt.Sprintf("size=%d,nr_inodes=1024,mode=0755", cfg.RootSize))
 	for _, b := range cfg.Binds {
-		p.mkdir("mkdir "+b, root+b, 0o755, true)
+		p.Mkdir("mkdir "+b, root+b, 0o755, true)
 		p.bindReadOnly(b, root+b, 0)
 	}
 	for _, l := range cfg.Links {
-		p.op(opSymlink, "symlink "+l.Path).str(l.Target).str(root + l.Path)
+		p.Op(opSymlink, "symlink "+l.Path).Str(l.Target).Str(root + l.Path)
 	}
 	if cfg.EtcTree {
-		p.mkdir("mkdir /etc", root+"/etc", 0o755, false)
-		p.op(opAttach, "attach /etc").str(root + "/etc")
+		p.Mkdir("mkdir /etc", root+"/etc", 0o755, false)
+		p.Op(opAttach, "attach /etc").Str(root + "/etc")
 	} else {
 		p.writeTree(root+"/etc", etcFiles, 0o444)
 		p.etc(root, cfg.Etc)
 	}
 	p.writeTree(root+"/code", cfg.Code, 0o444)
 	p.dev(root)
-	p.mkdir("mkdir /proc", root+"/proc", 0o555, false)
+	p.Mkdir("mkdir /proc", root+"/proc", 0o555, false)
 	p.proc(root) // after /dev: masks bind its /dev/null
 	p.scratch(root, cfg.TmpBytes, cfg.ScratchNoexec)
 	p.matplotlibCache(root, cfg.Etc)
-	p.op(opPivotRoot, "pivot_root").str(root)
-	p.op(opHostname, "sethostname").str("sandbox")
-	p.op(opDomainname, "setdomainname").str("(none)")
+	p.Op(opPivotRoot, "pivot_root").Str(root)
+	p.Op(opHostname, "sethostname").Str("sandbox")
+	p.Op(opDomainname, "setdomainname").Str("(none)")
 	// lo is the only interface of the jail's network namespace: up, so
 	// that programs can use localhost among themselves.
-	p.op(opLoopbackUp, "bring lo up")
-	p.op(opChdir, "chdir /workspace").str("/workspace")
-	return p.b
+	p.Op(opLoopbackUp, "bring lo up")
+	p.Op(opChdir, "chdir /workspace").Str("/workspace")
+	return p.Bytes()
 }
 
 // matplotlibCache makes matplotlib's cache directory (MPLCONFIGDIR,
@@ -220,9 +176,9 @@ func (p *plan) matplotlibCache(root string, e *Etc) {
 	if e == nil || e.MatplotlibCache == "" {
 		return
 	}
-	p.mkdir("mkdir /tmp/matplotlib", root+"/tmp/matplotlib", 0o755, false)
-	p.op(opSymlink, "symlink the matplotlib font cache").str("/etc/matplotlib/" + e.MatplotlibCache).
-		str(root + "/tmp/matplotlib/" + e.MatplotlibCache)
+	p.Mkdir("mkdir /tmp/matplotlib", root+"/tmp/matplotlib", 0o755, false)
+	p.Op(opSymlink, "symlink the matplotlib font cache").Str("/etc/matplotlib/" + e.MatplotlibCache).
+		Str(root + "/tmp/matplotlib/" + e.MatplotlibCache)
 }
 
 // requestPlan adds one request to a built jail (whose scratch tmpfs has
@@ -235,10 +191,10 @@ func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 	p.files(cfg, builtTmp)
 	p.rlimits(cfg)
 	if cfg.KeepCaps != 0 {
-		p.op(opKeepCaps, "keep capabilities").u64(cfg.KeepCaps)
+		p.Op(opKeepCaps, "keep capabilities").U64(cfg.KeepCaps)
 	}
 	p.exec(cfg)
-	return p.b
+	return p.Bytes()
 }
 
 // adoptPlan is requestPlan for a warm run's init (a nested jail): the
@@ -247,8 +203,8 @@ func requestPlan(cfg *requestConfig, builtTmp int64) []byte {
 func adoptPlan(cfg *requestConfig, builtTmp int64) []byte {
 	p := &plan{}
 	p.files(cfg, builtTmp)
-	p.op(opAdopt, "adopt the program")
-	return p.b
+	p.Op(opAdopt, "adopt the program")
+	return p.Bytes()
 }
 
 // programPlan is the rest of requestPlan, for a warm run's program, which
@@ -259,10 +215,10 @@ func programPlan(cfg *requestConfig, filter []byte) []byte {
 	p := &plan{}
 	p.stdio(cfg)
 	p.rlimits(cfg)
-	p.op(opChdir, "chdir /workspace").str("/workspace")
-	p.op(opSeccomp, "decode seccomp filter").bytes(filter)
+	p.Op(opChdir, "chdir /workspace").Str("/workspace")
+	p.Op(opSeccomp, "decode seccomp filter").Blob(filter)
 	p.exec(cfg)
-	return p.b
+	return p.Bytes()
 }
 
 func (p *plan) stdio(cfg *requestConfig) {
@@ -270,7 +226,7 @@ func (p *plan) stdio(cfg *requestConfig) {
 	if cfg.Report {
 		n = 4
 	}
-	p.op(opStdio, "stdio").u32(n)
+	p.Op(opStdio, "stdio").U32(n)
 }
 
 // files writes the program and the request's files, makes the root
@@ -280,12 +236,12 @@ func (p *plan) files(cfg *requestConfig, builtTmp int64) {
 	p.writeFiles("/code", cfg.Code, 0o444) // the build made it
 	// The root holds only mount points, /etc and /code: nothing in it is
 	// ever written again.
-	p.mount("remount / read-only", "", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	p.Mount("remount / read-only", "", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	if cfg.TmpBytes != builtTmp {
 		// The scratch tmpfs (behind /workspace, /tmp and /dev/shm) is
 		// empty: resizing its superblock is one call. A non-bind remount
 		// also sets the mount's flags, so they are repeated.
-		p.mount("resize scratch tmpfs", "", "/workspace", "", unix.MS_REMOUNT|scratchFlags(cfg.ScratchNoexec),
+		p.Mount("resize scratch tmpfs", "", "/workspace", "", uint64(unix.MS_REMOUNT|scratchFlags(cfg.ScratchNoexec)),
 			fmt.Sprintf("size=%d", cfg.TmpBytes))
 	}
 	p.writeFiles("/workspace", cfg.Files, 0o644) // the scratch tmpfs's
@@ -293,18 +249,18 @@ func (p *plan) files(cfg *requestConfig, builtTmp int64) {
 
 func (p *plan) rlimits(cfg *requestConfig) {
 	for _, r := range cfg.Rlimits {
-		p.op(opRlimit, fmt.Sprintf("setrlimit %d", r.Resource)).u32(uint32(r.Resource)).u64(r.Cur).u64(r.Max)
+		p.Op(opRlimit, fmt.Sprintf("setrlimit %d", r.Resource)).U32(uint32(r.Resource)).U64(r.Cur).U64(r.Max)
 	}
 }
 
 func (p *plan) exec(cfg *requestConfig) {
-	p.op(opExec, "exec").u32(boolU32(cfg.Report)).u32(boolU32(cfg.Collect)).u32(uint32(len(cfg.Argv)))
+	p.Op(opExec, "exec").Bool(cfg.Report).Bool(cfg.Collect).U32(uint32(len(cfg.Argv)))
 	for _, a := range cfg.Argv {
-		p.str(a)
+		p.Str(a)
 	}
-	p.u32(uint32(len(cfg.Env)))
+	p.U32(uint32(len(cfg.Env)))
 	for _, e := range cfg.Env {
-		p.str(e)
+		p.Str(e)
 	}
 }
 
@@ -316,11 +272,11 @@ func (p *plan) etc(root string, e *Etc) {
 	for _, en := range e.Entries {
 		switch {
 		case en.Dir:
-			p.mkdir("mkdir /etc/"+en.Path, root+"/etc/"+en.Path, 0o755, false)
+			p.Mkdir("mkdir /etc/"+en.Path, root+"/etc/"+en.Path, 0o755, false)
 		case en.Link != "":
-			p.op(opSymlink, "symlink /etc/"+en.Path).str(en.Link).str(root + "/etc/" + en.Path)
+			p.Op(opSymlink, "symlink /etc/"+en.Path).Str(en.Link).Str(root + "/etc/" + en.Path)
 		default:
-			p.op(opWrite, "write /etc/"+en.Path).str(root + "/etc").str(en.Path).u32(0o444).bytes(en.Content)
+			p.Op(opWrite, "write /etc/"+en.Path).Str(root + "/etc").Str(en.Path).U32(0o444).Blob(en.Content)
 		}
 	}
 }
@@ -352,22 +308,22 @@ func (p *plan) proc(root string) {
 	// entries, like /proc/self/comm, are knobs, not data); opening
 	// /proc/self/fd/N for writing still works because it reaches the file
 	// behind the link, not procfs.
-	p.mount("mount /proc", "proc", d, "proc", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	p.Mount("mount /proc", "proc", d, "proc", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	for _, f := range procMaskedFiles {
 		t := d + "/" + f
-		p.op(opIfExists, "lstat /proc/"+f).str(t)
+		p.Op(opIfExists, "lstat /proc/"+f).Str(t)
 		// The jail's /dev/null is already a read-only bind, and a bind
 		// copies its source's flags: one call gives a read-only mask.
-		p.mount("mask /proc/"+f, root+"/dev/null", t, "", unix.MS_BIND, "")
+		p.Mount("mask /proc/"+f, root+"/dev/null", t, "", unix.MS_BIND, "")
 	}
 	for _, m := range procMaskedDirs {
 		t := d + "/" + m
-		p.op(opIfExists, "lstat /proc/"+m).str(t)
-		p.mount("mask /proc/"+m, "tmpfs", t, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,nr_inodes=1")
+		p.Op(opIfExists, "lstat /proc/"+m).Str(t)
+		p.Mount("mask /proc/"+m, "tmpfs", t, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,nr_inodes=1")
 	}
 	for _, f := range procReadOnly {
 		t := d + "/" + f
-		p.op(opIfExists, "lstat /proc/"+f).str(t)
+		p.Op(opIfExists, "lstat /proc/"+f).Str(t)
 		p.bindReadOnly(t, t, unix.MS_NOEXEC)
 	}
 }
@@ -377,16 +333,16 @@ var devices = []string{"null", "zero", "full", "random", "urandom"}
 
 func (p *plan) dev(root string) {
 	d := root + "/dev"
-	p.mkdir("mkdir /dev", d, 0o755, false)
-	p.mount("mount /dev", "tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755")
+	p.Mkdir("mkdir /dev", d, 0o755, false)
+	p.Mount("mount /dev", "tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755")
 	for _, n := range devices {
-		p.op(opWrite, "create /dev/"+n).str(d).str(n).u32(0o666).bytes(nil)
+		p.Op(opWrite, "create /dev/"+n).Str(d).Str(n).U32(0o666).Blob(nil)
 		p.bindReadOnly("/dev/"+n, d+"/"+n, unix.MS_NOEXEC)
 	}
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
-		p.op(opSymlink, "symlink /dev/"+l[0]).str(l[1]).str(d + "/" + l[0])
+		p.Op(opSymlink, "symlink /dev/"+l[0]).Str(l[1]).Str(d + "/" + l[0])
 	}
-	p.mkdir("mkdir /dev/shm", d+"/shm", 0o755, false)
+	p.Mkdir("mkdir /dev/shm", d+"/shm", 0o755, false)
 	p.ptys(d)
 }
 
@@ -403,10 +359,10 @@ const jailPtys = 16
 // file system, and a device node's read-only mount does not stop its
 // I/O; nothing can be created or renamed there.
 func (p *plan) ptys(dev string) {
-	p.mkdir("mkdir /dev/pts", dev+"/pts", 0o755, false)
-	p.mount("mount /dev/pts", "devpts", dev+"/pts", "devpts", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC,
+	p.Mkdir("mkdir /dev/pts", dev+"/pts", 0o755, false)
+	p.Mount("mount /dev/pts", "devpts", dev+"/pts", "devpts", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC,
 		fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", jailPtys))
-	p.op(opSymlink, "symlink /dev/ptmx").str("pts/ptmx").str(dev + "/ptmx")
+	p.Op(opSymlink, "symlink /dev/ptmx").Str("pts/ptmx").Str(dev + "/ptmx")
 }
 
 // scratchBinds makes /workspace, /tmp and /dev/shm directories of the
@@ -417,13 +373,13 @@ func (p *plan) scratchBinds(s, root string) {
 		mode        uint32
 	}{{"workspace", "/workspace", 0o755}, {"tmp", "/tmp", 0o1777}, {"shm", "/dev/shm", 0o1777}} {
 		src := s + "/" + b.dir
-		p.mkdir("mkdir "+b.target, src, b.mode, false)
-		p.op(opChmod, "chmod "+b.target).str(src).u32(b.mode) // not masked by the umask
+		p.Mkdir("mkdir "+b.target, src, b.mode, false)
+		p.Op(opChmod, "chmod "+b.target).Str(src).U32(b.mode) // not masked by the umask
 		t := root + b.target
 		if root != "" && b.target != "/dev/shm" {
-			p.mkdir("mkdir "+b.target, t, 0o755, false)
+			p.Mkdir("mkdir "+b.target, t, 0o755, false)
 		}
-		p.mount("bind "+b.target, src, t, "", unix.MS_BIND, "")
+		p.Mount("bind "+b.target, src, t, "", unix.MS_BIND, "")
 	}
 }
 
@@ -447,12 +403,12 @@ func scratchFlags(noexec bool) uintptr {
 // cgroup as the program writes them.
 func (p *plan) scratch(root string, tmpBytes int64, noexec bool) {
 	s := root + "/.scratch"
-	p.mkdir("mkdir scratch", s, 0o700, false)
-	p.mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", scratchFlags(noexec),
+	p.Mkdir("mkdir scratch", s, 0o700, false)
+	p.Mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", uint64(scratchFlags(noexec)),
 		fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", tmpBytes, scratchInodes))
 	p.scratchBinds(s, root)
-	p.op(opUmount, "detach scratch").str(s).u32(unix.MNT_DETACH)
-	p.op(opRmdir, "rmdir scratch").str(s)
+	p.Op(opUmount, "detach scratch").Str(s).U32(unix.MNT_DETACH)
+	p.Op(opRmdir, "rmdir scratch").Str(s)
 	// /dev is complete: make it read-only (the device binds keep their own flags).
-	p.mount("remount /dev read-only", "", root+"/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
+	p.Mount("remount /dev read-only", "", root+"/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
 }

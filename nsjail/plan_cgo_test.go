@@ -69,18 +69,18 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 	require.NoError(t, os.Chmod(filepath.Dir(open), 0o755)) // the test's own
 	require.NoError(t, os.Chmod(open, 0o777))
 	for _, cut := range []int{1, 5, 9} { // in the step's code, its stage, its argument
-		p := (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp())
-		p.mkdir("mkdir", open+"/made", 0o755, false)
-		p.op(opChdir, "chdir").str("/")
-		err := buildWith(t, p.b[:len(p.b)-cut])
+		p := (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp())
+		p.Mkdir("mkdir", open+"/made", 0o755, false)
+		p.Op(opChdir, "chdir").Str("/")
+		err := buildWith(t, p.Bytes()[:len(p.Bytes())-cut])
 		var se *StageError
 		require.ErrorAs(t, err, &se, cut)
 		assert.True(t, strings.HasPrefix(se.Msg, "malformed plan: "), "cut %d: %v", cut, err)
 		assert.NoDirExists(t, open+"/made", "a step before the malformed one ran (cut %d)", cut)
 	}
-	p := (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp())
-	p.mkdir("mkdir", open+"/made", 0o755, false)
-	require.NoError(t, buildWith(t, p.b))
+	p := (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp())
+	p.Mkdir("mkdir", open+"/made", 0o755, false)
+	require.NoError(t, buildWith(t, p.Bytes()))
 	require.DirExists(t, open+"/made", "the well-formed plan's step runs")
 	good := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes))
 	require.NoError(t, buildWith(t, good))
@@ -88,24 +88,24 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 	stage := bytes.Index(notNUL, []byte("decode seccomp filter"))
 	require.Positive(t, stage)
 	notNUL[stage+len("decode seccomp filter")] = 'x' // the NUL after a string
-	ifLast := (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp())
-	ifLast.op(opIfExists, "lstat").str("/")
+	ifLast := (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp())
+	ifLast.Op(opIfExists, "lstat").Str("/")
 	for name, p := range map[string][]byte{
 		"cut in its first step":      good[:3],
 		"cut in a later step":        good[:len(good)-5],
 		"a string without its NUL":   notNUL,
 		"an unknown step":            append(slices.Clone(good), opLast, 0, 0, 0, 0, 0),
 		"a step of code 0":           append(slices.Clone(good), 0, 0, 0, 0, 0, 0),
-		"a condition with no step":   ifLast.b,
-		"a condition on a condition": (&plan{}).op(opIfExists, "lstat").str("/").op(opIfExists, "lstat").str("/").op(opChdir, "chdir").str("/").b,
-		"a NUL inside a string":      (&plan{}).op(opSeccomp, "a\x00b").bytes(r.seccomp()).b,
-		"no filter":                  (&plan{}).op(opChdir, "chdir").str("/").b,
-		"a filter of half a program": (&plan{}).op(opSeccomp, "decode seccomp filter").bytes(r.seccomp()[:12]).b,
+		"a condition with no step":   ifLast.Bytes(),
+		"a condition on a condition": (&plan{}).Op(opIfExists, "lstat").Str("/").Op(opIfExists, "lstat").Str("/").Op(opChdir, "chdir").Str("/").Bytes(),
+		"a NUL inside a string":      (&plan{}).Op(opSeccomp, "a\x00b").Blob(r.seccomp()).Bytes(),
+		"no filter":                  (&plan{}).Op(opChdir, "chdir").Str("/").Bytes(),
+		"a filter of half a program": (&plan{}).Op(opSeccomp, "decode seccomp filter").Blob(r.seccomp()[:12]).Bytes(),
 		// A second filter would replace the first (and leak it).
-		"a second filter": (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp()).op(opSeccomp, "filter").bytes(r.seccomp()).b,
+		"a second filter": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).Op(opSeccomp, "filter").Blob(r.seccomp()).Bytes(),
 		// The program comes with the request, never ahead of it.
-		"a program in the build": (&plan{}).op(opSeccomp, "filter").bytes(r.seccomp()).
-			op(opExec, "exec").u32(0).u32(0).u32(1).str("/usr/bin/python3").u32(0).b,
+		"a program in the build": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).
+			Op(opExec, "exec").U32(0).U32(0).U32(1).Str("/usr/bin/python3").U32(0).Bytes(),
 	} {
 		err := buildWith(t, p)
 		var se *StageError

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"agentjail/nsjail/boot"
+	"agentjail/nsjail/internal/wire"
 	"agentjail/seccomp"
 )
 
@@ -18,7 +19,7 @@ type planSeed struct {
 
 // planSeeds are real plans (a jail's build plan, a run's request plan) and
 // small edge cases: FuzzPlanDryPass's seeds and the sanitized C harness's
-// (TestPlanSeeds, scripts/fuzz-plan-asan).
+// (TestPlanSeeds, scripts/checks' plan_fuzz_asan).
 func planSeeds(t testing.TB) []planSeed {
 	r := &Runner{RootDir: DefaultRootDir, Seccomp: seccomp.DefaultProgramBytes()}
 	build := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{}), shared: []File{{Path: "boot.py", Content: []byte("pass")}}}, DefaultLimits().TmpBytes))
@@ -32,11 +33,11 @@ func planSeeds(t testing.TB) []planSeed {
 		{build, 0},
 		{request, 4},
 		{[]byte{}, 0},
-		{[]byte{byte(opIfExists), 1, 0, 0, 0, 'x', 0}, 0},
+		{(&wire.Plan{}).Op(wire.OpIfExists, "x").Bytes(), 0}, // a condition without its path
 	}
 }
 
-// FuzzPlanDryPass feeds the init stage's plan decoder (init_linux.c's dry
+// FuzzPlanDryPass feeds the init stage's plan decoder (init_plan_linux.c's dry
 // pass, through planCheck) with mutations of real plans: it must never
 // crash, hang or read past the plan, whatever the bytes, and it must take
 // every plan this package builds.

@@ -16,7 +16,7 @@ import (
 // A message with more fds than maxMsgFds is refused whole by the parent's
 // reader: the kernel would otherwise cut the list (MSG_CTRUNC), and the
 // reader would take the fds it got for what they are not. The init
-// stage's reader (init_linux.c) is TestInitReportsAnUnreadableConfig's.
+// stage's reader (init_msg_linux.c) is TestInitReportsAnUnreadableConfig's.
 func TestMessageWithTooManyFdsIsRefused(t *testing.T) {
 	// Each reader owns (and closes) the receiving fd.
 	readers := map[string]func(fd int) (msgType, []byte, []int, error){

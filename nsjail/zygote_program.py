@@ -91,7 +91,7 @@ def _program(run, fds, uid):
 
 
 def _start_program(run, st, join):
-    """init_linux.c's aj_start_program for a fork: join, cgroup namespace,
+    """init_run_linux.c's aj_start_program for a fork: join, cgroup namespace,
     capabilities, seccomp, then the request's code in this process."""
     for fd in join:
         try:

@@ -10,7 +10,7 @@ import (
 )
 
 // AdoptCalls are the system calls a warm run's init makes once its filter
-// is loaded (nsjail/boot/init_linux.c's aj_adopt): it reads msgAdopt (recvmsg,
+// is loaded (nsjail/boot/init_run_linux.c's aj_adopt): it reads msgAdopt (recvmsg,
 // read, and malloc's brk, mmap, munmap, madvise), reaps and waits for the
 // program (wait4, ppoll), passes signals on to it (kill, and the handler's
 // return), closes, sends an error record (sendto) and exits. The program's

@@ -437,7 +437,7 @@ func TestCompiledMatchesPolicy(t *testing.T) {
 }
 
 // TestPolicyAllowsInitTail: after the filter is loaded the init stage
-// (nsjail/boot/init_linux.c) sends the listener, closes it and execs, or on a
+// (nsjail/boot/init_run_linux.c) sends the listener, closes it and execs, or on a
 // failure sends its error (send) and exits; a warm run's init (aj_adopt)
 // reads msgAdopt, watches the program with a pidfd, reaps and forwards
 // signals; a Go thread after Install (install_linux.go) also runs the

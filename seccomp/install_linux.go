@@ -15,7 +15,7 @@ import (
 // descriptor on which the kernel reports every forbidden call (Supervise
 // reads it). The descriptor is close-on-exec.
 //
-// The jail's init stage (nsjail/boot/init_linux.c, C) makes the same two calls
+// The jail's init stage (nsjail/boot/init_run_linux.c, C) makes the same two calls
 // itself, as its last steps before execve:
 //
 //	mounts, pivot_root, identity, rlimits, capabilities dropped, close_range

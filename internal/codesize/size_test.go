@@ -1,6 +1,6 @@
-// Package codesize holds one test: no Go file of the repository over
-// maxLines lines and no function over maxFuncLines, outside the allowlist
-// below (scripts/test's "code size" step; docs/testing.md).
+// Package codesize holds one test: no Go or C file of the repository
+// over maxLines lines and no function over maxFuncLines, outside the
+// allowlist below (scripts/test's "code size" step; docs/testing.md).
 package codesize
 
 import (
@@ -57,7 +57,8 @@ func TestNoFileOrFunctionTooLong(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(name, ".go") {
+		isC := strings.HasSuffix(name, ".c") || strings.HasSuffix(name, ".h")
+		if !strings.HasSuffix(name, ".go") && !isC {
 			return nil
 		}
 		rel, _ := filepath.Rel(root, path)
@@ -65,6 +66,12 @@ func TestNoFileOrFunctionTooLong(t *testing.T) {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
+		}
+		if isC {
+			if !strings.Contains("/"+rel, "/testdata/") { // test inputs, not formatted (scripts/checks)
+				problems = append(problems, checkC(rel, string(src), seenFiles, seenFuncs)...)
+			}
+			return nil
 		}
 		if n := strings.Count(string(src), "\n"); n > maxLines {
 			if _, ok := allowedFiles[rel]; ok {

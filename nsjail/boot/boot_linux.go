@@ -26,7 +26,7 @@ func SlackOfAThreadMadeBy(creatorSlack int) (made, main int) {
 	return made, int(m)
 }
 
-// bootstrap_linux.c and init_linux.c must agree with wire (and so with
+// bootstrap_linux.c and the init stage (init_*_linux.c) must agree with wire (and so with
 // nsjail's protocol.go, bootstrap_linux.go and plan.go): each index below is 0 when both sides
 // agree, and out of range (it does not compile) otherwise.
 var (
@@ -98,7 +98,7 @@ func init() {
 }
 
 // WriteBeneath writes content to rel below the directory dir as the init
-// stage writes /etc, /code and the request's files (init_linux.c's
+// stage writes /etc, /code and the request's files (init_fs_linux.c's
 // aj_write_beneath), for its test.
 func WriteBeneath(dir, rel string, content []byte, mode uint32) error {
 	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -119,7 +119,7 @@ func WriteBeneath(dir, rel string, content []byte, mode uint32) error {
 	return nil
 }
 
-// PlanCheck is init_linux.c's dry pass over a plan (aj_plan_check), for
+// PlanCheck is init_plan_linux.c's dry pass over a plan (aj_plan_check), for
 // the fuzz test: it tells whether the init stage would carry the plan out
 // rather than refuse it as malformed.
 func PlanCheck(plan []byte, nfds int) bool {

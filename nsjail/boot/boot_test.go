@@ -18,7 +18,7 @@ func TestBootstrapActsOnInitArg0(t *testing.T) {
 	assert.Equal(t, wire.BootLinked, wire.Boot)
 }
 
-// The init stage's writer of /etc, /code and /workspace (init_linux.c)
+// The init stage's writer of /etc, /code and /workspace (init_fs_linux.c)
 // resolves every path beneath its directory: the paths Validate lets
 // through work, and none that leaves the directory does, even if one got
 // past Validate.

@@ -96,8 +96,6 @@ __attribute__((noreturn)) static void aj_fail(const char *stage)
 	_exit(1);
 }
 
-// Priority 101, the first a program may use: no other constructor runs
-// before it in the init stage.
 // aj_write_proc writes content to a file of /proc/self, or fails.
 static void aj_write_proc(const char *path, const char *content)
 {
@@ -180,38 +178,10 @@ static pid_t aj_clone_parent(void)
 	return (pid_t)pid;
 }
 
-// Priority 101, the first a program may use: no other constructor runs
-// before it in the init stage.
-__attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv, char **envp)
+// aj_user_rlimits sets the per-user rlimits the jail's user namespace is
+// made with (a part of aj_bootstrap, before the namespace exists).
+static void aj_user_rlimits(int zygote)
 {
-	if (argc < 1 || argv == NULL || argv[0] == NULL || strcmp(argv[0], AJ_INIT_ARG0) != 0)
-		return;
-
-	// Nothing may read or ptrace this process while it holds
-	// capabilities (its clone, the jail's pid 1, inherits it). With
-	// fs.suid_dumpable 0 (the default) the change of credentials below
-	// would clear it too; these calls do not depend on that setting.
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		aj_fail("set not dumpable");
-	// Only 0 to 4 are ours (stdio and fd 3 on /dev/null, the socket to
-	// the parent); fd 5, the sealed binary, was exec'd already. Anything
-	// else reached us only because the parent inherited it without
-	// close-on-exec: it must not stay open here, as root, until the init
-	// stage's close_range at the exec of python3.
-	int zygote = aj_has_env(envp, AJ_ZYGOTE_ENV);
-	// A warm run's jail: the id its zygote's namespace maps the jail's
-	// host uid to (bootstrap_linux.h's AJ_NEST_ENV); fd AJ_NEST_FD stays.
-	uid_t nest = zygote ? 0 : aj_env_id(envp, AJ_NEST_ENV);
-	if (nest == 0 ? syscall(SYS_close_range, AJ_SYNC_FD + 1, ~0U, 0) < 0
-		      : syscall(SYS_close_range, AJ_SYNC_FD + 1, AJ_NEST_FD - 1, 0) < 0 ||
-				syscall(SYS_close_range, AJ_NEST_FD + 1, ~0U, 0) < 0)
-		aj_fail("close inherited fds");
-	uid_t host = aj_env_id(envp, AJ_UID_ENV);
-	if (host == 0) {
-		errno = EINVAL;
-		aj_fail("read the jail's host uid (" AJ_UID_ENV ")");
-	}
-	pid_t parent = getppid();
 	// The bounds the new user namespace holds for what the kernel counts
 	// per user (bootstrap_linux.h): a jail's own; for a zygote none where
 	// they may be raised (CAP_SYS_RESOURCE, or a daemon whose own are
@@ -244,37 +214,13 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		if (setrlimit(user_rlimits[i].res, &rl) < 0)
 			aj_fail(user_rlimits[i].name);
 	}
-	// The parent's supplementary groups (kernel gids: they would still
-	// open group-readable host files) do not enter the jail. The user
-	// namespace's setgroups "deny" forbids it from then on.
-	if (setgroups(0, NULL) < 0)
-		aj_fail("drop supplementary groups");
-	uid_t id = host;
-	if (nest != 0) {
-		// Into the zygote's user namespace (as root of the host, with
-		// every capability there) and, for this process's children, its
-		// pid namespace: the jail's own are made inside them, where the
-		// zygote may enter them to fork the program (its fork joins them
-		// with the namespace fds this jail's pid 1 sends).
-		if (setns(AJ_NEST_FD, CLONE_NEWUSER | CLONE_NEWPID) < 0)
-			aj_fail("join the zygote's user and pid namespaces");
-		close(AJ_NEST_FD);
-		id = nest; // the same host uid, as the zygote's namespace names it
-	}
-	// From root to the jail's own host uid and gid, before its user
-	// namespace: the namespace is that user's, and so are its counters.
-	if (setresgid(id, id, id) < 0)
-		aj_fail("setresgid to the jail's host gid");
-	if (setresuid(id, id, id) < 0)
-		aj_fail("setresuid to the jail's host uid");
-	// A change of credentials resets both; a parent that died before the
-	// parent-death signal was set again is seen here.
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		aj_fail("set not dumpable");
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		aj_fail("set parent-death signal");
-	if (getppid() != parent)
-		_exit(1);
+}
+
+// aj_user_namespace makes the jail's user namespace and has it mapped (a
+// part of aj_bootstrap): a zygote's by the parent, a jail's by this
+// process, which maps id, its host uid (and gid), to AJ_JAIL_ID.
+static void aj_user_namespace(int zygote, uid_t id)
+{
 	if (unshare(CLONE_NEWUSER) < 0)
 		aj_fail("unshare user namespace");
 	if (zygote) {
@@ -308,6 +254,116 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 		if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 			aj_fail("set not dumpable");
 	}
+}
+
+// aj_nested_pid1 makes a warm run's jail (a part of aj_bootstrap, once
+// the user namespace is set up inside the zygote's): its pid namespace and
+// pid 1, which becomes the init stage. It never returns.
+__attribute__((noreturn)) static void aj_nested_pid1(void)
+{
+	// unshare(CLONE_NEWPID) is refused to a process whose children are born in
+	// another pid namespace than its own (the zygote's, joined in
+	// aj_bootstrap): a child of this process, born there, makes the jail's pid
+	// namespace and its pid 1, and exits at once. The pid 1 is then an orphan
+	// of the zygote's pid namespace, whose init (the zygote's jail's C init)
+	// reaps it: it is not the parent's child, and no zombie of it can keep the
+	// zygote's jail from ending. It dies with the zygote's jail (the kernel
+	// kills every process of a pid namespace and of the ones inside it when
+	// its init ends), which dies with the parent. So nothing of this jail but
+	// this process is tied to the parent's thread, which the daemon lets go
+	// once this process has been waited for (jail.threadBound): no process
+	// below may take a parent-death signal, or become a child of the parent
+	// (CLONE_PARENT), without changing that.
+	pid_t child = fork();
+	if (child < 0)
+		aj_fail("fork");
+	if (child > 0) {
+		int st;
+		while (waitpid(child, &st, 0) < 0)
+			if (errno != EINTR)
+				aj_fail("wait for the child");
+		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+	}
+	if (unshare(CLONE_NEWPID) < 0)
+		aj_fail("unshare pid namespace");
+	pid_t pid = fork();
+	if (pid < 0)
+		aj_fail("fork pid 1");
+	if (pid > 0)
+		_exit(0);
+	// Its host pid comes with its credentials (the parent's socket
+	// has SO_PASSCRED).
+	if (setsid() < 0)
+		_exit(1);
+	aj_send(AJ_REC_PID, 0, NULL);
+	aj_init(1);
+}
+
+// Priority 101, the first a program may use: no other constructor runs
+// before it in the init stage.
+__attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv, char **envp)
+{
+	if (argc < 1 || argv == NULL || argv[0] == NULL || strcmp(argv[0], AJ_INIT_ARG0) != 0)
+		return;
+
+	// Nothing may read or ptrace this process while it holds
+	// capabilities (its clone, the jail's pid 1, inherits it). With
+	// fs.suid_dumpable 0 (the default) the change of credentials below
+	// would clear it too; these calls do not depend on that setting.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		aj_fail("set not dumpable");
+	// Only 0 to 4 are ours (stdio and fd 3 on /dev/null, the socket to
+	// the parent); fd 5, the sealed binary, was exec'd already. Anything
+	// else reached us only because the parent inherited it without
+	// close-on-exec: it must not stay open here, as root, until the init
+	// stage's close_range at the exec of python3.
+	int zygote = aj_has_env(envp, AJ_ZYGOTE_ENV);
+	// A warm run's jail: the id its zygote's namespace maps the jail's
+	// host uid to (bootstrap_linux.h's AJ_NEST_ENV); fd AJ_NEST_FD stays.
+	uid_t nest = zygote ? 0 : aj_env_id(envp, AJ_NEST_ENV);
+	if (nest == 0 ? syscall(SYS_close_range, AJ_SYNC_FD + 1, ~0U, 0) < 0
+		      : syscall(SYS_close_range, AJ_SYNC_FD + 1, AJ_NEST_FD - 1, 0) < 0 ||
+				syscall(SYS_close_range, AJ_NEST_FD + 1, ~0U, 0) < 0)
+		aj_fail("close inherited fds");
+	uid_t host = aj_env_id(envp, AJ_UID_ENV);
+	if (host == 0) {
+		errno = EINVAL;
+		aj_fail("read the jail's host uid (" AJ_UID_ENV ")");
+	}
+	pid_t parent = getppid();
+	aj_user_rlimits(zygote);
+	// The parent's supplementary groups (kernel gids: they would still
+	// open group-readable host files) do not enter the jail. The user
+	// namespace's setgroups "deny" forbids it from then on.
+	if (setgroups(0, NULL) < 0)
+		aj_fail("drop supplementary groups");
+	uid_t id = host;
+	if (nest != 0) {
+		// Into the zygote's user namespace (as root of the host, with
+		// every capability there) and, for this process's children, its
+		// pid namespace: the jail's own are made inside them, where the
+		// zygote may enter them to fork the program (its fork joins them
+		// with the namespace fds this jail's pid 1 sends).
+		if (setns(AJ_NEST_FD, CLONE_NEWUSER | CLONE_NEWPID) < 0)
+			aj_fail("join the zygote's user and pid namespaces");
+		close(AJ_NEST_FD);
+		id = nest; // the same host uid, as the zygote's namespace names it
+	}
+	// From root to the jail's own host uid and gid, before its user
+	// namespace: the namespace is that user's, and so are its counters.
+	if (setresgid(id, id, id) < 0)
+		aj_fail("setresgid to the jail's host gid");
+	if (setresuid(id, id, id) < 0)
+		aj_fail("setresuid to the jail's host uid");
+	// A change of credentials resets both; a parent that died before the
+	// parent-death signal was set again is seen here.
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		aj_fail("set not dumpable");
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		aj_fail("set parent-death signal");
+	if (getppid() != parent)
+		_exit(1);
+	aj_user_namespace(zygote, id);
 
 	// The creator of a user namespace has every capability in it: only
 	// the three that set-up needs are kept (the init stage drops them
@@ -325,45 +381,8 @@ __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		aj_fail("set parent-death signal");
 
-	if (nest != 0) {
-		// unshare(CLONE_NEWPID) is refused to a process whose children
-		// are born in another pid namespace than its own (the zygote's,
-		// above): a child of this process, born there, makes the jail's
-		// pid namespace and its pid 1, and exits at once. The pid 1 is
-		// then an orphan of the zygote's pid namespace, whose init (the
-		// zygote's jail's C init) reaps it: it is not the parent's child,
-		// and no zombie of it can keep the zygote's jail from ending. It
-		// dies with the zygote's jail (the kernel kills every process of
-		// a pid namespace and of the ones inside it when its init ends),
-		// which dies with the parent. So nothing of this jail but this
-		// process is tied to the parent's thread, which the daemon lets go
-		// once this process has been waited for (jail.threadBound): no
-		// process below may take a parent-death signal, or become a child
-		// of the parent (CLONE_PARENT), without changing that.
-		pid_t child = fork();
-		if (child < 0)
-			aj_fail("fork");
-		if (child > 0) {
-			int st;
-			while (waitpid(child, &st, 0) < 0)
-				if (errno != EINTR)
-					aj_fail("wait for the child");
-			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
-		}
-		if (unshare(CLONE_NEWPID) < 0)
-			aj_fail("unshare pid namespace");
-		pid_t pid = fork();
-		if (pid < 0)
-			aj_fail("fork pid 1");
-		if (pid > 0)
-			_exit(0);
-		// Its host pid comes with its credentials (the parent's socket
-		// has SO_PASSCRED).
-		if (setsid() < 0)
-			_exit(1);
-		aj_send(AJ_REC_PID, 0, NULL);
-		aj_init(1);
-	}
+	if (nest != 0)
+		aj_nested_pid1();
 	// Only this process's children are born into the new pid namespace.
 	if (unshare(CLONE_NEWPID) < 0)
 		aj_fail("unshare pid namespace");

@@ -1,7 +1,7 @@
 /*
- * The C side's constants, shared by bootstrap_linux.c and init_linux.c
- * and checked against their Go twins at compile time (bootstrap_linux.go:
- * protocol.go's fds and message types, plan.go's op codes).
+ * The C side's constants, shared by bootstrap_linux.c and init_*_linux.c
+ * and checked against their Go twins at compile time (boot_linux.go:
+ * nsjail/internal/wire's fds, message types and op codes).
  */
 #ifndef AGENTJAIL_BOOTSTRAP_H
 #define AGENTJAIL_BOOTSTRAP_H
@@ -84,8 +84,8 @@ long aj_slack_of_a_thread_made_by(unsigned long creator_slack, long *main_slack)
 #define AJ_MSG_ERROR 8
 #define AJ_MSG_ADOPT 9 /* a nested jail's program is forked (it is pid 2): watch it (fd: its pidfd) */
 
-/* The steps of a plan (init_linux.c carries them out); plan.go's op
-   constants must be the same (bootstrap_linux.go checks them). */
+/* The steps of a plan (init_plan_linux.c carries them out); wire's Op
+   constants must be the same (boot_linux.go checks them). */
 enum {
 	AJ_OP_UNSHARE = 1, // flags u32
 	AJ_OP_MOUNT,       // source, target, fstype, flags u64, data

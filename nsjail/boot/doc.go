@@ -1,5 +1,5 @@
 // Package boot is the C that runs before the Go runtime starts: the
-// jail's bootstrap and init stage (bootstrap_linux.c, init_linux.c,
+// jail's bootstrap and init stage (bootstrap_linux.c, init_*_linux.c,
 // entered from a constructor when argv[0] is the init stage's), and the
 // timer slack every thread of the Go runtime sets as it starts
 // (slack_linux.c, through the link flag -Wl,--wrap=pthread_create).

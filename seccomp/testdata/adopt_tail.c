@@ -1,6 +1,6 @@
 // adopt_tail: TestKernelAdoptTail's program. It loads the filter of a warm
 // run's init (the file argv[1], seccomp.AdoptProgramBytes) in a child that
-// then makes the calls nsjail/boot/init_linux.c's aj_adopt makes after its own
+// then makes the calls nsjail/boot/init_run_linux.c's aj_adopt makes after its own
 // load, through the same C library calls: recvmsg of a message with a
 // pidfd, malloc and free (small, many, large: brk and mmap), waitpid with
 // WNOHANG|__WALL, ppoll with a signal mask until the pidfd is readable, a

@@ -1,4 +1,4 @@
-// plan_fuzz: FuzzPlanDryPass's target, aj_plan_check (init_linux.c's dry
+// plan_fuzz: FuzzPlanDryPass's target, aj_plan_check (init_plan_linux.c's dry
 // pass over a plan), built with -fsanitize=address,undefined by gcc, which
 // has no libFuzzer. It replays every seed in DIR, then mutates them at
 // random for SECONDS: any sanitizer report ends it (exit status not 0),

@@ -2,9 +2,10 @@
 // (agentjail/nsjail/boot: the bootstrap and the init stage, which run
 // before the Go runtime starts) share with nsjail's Go side: the fds,
 // message types, plan op codes, record kinds, environment variables and
-// bounds of their conversation. nsjail names them under its own
-// (unexported) names; boot checks each against its C twin at compile
-// time, so both sides agree wherever this package is the source.
+// bounds of their conversation, and the plan's encoding (Plan). nsjail
+// names the constants under its own (unexported) names; boot checks each
+// against its C twin at compile time, so both sides agree wherever this
+// package is the source.
 package wire
 
 // The init stage's fds and ids (protocol.go, ids.go).
@@ -36,30 +37,32 @@ const (
 	MsgAdopt
 )
 
-// The steps of a plan (plan.go's op codes).
+// The steps of a plan (Plan encodes them; nsjail's plan.go chooses
+// them), each with its arguments after its stage; bootstrap_linux.h's
+// enum, which init_plan_linux.c decodes, has the same codes.
 const (
-	OpUnshare = iota + 1
-	OpMount
-	OpBindRO
-	OpMkdir
-	OpSymlink
-	OpWrite
-	OpChmod
-	OpIfExists
-	OpUmount
-	OpRmdir
-	OpPivotRoot
-	OpHostname
-	OpDomainname
-	OpLoopbackUp
-	OpChdir
-	OpSeccomp
-	OpStdio
-	OpRlimit
-	OpExec
-	OpKeepCaps
-	OpAdopt
-	OpAttach
+	OpUnshare    = iota + 1 // flags u32
+	OpMount                 // source, target, fstype, flags u64, data ("" is NULL for source, fstype, data)
+	OpBindRO                // source, target, extra flags u64, cleared flags u64
+	OpMkdir                 // path, mode u32, parents u32
+	OpSymlink               // target, path
+	OpWrite                 // directory, path below it, mode u32, content
+	OpChmod                 // path, mode u32
+	OpIfExists              // path: the next step only when it exists
+	OpUmount                // path, flags u32
+	OpRmdir                 // path
+	OpPivotRoot             // new root
+	OpHostname              // name
+	OpDomainname            // name
+	OpLoopbackUp            // -
+	OpChdir                 // path
+	OpSeccomp               // the filter (seccomp.Program.MarshalBinary)
+	OpStdio                 // count u32: the message's fds become 0 … count-1
+	OpRlimit                // resource u32, soft u64, hard u64
+	OpExec                  // report u32, collect u32, argc u32, argv…, envc u32, env…
+	OpKeepCaps              // mask u64: capabilities the program keeps (a zygote's)
+	OpAdopt                 // - : instead of OpExec, a warm run's init adopts the program its zygote forks
+	OpAttach                // path: the message's one fd, a detached mount, is attached there
 	OpLast
 )
 

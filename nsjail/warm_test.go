@@ -280,8 +280,18 @@ func TestKeepWarmWithOtherMountsDoesNotServeFromTheOld(t *testing.T) {
 // update a shared access time (the review of the warm-run redesign).
 func TestWarmInitFilteredAndEtcReadOnly(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
+	// A warm run's init takes its go (and with it its filter) while the
+	// zygote forks the program: the two race, and the program may look
+	// before the init has finished. Its filter is a second wall (init is
+	// not dumpable, shares no fd with the program): what must hold is
+	// that it comes, so the program looks until it has, for at most 5 s.
 	res, err := r.Run(context.Background(), &Spec{Program: []byte(`
-for l in open("/proc/1/status"):
+import time
+for _ in range(500):
+    st = open("/proc/1/status").read()
+    if "\nSeccomp:\t2\n" in st: break
+    time.sleep(0.01)
+for l in st.splitlines(True):
     if l.startswith(("Seccomp:", "NoNewPrivs:", "CapEff:", "CapBnd:")): print("init", l.split()[0], l.split()[1])
 for l in open("/proc/self/mountinfo"):
     f = l.split()

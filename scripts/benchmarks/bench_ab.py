@@ -5,7 +5,7 @@ root): the daemon's CPU and latency per kept-alive run of an empty program
 at python3's first line of user code), and local mode's ratio to bare
 python3. For a change's before/after in BENCHMARKS.md:
 
-    python3 scripts/bench_ab.py OLD_BINARY NEW_BINARY [--rounds 3]
+    python3 scripts/benchmarks/bench_ab.py OLD_BINARY NEW_BINARY [--rounds 3]
 
 --rounds: each round starts both daemons and runs 300 of each.
 """

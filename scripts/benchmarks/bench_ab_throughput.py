@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
-"""Two daemons side by side on the corpus (scripts/corpus/), for a change's
+"""Two daemons side by side on the corpus (scripts/benchmarks/corpus/), for a change's
 throughput before/after in BENCHMARKS.md: both up at once, each pass of
-the corpus (scripts/bench_throughput.py's phase) alternating between
+the corpus (scripts/benchmarks/bench_throughput.py's phase) alternating between
 them, at 1 and then 2 clients. Each side is BINARY[@EXTRA_CONFIG[@ENV]]
 (bench.parse_side). MODE=cold in this script's
 environment sends "start": "cold" (default warm). Run as root:
 
-    python3 scripts/bench_ab_throughput.py OLD_BINARY NEW_BINARY [ROUNDS]
-    python3 scripts/bench_ab_throughput.py bin/agentjail@@ bin/agentjail@@GOMAXPROCS=1 6
+    python3 scripts/benchmarks/bench_ab_throughput.py OLD_BINARY NEW_BINARY [ROUNDS]
+    python3 scripts/benchmarks/bench_ab_throughput.py bin/agentjail@@ bin/agentjail@@GOMAXPROCS=1 6
 
 Prints, per side and client count, the median programs/s (min-max), and
 the medians of the machine's CPU (/proc/stat, everyone's), the daemon's
 CPU, and, from the kernel's counters of this script's own cgroup
-(scripts/kernelcpu.py: both daemons and their jails are in it, and each
+(scripts/benchmarks/kernelcpu.py: both daemons and their jails are in it, and each
 pass runs one side), the side's processes' CPU per program ("procs") and
 that plus the kernel threads less their idle rate ("+kthr"); then each
 round's ratio new ÷ old of "procs" (the pairs ran side by side).

@@ -7,10 +7,10 @@ one with `jail.warm_ahead = 0` (builds each warm run on its request). In
 turn, each is left idle for a minute (IDLE_S), then gets BURST programs
 at once: BURST client threads, each with a connection opened before, all
 released by one barrier, each posting one program with `"start":
-"warm"`. The programs are the corpus's (scripts/corpus/, the endless
+"warm"`. The programs are the corpus's (scripts/benchmarks/corpus/, the endless
 loop left out), cycled. Figures per burst: the time from the barrier to
 the last result, to the median result, and the machine's CPU per program
-from the kernel's counters (scripts/kernelcpu.py). Stdlib only; as root.
+from the kernel's counters (scripts/benchmarks/kernelcpu.py). Stdlib only; as root.
 """
 import os, statistics, threading, time
 

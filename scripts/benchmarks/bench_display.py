@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agentjail benchmark, display (issue 34): a program that plots.
 
-    sudo scripts/bench_display.py --bin bin/agentjail [--n 20]
+    sudo scripts/benchmarks/bench_display.py --bin bin/agentjail [--n 20]
     sudo scripts/bench --mcp     # this, agentjail mcp and streaming in one run
 
 Against one daemon started here whose default environment preloads

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agentjail benchmark, `agentjail mcp` (issue 34): what the MCP server adds.
 
-    sudo scripts/bench_mcp.py --bin bin/agentjail [--n 500]
+    sudo scripts/benchmarks/bench_mcp.py --bin bin/agentjail [--n 500]
     sudo scripts/bench --mcp     # this, streaming and display in one run
 
 Side by side in one run, interleaved, against one daemon started here: a

@@ -6,7 +6,7 @@ daemons, each side BINARY[@EXTRA_CONFIG[@ENV]] (bench.parse_side), take
 turns round by round, so that the host's drift hits both alike. Run as root; prints a Markdown
 table of the light runs' latency percentiles and the heavy runs' median:
 
-    python3 scripts/bench_neighbour.py bin/agentjail@@GOMAXPROCS=1 bin/agentjail@@GOMAXPROCS=2 \\
+    python3 scripts/benchmarks/bench_neighbour.py bin/agentjail@@GOMAXPROCS=1 bin/agentjail@@GOMAXPROCS=2 \\
         [--rounds 3] [--runs 150] [--size 16000000]
 """
 import argparse, os, statistics, sys, threading, time

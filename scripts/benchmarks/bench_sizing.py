@@ -1,5 +1,5 @@
 """agentjail sizing figures for docs/operations.md ("Sizing a host"):
-`python3 scripts/bench_sizing.py bin/agentjail`, as root.
+`python3 scripts/benchmarks/bench_sizing.py bin/agentjail`, as root.
 
 Against one daemon started here (max_concurrent 2, uids of its own):
 - the idle daemon: its RSS and PSS after 10 runs, and what its waiting

@@ -16,7 +16,7 @@ counted):
 Sleeping programs keep the figures meaningful on a small shared machine:
 the jails wait, they do not compete for CPU. As root:
 
-    /usr/bin/python3 scripts/bench_spread.py [--window 8] [--workers 12]
+    /usr/bin/python3 scripts/benchmarks/bench_spread.py [--window 8] [--workers 12]
 """
 
 import argparse
@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
 import agentjail  # noqa: E402
 

@@ -2,7 +2,7 @@
 """agentjail benchmark, streamed output (issue 34): how soon a line a
 program prints reaches a client that asked for the stream.
 
-    sudo scripts/bench_stream.py --bin bin/agentjail [--n 20]
+    sudo scripts/benchmarks/bench_stream.py --bin bin/agentjail [--n 20]
     sudo scripts/bench --mcp     # this, agentjail mcp and display in one run
 
 Against one daemon started here, n streamed runs (POST /v1/run with

@@ -7,7 +7,7 @@ round to round), at 1 and 2 concurrent clients:
 - the agentjail daemon, `"start": "cold"`;
 - the agentjail daemon, `"start": "warm"` (n/a while the daemon answers 400);
 - plain `python3 -I -c CODE`, a process per program, no isolation;
-- a fork of a warm interpreter + exec per program (scripts/forkharness.py),
+- a fork of a warm interpreter + exec per program (scripts/benchmarks/forkharness.py),
   what the code benchmarks' own harnesses do; no isolation.
 
 Per runner: programs per second, and the machine's CPU per program (all
@@ -16,8 +16,8 @@ the daemon, the jails, the harness, this client, the kernel's threads and
 anyone else on the host; a second column leaves out the processes outside
 this benchmark's tree, and a table splits it further). Then the same from
 the kernel's counters of this benchmark's own cgroup and the kernel
-threads (scripts/kernelcpu.py), the isolation floor beside it
-(scripts/bench_floor.py) and each runner's CPU per program ÷ the floor
+threads (scripts/benchmarks/kernelcpu.py), the isolation floor beside it
+(scripts/benchmarks/bench_floor.py) and each runner's CPU per program ÷ the floor
 (issue 36). Then `import numpy`
 cold and warm through the daemon, and cold imports of numpy, pandas and
 matplotlib in a jail against plain python3.
@@ -27,7 +27,7 @@ import glob, json, os, re, resource, statistics, subprocess, threading, time
 import benchlib as bench  # the helpers; bench.py imports this script
 import bench_floor, kernelcpu
 
-# The kernel's counters of this benchmark's own cgroup (scripts/kernelcpu.py),
+# The kernel's counters of this benchmark's own cgroup (scripts/benchmarks/kernelcpu.py),
 # set up by main (None where they cannot be: then the columns say n/a), and
 # the kernel threads' idle rate measured before each round.
 KERNEL = {"meter": None, "rate": 0.0}
@@ -161,7 +161,7 @@ class ForkClient:
 
 
 class Fork:
-    key, label = "fork", "fork of a warm interpreter + `exec` (scripts/forkharness.py), no isolation"
+    key, label = "fork", "fork of a warm interpreter + `exec` (scripts/benchmarks/forkharness.py), no isolation"
 
     def clients(self, n):
         self.cs = [ForkClient() for _ in range(n)]
@@ -298,7 +298,7 @@ def throughput(runners, programs, rounds, floor=None):
                 figures[(r.key, c)].append(res)
                 wrong.update({(r.label, n): v for n, v in mismatches(timed, res["outcomes"]).items()})
 
-    print(f"The corpus: {len(programs)} programs of scripts/corpus/ ({sum(e == 'ok' for *_, e in programs)} end well, "
+    print(f"The corpus: {len(programs)} programs of scripts/benchmarks/corpus/ ({sum(e == 'ok' for *_, e in programs)} end well, "
           f"{sum(e == 'AssertionError' for *_, e in programs)} fail an assert, "
           f"{sum(e not in ('ok', 'AssertionError', 'timeout') for *_, e in programs)} raise, {len(endless)} never ends). "
           f"Every timed pass runs the {len(timed)} that end by themselves; the endless one is run once per runner in an "
@@ -416,7 +416,7 @@ def imports(binary, sock, rounds):
             continue
         if why:
             notes.append(f"`{prog}` fails in a jail today ({why}): every side of its rows ran it after ETC_WORKAROUND "
-                         f"(scripts/bench_throughput.py: libblas/liblapack loaded by path, MATPLOTLIBRC set), which "
+                         f"(scripts/benchmarks/bench_throughput.py: libblas/liblapack loaded by path, MATPLOTLIBRC set), which "
                          f"stands in for the host /etc that jails do not get yet.")
 
         def plain():

@@ -7,14 +7,14 @@ holds. Then more runs under `strace -c` of each of its threads count its
 own system calls per run. Run as root, on a quiet host; prints Markdown
 for BENCHMARKS.md:
 
-    python3 scripts/bench_trace.py /tmp/agentjail [--runs 1000] [--start warm]
+    python3 scripts/benchmarks/bench_trace.py /tmp/agentjail [--runs 1000] [--start warm]
 
 With --machine, instead: the whole machine's CPU per warm run, step by
 step (the daemon by activity, the bootstrap, the init stage, the
 zygote's fork, the program, kernel threads, teardown), from `perf record
--a` (scripts/trace_machine.py says how each sample is placed):
+-a` (scripts/benchmarks/trace_machine.py says how each sample is placed):
 
-    python3 scripts/bench_trace.py /tmp/agentjail --machine [--runs 500] [--code pass]
+    python3 scripts/benchmarks/bench_trace.py /tmp/agentjail --machine [--runs 500] [--code pass]
 """
 import argparse, collections, os, subprocess, sys, tempfile, time
 

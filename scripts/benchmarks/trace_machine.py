@@ -1,5 +1,5 @@
 """Where a warm run's machine CPU goes, step by step: `python3
-scripts/bench_trace.py BINARY --machine` (a binary with symbols).
+scripts/benchmarks/bench_trace.py BINARY --machine` (a binary with symbols).
 
 N kept-alive warm runs of CODE while `perf record -a -g` samples every
 CPU (cpu-clock at F Hz: a sample is 1/F s of one CPU's time). Each sample
@@ -20,7 +20,7 @@ its place in the daemon's process tree (perf's fork and exec events):
   release) is teardown, whoever's process it is.
 
 Samples outside these (other tenants, this client) are left out. The
-kernel's own count (scripts/kernelcpu.py) of the same runs is printed
+kernel's own count (scripts/benchmarks/kernelcpu.py) of the same runs is printed
 beside, to show how much of it the samples account for.
 """
 import collections, os, re, subprocess, tempfile, time
@@ -273,7 +273,7 @@ def report(binary, runs, code, categories):
           f"walk; the runtime of a waiting program, /proc/PID/schedstat, median of {len(pre)}): {pre_ms:.2f} ms; the rest "
           f"of the program's row is its request's run.")
     if kern:
-        print(f"The kernel's own count of the same runs (scripts/kernelcpu.py): {kern['runner'] / runs:.2f} ms per run "
+        print(f"The kernel's own count of the same runs (scripts/benchmarks/kernelcpu.py): {kern['runner'] / runs:.2f} ms per run "
               f"in this benchmark's cgroup less the client, kernel threads {kern['kthreads'] / runs:.2f} ms "
               f"({kern['kthreads_net'] / runs:.2f} less their idle rate, {rate / 1e6:.1f} ms/s); "
               f"together {kern['ours'] / runs:.2f} ms.")

@@ -3,7 +3,7 @@
 throughput before/after in BENCHMARKS.md: both up at once, each pass of
 the corpus (scripts/benchmarks/bench_throughput.py's phase) alternating between
 them, at 1 and then 2 clients. Each side is BINARY[@EXTRA_CONFIG[@ENV]]
-(bench.parse_side). MODE=cold in this script's
+(benchlib.parse_side). MODE=cold in this script's
 environment sends "start": "cold" (default warm). Run as root:
 
     python3 scripts/benchmarks/bench_ab_throughput.py OLD_BINARY NEW_BINARY [ROUNDS]
@@ -19,7 +19,7 @@ round's ratio new ÷ old of "procs" (the pairs ran side by side).
 """
 import sys, os, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench, bench_throughput as bt, kernelcpu
+import benchlib, bench_throughput as bt, kernelcpu
 try:
     bt.KERNEL["meter"] = kernelcpu.Meter()
 except OSError as e:
@@ -29,8 +29,8 @@ rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 progs = [p for p in bt.load_corpus() if p[2] != "timeout"]
 ds = []
 for i, side in enumerate(sides):
-    b, extra, env = bench.parse_side(side)
-    srv, sock, conn = bench.start_daemon(b, os.cpu_count(), extra, env)
+    b, extra, env = benchlib.parse_side(side)
+    srv, sock, conn = benchlib.start_daemon(b, os.cpu_count(), extra, env)
     ds.append(bt.Daemon(f"{i}:{os.path.basename(b)}{side[len(b):]}", b, srv, sock, os.environ.get("MODE", "warm")))
 try:
     for d in ds: bt.phase(d, progs, 2)
@@ -54,6 +54,6 @@ try:
         print(f"{c} client(s) procs new/old per round: " + " ".join("%.3f" % x for x in rs) + f"  median {statistics.median(rs):.3f}", flush=True)
     print("load: " + open("/proc/loadavg").read().strip())
 finally:
-    for d in ds: bench.stop_daemon(d.srv, d.sock)
+    for d in ds: benchlib.stop_daemon(d.srv, d.sock)
     if bt.KERNEL["meter"]:
         bt.KERNEL["meter"].close()

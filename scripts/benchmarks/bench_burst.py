@@ -14,7 +14,7 @@ from the kernel's counters (scripts/benchmarks/kernelcpu.py). Stdlib only; as ro
 """
 import os, statistics, threading, time
 
-import bench, bench_throughput as bt, kernelcpu
+import benchlib, bench_throughput as bt, kernelcpu
 
 BURST = 500
 IDLE_S = 60.0
@@ -22,7 +22,7 @@ SIDES = (("warm_ahead default (max_concurrent)", ""), ("warm_ahead = 0", "[jail]
 
 
 def burst(sock, programs, n, meter, krate):
-    conns = [bench.UnixHTTP(sock) for _ in range(n)]
+    conns = [benchlib.UnixHTTP(sock) for _ in range(n)]
     for c in conns:
         c.connect()
     bar = threading.Barrier(n + 1)
@@ -31,7 +31,7 @@ def burst(sock, programs, n, meter, krate):
     def one(i):
         name, code, exp = programs[i % len(programs)]
         bar.wait()
-        status, res = bench.post(conns[i], {"code": code, "start": "warm", "limits": {"wall_time_ms": 10000}})
+        status, res = benchlib.post(conns[i], {"code": code, "start": "warm", "limits": {"wall_time_ms": 10000}})
         t = time.perf_counter()
         o = bt.result_outcome(res) if status == 200 else f"HTTP {status}"
         with lock:
@@ -68,7 +68,7 @@ def main(binary, quick):
     ds = []
     try:
         for label, extra in SIDES:
-            srv, sock, conn = bench.start_daemon(binary, os.cpu_count(), extra, None, queue_length=n + 16)
+            srv, sock, conn = benchlib.start_daemon(binary, os.cpu_count(), extra, None, queue_length=n + 16)
             conn.close()
             ds.append((label, srv, sock))
         got = {label: [] for label, *_ in ds}
@@ -100,6 +100,6 @@ def main(binary, quick):
         print()
     finally:
         for _, srv, sock in ds:
-            bench.stop_daemon(srv, sock)
+            benchlib.stop_daemon(srv, sock)
         if meter:
             meter.close()

@@ -11,12 +11,12 @@ chart and shows it: its figure comes back in the result's display as a
 PNG. Cold starts a fresh interpreter, which imports matplotlib; warm forks
 the zygote, which has it. A warm `pass` on the same daemon is the
 reference row. Needs Debian's python3-matplotlib (scripts/deps
---scientific). Stdlib only; the daemon helpers are bench.py's.
+--scientific). Stdlib only; the daemon helpers are benchlib.py's.
 """
 import argparse, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import DaemonFailed, header, pct, post_run, stop_daemon, try_start_daemon  # noqa: E402
+from benchlib import DaemonFailed, header, pct, post_run, stop_daemon, try_start_daemon  # noqa: E402
 
 PLOT = """import matplotlib.pyplot as plt
 plt.plot(range(1000), [(i * 37) % 101 for i in range(1000)])

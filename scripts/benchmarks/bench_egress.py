@@ -14,13 +14,12 @@ and `agentjail serve` in namespace D), side by side in one run:
   proxy), alternating: MB/s. Target: through the proxy at least 0.8 of
   direct.
 Warm and cold `pass` without a policy against the previous commit are
-scripts/benchmarks/bench_ab's. Stdlib only; the daemon helpers are bench.py's.
+scripts/benchmarks/bench_ab's. Stdlib only; the daemon helpers are benchlib.py's.
 Needs root (network namespaces).
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
-from bench import PY, UnixHTTP, pct, post, proc_cpu_ms
-from bench_throughput import busy_ms
+from benchlib import PY, UnixHTTP, busy_ms, pct, post, proc_cpu_ms
 
 DOWNLOAD = """import time, urllib.request
 t = time.perf_counter(); n = 0

@@ -8,7 +8,7 @@ Side by side in one run, against one daemon started here:
   interleaved with bare python3;
 - the daemon's memory, fds and CPU per idle session, and what one idle
   session holds in its own cgroup.
-Stdlib only; the helpers are bench.py's.
+Stdlib only; the helpers are benchlib.py's.
 """
 import json, os, statistics, time
 

@@ -9,7 +9,7 @@ Against one daemon started here (max_concurrent 2, uids of its own):
   sleep at once;
 - an idle session: the same, per session, with four alive;
 - common workloads: peak_memory_bytes and pids_peak of each.
-Stdlib only; the daemon helpers are bench.py's.
+Stdlib only; the daemon helpers are benchlib.py's.
 """
 import json, os, random, sys, threading, time
 

@@ -19,7 +19,7 @@ zygote's fork, the program, kernel threads, teardown), from `perf record
 import argparse, collections, os, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+import benchlib  # noqa: E402
 
 # First match wins, so the specific come before the general.
 CATEGORIES = [
@@ -50,7 +50,7 @@ def cpu_s(pid):
 
 def runs(conn, n, start):
     for _ in range(n):
-        bench.post_run(conn, "pass", start)
+        benchlib.post_run(conn, "pass", start)
 
 
 def main():
@@ -65,7 +65,7 @@ def main():
         import trace_machine
         trace_machine.report(a.binary, a.runs, a.code, CATEGORIES)
         return
-    srv, sock, conn = bench.start_daemon(a.binary, 2)
+    srv, sock, conn = benchlib.start_daemon(a.binary, 2)
     d = tempfile.mkdtemp(prefix="agentjail-trace-")
     data, counts = os.path.join(d, "perf.data"), os.path.join(d, "strace.txt")
     try:
@@ -93,7 +93,7 @@ def main():
         st.send_signal(2)
         st.wait()
     finally:
-        bench.stop_daemon(srv, sock)
+        benchlib.stop_daemon(srv, sock)
     out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,ip,sym"], capture_output=True, text=True).stdout
     cat, n = collections.Counter(), 0
     for block in out.strip().split("\n\n"):

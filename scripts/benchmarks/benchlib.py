@@ -71,6 +71,14 @@ def starts(conn):
     return ok
 
 
+def busy_ms():
+    """CPU time all CPUs spent busy since boot (/proc/stat: user, nice,
+    system, irq, softirq; not idle, iowait or a hypervisor's steal)."""
+    f = open("/proc/stat").readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, f[1:8])
+    return (user + nice + system + irq + softirq) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def proc_cpu_ms(pid):
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")  # utime + stime of the daemon itself

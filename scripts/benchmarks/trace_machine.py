@@ -25,7 +25,7 @@ beside, to show how much of it the samples account for.
 """
 import collections, os, re, subprocess, tempfile, time
 
-import bench, kernelcpu
+import benchlib, kernelcpu
 
 F = 1999
 EXIT = ("do_exit", "do_group_exit", "exit_mmap", "free_nsproxy", "put_mnt_ns", "cleanup_mnt", "mntput_no_expire",
@@ -178,26 +178,26 @@ def trace(binary, runs, code, categories):
         meter = kernelcpu.Meter()
     except OSError as e:
         print(f"(the kernel's own count is n/a: {e})")
-    srv, sock, conn = bench.start_daemon(binary, 2)
+    srv, sock, conn = benchlib.start_daemon(binary, 2)
     d = tempfile.mkdtemp(prefix="agentjail-mtrace-")
     data = os.path.join(d, "perf.data")
     try:
         for _ in range(30):
-            bench.post_run(conn, code, "warm")
+            benchlib.post_run(conn, code, "warm")
         zygote = find_zygote(srv.pid)
         # The programs' runtime before their request: read just before each request.
         pre = []
         for _ in range(60):
             time.sleep(0.01)
             pre += waiting_program_ns(zygote)[:1]
-            bench.post_run(conn, code, "warm")
+            benchlib.post_run(conn, code, "warm")
         rate = meter.idle_kthreads() if meter else 0.0
         # The same recording of the daemon idle first, for the kernel
         # threads' idle rate by row (others' work, mostly).
         idle_out, idle_s, _, _ = record(data, lambda: time.sleep(3.0), meter)
-        out, rec_s, wall, (k0, k1) = record(data, lambda: [bench.post_run(conn, code, "warm") for _ in range(runs)], meter)
+        out, rec_s, wall, (k0, k1) = record(data, lambda: [benchlib.post_run(conn, code, "warm") for _ in range(runs)], meter)
     finally:
-        bench.stop_daemon(srv, sock)
+        benchlib.stop_daemon(srv, sock)
         if meter:
             meter.close()
         if os.path.exists(data):

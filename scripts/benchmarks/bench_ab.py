@@ -9,7 +9,7 @@ python3. For a change's before/after in BENCHMARKS.md:
 
 --rounds: each round starts both daemons and runs 300 of each.
 """
-import argparse, os, random, statistics, subprocess, sys, time
+import argparse, contextlib, os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
@@ -33,9 +33,9 @@ def daemons_interleaved(binaries, n=300, settle=0.02):
     pause: the host's drift hits every side alike. Returns bare python3's
     (median total, before, after its first line) and per binary (daemon
     CPU per run, median total, before, after)."""
-    ds = [benchlib.start_daemon(b, 2) for b in binaries]
-    mono = time.clock_gettime_ns
-    try:
+    with contextlib.ExitStack() as stack:
+        ds = [stack.enter_context(benchlib.daemon(b, 2)) for b in binaries]
+        mono = time.clock_gettime_ns
         time.sleep(0.5)
         cpu0 = [benchlib.proc_cpu_ms(srv.pid) for srv, _, _ in ds]
         bare, runs = [], [[] for _ in ds]
@@ -55,9 +55,6 @@ def daemons_interleaved(binaries, n=300, settle=0.02):
             return (statistics.median(a + b for a, b in v), statistics.median(a for a, _ in v), statistics.median(b for _, b in v))
         return medians(bare), [((benchlib.proc_cpu_ms(srv.pid) - c0) / n, *medians(v))
                                for (srv, _, _), c0, v in zip(ds, cpu0, runs)]
-    finally:
-        for srv, sock, _ in ds:
-            benchlib.stop_daemon(srv, sock)
 
 
 def local(binaries, n=150):

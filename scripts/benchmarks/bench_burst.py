@@ -12,7 +12,7 @@ loop left out), cycled. Figures per burst: the time from the barrier to
 the last result, to the median result, and the machine's CPU per program
 from the kernel's counters (scripts/benchmarks/kernelcpu.py). Stdlib only; as root.
 """
-import os, statistics, threading, time
+import contextlib, os, statistics, threading, time
 
 import benchlib, bench_throughput as bt, kernelcpu
 
@@ -66,9 +66,11 @@ def main(binary, quick):
         meter = None
         print(f"(the kernel's CPU counters are n/a: {e})")
     ds = []
-    try:
+    with contextlib.ExitStack() as stack:  # its callbacks run last first
+        if meter:
+            stack.callback(meter.close)
         for label, extra in SIDES:
-            srv, sock, conn = benchlib.start_daemon(binary, os.cpu_count(), extra, None, queue_length=n + 16)
+            srv, sock, conn = stack.enter_context(benchlib.daemon(binary, os.cpu_count(), extra, None, queue_length=n + 16))
             conn.close()
             ds.append((label, srv, sock))
         got = {label: [] for label, *_ in ds}
@@ -98,8 +100,3 @@ def main(binary, quick):
         print("Every program gave its expected outcome." if not bad else
               "**Outcomes other than expected:** " + "; ".join(f"{lb}: `{n_}` expected {e}, got {o}" for lb, (n_, e, o) in bad[:10]))
         print()
-    finally:
-        for _, srv, sock in ds:
-            benchlib.stop_daemon(srv, sock)
-        if meter:
-            meter.close()

@@ -14,7 +14,7 @@ and `agentjail serve` in namespace D), side by side in one run:
   proxy), alternating: MB/s. Target: through the proxy at least 0.8 of
   direct.
 Warm and cold `pass` without a policy against the previous commit are
-scripts/benchmarks/bench_ab's. Stdlib only; the daemon helpers are benchlib.py's.
+scripts/benchmarks/bench_ab.py's. Stdlib only; the daemon helpers are benchlib.py's.
 Needs root (network namespaces).
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, time

@@ -6,7 +6,7 @@ suite). bench.py calls main; it imports the helpers of benchlib only.
 """
 import json, os, statistics, subprocess, sys, threading, time
 
-from benchlib import PY, UnixHTTP, pct, post_run, print_start_modes, proc_cpu_ms, proc_rss, start_daemon, start_modes, stop_daemon, timed
+from benchlib import PY, UnixHTTP, daemon, pct, post_run, print_start_modes, proc_cpu_ms, proc_rss, start_modes, timed
 
 
 def latency(binary, n):
@@ -68,8 +68,7 @@ def precision(binary, reps):
 def daemon_bench(binary, n):
     """End-to-end latency through the socket, throughput, idle RSS and
     daemon CPU per run, against a daemon started here."""
-    srv, sock, conn = start_daemon(binary, os.cpu_count())
-    try:
+    with daemon(binary, os.cpu_count()) as (srv, sock, conn):
         time.sleep(1)
         idle_rss = proc_rss(srv.pid)
 
@@ -114,8 +113,6 @@ def daemon_bench(binary, n):
             for th in ths: th.join()
             tput.append((clients, total, total / (time.perf_counter() - t)))
         return bare, keep, conn1, cli, idle_rss, cpu_per_run, tput
-    finally:
-        stop_daemon(srv, sock)
 
 
 def main(binary, n, reps, npass):

@@ -9,7 +9,7 @@ table of the light runs' latency percentiles and the heavy runs' median:
     python3 scripts/benchmarks/bench_neighbour.py bin/agentjail@@GOMAXPROCS=1 bin/agentjail@@GOMAXPROCS=2 \\
         [--rounds 3] [--runs 150] [--size 16000000]
 """
-import argparse, os, statistics, sys, threading, time
+import argparse, contextlib, os, statistics, sys, threading, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
@@ -23,13 +23,13 @@ def main():
     ap.add_argument("--size", type=int, default=16_000_000, help="bytes each heavy run prints")
     a = ap.parse_args()
     heavy = f"import sys; sys.stdout.write('x'*{a.size})"
-    ds = {}
-    for s in a.sides:
-        binary, extra, env = benchlib.parse_side(s)
-        ds[s] = benchlib.start_daemon(binary, 4, extra, env)
-    light = {s: [] for s in ds}
-    heavy_ms = {s: [] for s in ds}
-    try:
+    with contextlib.ExitStack() as stack:
+        ds = {}
+        for s in a.sides:
+            binary, extra, env = benchlib.parse_side(s)
+            ds[s] = stack.enter_context(benchlib.daemon(binary, 4, extra, env))
+        light = {s: [] for s in ds}
+        heavy_ms = {s: [] for s in ds}
         for _ in range(a.rounds):
             for s, (_, sock, conn) in ds.items():
                 stop, failed = threading.Event(), []
@@ -56,9 +56,6 @@ def main():
                 th.join()
                 if failed:
                     sys.exit("bench_neighbour: " + failed[0])
-    finally:
-        for srv, sock, _ in ds.values():
-            benchlib.stop_daemon(srv, sock)
     print(f"Light kept-alive `pass` runs beside a client printing {a.size} bytes per run, {a.rounds} rounds:")
     print()
     print("| daemon | light runs | p50 ms | p90 | p99 | max | heavy runs: median ms (count) |")

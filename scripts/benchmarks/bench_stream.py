@@ -17,7 +17,7 @@ helpers are benchlib.py's.
 import argparse, json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import UnixHTTP, header, pct, start_daemon, stop_daemon  # noqa: E402
+from benchlib import UnixHTTP, daemon, header, pct  # noqa: E402
 
 LINES = 20
 PROGRAM = f"""import time
@@ -60,13 +60,10 @@ def one(sock):
 
 def run(binary, n):
     """Prints the figures and the verdict (scripts/bench --mcp calls it)."""
-    srv, sock, conn = start_daemon(binary, 2)
-    try:
+    with daemon(binary, 2) as (srv, sock, conn):
         conn.close()
         one(sock)  # warm up
         runs = [one(sock) for _ in range(n)]
-    finally:
-        stop_daemon(srv, sock)
     first = sorted(d[0] for d in runs)
     every = sorted(x for d in runs for x in d)
     print(f"{n} streamed runs (POST /v1/run, `\"stream\": true`, a connection each) of a program that prints a line every "

@@ -22,7 +22,7 @@ threads (scripts/benchmarks/kernelcpu.py), the isolation floor beside it
 cold and warm through the daemon, and cold imports of numpy, pandas and
 matplotlib in a jail against plain python3.
 """
-import glob, json, os, re, resource, statistics, subprocess, threading, time
+import contextlib, glob, json, os, re, resource, statistics, subprocess, threading, time
 
 import benchlib
 import bench_floor, kernelcpu
@@ -450,18 +450,19 @@ def numpy_warm(binary, sock, preload, rounds):
     """`import numpy` through the daemon, cold and warm, interleaved; with
     --preload-numpy on a daemon whose default environment preloads numpy.
     Prints the table."""
-    srv, conn = None, benchlib.UnixHTTP(sock)
     label = "numpy preloaded (`[environments.default] preload = [\"numpy\"]`)" if preload else \
         "numpy not preloaded (`--preload-numpy` not given)"
-    if preload:
-        try:
-            srv, sock, conn = benchlib.try_start_daemon(binary, os.cpu_count(), '[environments.default]\npreload = ["numpy"]\n')
-        except benchlib.DaemonFailed as e:
-            print(f"`import numpy`, warm ÷ cold with numpy preloaded (target ≤ 0.05): **n/a**: the daemon refuses the "
-                  f"config: {e}")
-            print()
-            return
-    try:
+    with contextlib.ExitStack() as stack:
+        conn = benchlib.UnixHTTP(sock)
+        if preload:
+            try:
+                _, sock, conn = stack.enter_context(benchlib.daemon(binary, os.cpu_count(), '[environments.default]\npreload = ["numpy"]\n',
+                                                                    or_exit=False))
+            except benchlib.DaemonFailed as e:
+                print(f"`import numpy`, warm ÷ cold with numpy preloaded (target ≤ 0.05): **n/a**: the daemon refuses the "
+                      f"config: {e}")
+                print()
+                return
         ok = benchlib.starts(conn)
         code, why = jail_code(conn, "import numpy")
         print(f"`import numpy` through the daemon, kept-alive, cold and warm in turn; {label}.")
@@ -499,17 +500,19 @@ def numpy_warm(binary, sock, preload, rounds):
         if why:
             print(f"`import numpy` fails in a jail today ({why}): both sides ran it after ETC_WORKAROUND.")
         print()
-    finally:
-        if srv:
-            benchlib.stop_daemon(srv, sock)
 
 
 def main(binary, quick, preload_numpy):
     rounds, irounds, nrounds, npass = (2, 3, 6, 100) if quick else (5, 8, 20, 300)
     programs = load_corpus()
     meter, floor = kernel_meter()
-    srv, sock, conn = benchlib.start_daemon(binary, os.cpu_count())
-    try:
+    with contextlib.ExitStack() as stack:  # its callbacks run last first
+        if meter:
+            stack.callback(meter.close)
+            stack.callback(KERNEL.update, meter=None)
+        if floor:
+            stack.callback(floor.close)
+        srv, sock, conn = stack.enter_context(benchlib.daemon(binary, os.cpu_count()))
         ok = benchlib.starts(conn)
         runners = [Daemon("cold", ALL[0][1], srv, sock, "cold" if ok["cold"] else None)]
         if ok["warm"]:
@@ -522,13 +525,6 @@ def main(binary, quick, preload_numpy):
         # New connections for each part: the daemon closes one idle for a minute.
         numpy_warm(binary, sock, preload_numpy, nrounds)
         imports(binary, sock, irounds)
-    finally:
-        benchlib.stop_daemon(srv, sock)
-        if floor:
-            floor.close()
-        if meter:
-            meter.close()
-            KERNEL["meter"] = None
     benchlib.print_start_modes(benchlib.start_modes(binary, npass))
 
 

@@ -65,10 +65,9 @@ def main():
         import trace_machine
         trace_machine.report(a.binary, a.runs, a.code, CATEGORIES)
         return
-    srv, sock, conn = benchlib.start_daemon(a.binary, 2)
     d = tempfile.mkdtemp(prefix="agentjail-trace-")
     data, counts = os.path.join(d, "perf.data"), os.path.join(d, "strace.txt")
-    try:
+    with benchlib.daemon(a.binary, 2) as (srv, sock, conn):
         runs(conn, 50, a.start)
         # --no-inherit: the daemon's own threads, not the jails it starts
         # (each jail's bootstrap is its child until it execs).
@@ -92,8 +91,6 @@ def main():
         time.sleep(0.5)
         st.send_signal(2)
         st.wait()
-    finally:
-        benchlib.stop_daemon(srv, sock)
     out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,ip,sym"], capture_output=True, text=True).stdout
     cat, n = collections.Counter(), 0
     for block in out.strip().split("\n\n"):

@@ -1,7 +1,7 @@
 """The helpers of the benchmark scripts: a daemon started and stopped, its
 HTTP API over its socket, timings and percentiles, the Markdown header.
 bench.py and the bench_*.py scripts import it; it imports none of them."""
-import argparse, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, threading, time
+import contextlib, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, time
 
 
 PY = "/usr/bin/python3"
@@ -95,7 +95,7 @@ class DaemonFailed(Exception):
     pass
 
 
-def try_start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
+def _start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
     """A daemon of binary on a socket of its own, its 10 first runs done:
     (process, socket path, a kept-alive connection). extra_config is
     appended to its config file; env (a dict) is added to its
@@ -120,7 +120,7 @@ def try_start_daemon(binary, max_concurrent, extra_config="", env=None, queue_le
         srv.kill()
         srv.wait()
         words = open(os.path.join(d, "stderr.log")).read().strip()
-        stop_daemon(None, sock)
+        _stop_daemon(None, sock)
         raise DaemonFailed(f"the daemon did not come up (exit status {srv.returncode}): {words[-500:]}")
     conn = UnixHTTP(sock)
     settle_daemon(conn)
@@ -146,13 +146,6 @@ def settle_daemon(conn, timeout=180):
     sys.exit("bench: the daemon's font cache was still being built after %d s" % timeout)
 
 
-def start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
-    try:
-        return try_start_daemon(binary, max_concurrent, extra_config, env, queue_length)
-    except DaemonFailed as e:
-        sys.exit(f"bench: {e}")
-
-
 def parse_side(side):
     """One side of the side-by-side scripts, BINARY[@EXTRA_CONFIG[@ENV]]:
     EXTRA_CONFIG is appended to the daemon's config file (\\n for a
@@ -162,16 +155,46 @@ def parse_side(side):
     return binary, extra.replace("\\n", "\n"), dict(kv.split("=", 1) for kv in envs.split(",") if kv)
 
 
-def stop_daemon(srv, sock):
-    """Ends a start_daemon daemon and removes its folder."""
+def _stop_daemon(srv, sock):
+    """Ends a _start_daemon daemon (SIGTERM, SIGKILL after 30 s) and
+    removes its folder."""
     if srv:
         srv.terminate()
-        srv.wait(timeout=30)
+        try:
+            srv.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
     d = os.path.dirname(sock)
     for f in ("config.toml", "s.sock", "stderr.log"):
         if os.path.exists(os.path.join(d, f)):
             os.remove(os.path.join(d, f))
     os.rmdir(d)
+
+
+@contextlib.contextmanager
+def daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64, or_exit=True):
+    """The one way a benchmark starts a daemon: for the length of a with
+    block, a daemon of binary on a socket of its own, its 10 first runs
+    done, yielded as (process, socket path, a kept-alive connection).
+    Its config allows root as a peer, max_concurrent and queue_length in
+    [admission], log level warn; extra_config is appended to it, env (a
+    dict) added to its environment. When the block ends, however it ends,
+    the daemon is stopped and its folder removed. If the daemon does not
+    come up the benchmark exits with its last words; with or_exit=False,
+    DaemonFailed is raised instead (for a row that says n/a). Several
+    daemons at once: contextlib.ExitStack.enter_context for each."""
+    try:
+        srv, sock, conn = _start_daemon(binary, max_concurrent, extra_config, env, queue_length)
+    except DaemonFailed as e:
+        if or_exit:
+            sys.exit(f"bench: {e}")
+        raise
+    try:
+        yield srv, sock, conn
+    finally:
+        conn.close()
+        _stop_daemon(srv, sock)
 
 
 def start_modes(binary, n, block=50):
@@ -183,8 +206,7 @@ def start_modes(binary, n, block=50):
     clock ticks' rounding stays small and the work a run leaves behind (the
     replacement of its prepared jail) falls in its own block. Returns
     {"cold"/"warm": None when the daemon refuses that start, else a dict}."""
-    srv, sock, conn = start_daemon(binary, os.cpu_count())
-    try:
+    with daemon(binary, os.cpu_count()) as (srv, sock, conn):
         ok = starts(conn)
         # A daemon without warm runs refuses "start" altogether: its runs are cold.
         modes = {"cold": "cold" if ok["cold"] else None}
@@ -214,8 +236,6 @@ def start_modes(binary, n, block=50):
                       "bare": mb, "ratio": statistics.median(v) / mb, "runs": len(v), "starts": st["starts"],
                       "sent": modes[m]}
         return out
-    finally:
-        stop_daemon(srv, sock)
 
 
 def print_start_modes(r):

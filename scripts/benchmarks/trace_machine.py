@@ -23,7 +23,7 @@ Samples outside these (other tenants, this client) are left out. The
 kernel's own count (scripts/benchmarks/kernelcpu.py) of the same runs is printed
 beside, to show how much of it the samples account for.
 """
-import collections, os, re, subprocess, tempfile, time
+import collections, contextlib, os, re, subprocess, tempfile, time
 
 import benchlib, kernelcpu
 
@@ -178,10 +178,14 @@ def trace(binary, runs, code, categories):
         meter = kernelcpu.Meter()
     except OSError as e:
         print(f"(the kernel's own count is n/a: {e})")
-    srv, sock, conn = benchlib.start_daemon(binary, 2)
     d = tempfile.mkdtemp(prefix="agentjail-mtrace-")
     data = os.path.join(d, "perf.data")
-    try:
+    with contextlib.ExitStack() as stack:  # its callbacks run last first
+        stack.callback(os.rmdir, d)
+        stack.callback(lambda: os.path.exists(data) and os.remove(data))
+        if meter:
+            stack.callback(meter.close)
+        srv, sock, conn = stack.enter_context(benchlib.daemon(binary, 2))
         for _ in range(30):
             benchlib.post_run(conn, code, "warm")
         zygote = find_zygote(srv.pid)
@@ -196,13 +200,6 @@ def trace(binary, runs, code, categories):
         # threads' idle rate by row (others' work, mostly).
         idle_out, idle_s, _, _ = record(data, lambda: time.sleep(3.0), meter)
         out, rec_s, wall, (k0, k1) = record(data, lambda: [benchlib.post_run(conn, code, "warm") for _ in range(runs)], meter)
-    finally:
-        benchlib.stop_daemon(srv, sock)
-        if meter:
-            meter.close()
-        if os.path.exists(data):
-            os.remove(data)
-        os.rmdir(d)
     kern = kernelcpu.Meter.delta(k0, k1, rate) if meter else None
     return srv.pid, zygote, pre, wall, kern, rate, out, (idle_out, idle_s, rec_s)
 

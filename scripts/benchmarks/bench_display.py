@@ -13,10 +13,10 @@ the zygote, which has it. A warm `pass` on the same daemon is the
 reference row. Needs Debian's python3-matplotlib (scripts/deps
 --scientific). Stdlib only; the daemon helpers are benchlib.py's.
 """
-import argparse, contextlib, os, statistics, sys, time
+import contextlib, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import DaemonFailed, daemon, header, pct, post_run  # noqa: E402
+from benchlib import DaemonFailed, daemon, pct, post_run, run_by_hand  # noqa: E402
 
 PLOT = """import matplotlib.pyplot as plt
 plt.plot(range(1000), [(i * 37) % 101 for i in range(1000)])
@@ -71,14 +71,5 @@ def run(binary, n):
     print()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default="bin/agentjail")
-    ap.add_argument("--n", type=int, default=20)
-    a = ap.parse_args()
-    header(a.bin, " ".join(sys.argv), f"{a.n} runs of each side")
-    run(a.bin, a.n)
-
-
 if __name__ == "__main__":
-    main()
+    run_by_hand(run, "{n} runs of each side")

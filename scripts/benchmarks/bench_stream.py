@@ -14,10 +14,10 @@ Reported: the median and the worst of the first line's (the target: the
 median under 100 ms), and of every line's. Stdlib only; the daemon
 helpers are benchlib.py's.
 """
-import argparse, json, os, statistics, sys, time
+import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import UnixHTTP, daemon, header, pct  # noqa: E402
+from benchlib import UnixHTTP, daemon, pct, run_by_hand  # noqa: E402
 
 LINES = 20
 PROGRAM = f"""import time
@@ -79,14 +79,5 @@ def run(binary, n):
     print()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default="bin/agentjail")
-    ap.add_argument("--n", type=int, default=20)
-    a = ap.parse_args()
-    header(a.bin, " ".join(sys.argv), f"{a.n} streamed runs")
-    run(a.bin, a.n)
-
-
 if __name__ == "__main__":
-    main()
+    run_by_hand(run, "{n} streamed runs")

@@ -1,7 +1,7 @@
 """The helpers of the benchmark scripts: a daemon started and stopped, its
 HTTP API over its socket, timings and percentiles, the Markdown header.
 bench.py and the bench_*.py scripts import it; it imports none of them."""
-import contextlib, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, time
+import argparse, contextlib, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, time
 
 
 PY = "/usr/bin/python3"
@@ -268,3 +268,15 @@ def header(binary, command, what):
     print(f"- binary: {binary} ({version})")
     print(f"- command: `{command}` ({what})")
     print()
+
+
+def run_by_hand(run, what, n=20):
+    """The command line of a runner that is also run by hand (--bin,
+    --n): prints the Markdown header, what (with {n} for the count) the
+    runs it makes, then run(binary, n)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="bin/agentjail")
+    ap.add_argument("--n", type=int, default=n)
+    a = ap.parse_args()
+    header(a.bin, " ".join(sys.argv), what.format(n=a.n))
+    run(a.bin, a.n)

@@ -123,9 +123,14 @@ def _start_daemon(binary, max_concurrent, extra_config="", env=None, queue_lengt
         _stop_daemon(None, sock)
         raise DaemonFailed(f"the daemon did not come up (exit status {srv.returncode}): {words[-500:]}")
     conn = UnixHTTP(sock)
-    settle_daemon(conn)
-    for _ in range(10):
-        post_run(conn)
+    try:
+        settle_daemon(conn)
+        for _ in range(10):
+            post_run(conn)
+    except BaseException:  # a failed first run (bench exits) leaves no daemon behind
+        conn.close()
+        _stop_daemon(srv, sock)
+        raise
     return srv, sock, conn
 
 

@@ -319,7 +319,7 @@ func (g *Group) Attach(pid int) error {
 // thread that moves itself this way without taking the global
 // cgroup_threadgroup_rwsem for writing, whose every writer after a quiet
 // spell waits an RCU grace period (4.8 to 15.4 ms per move on a host
-// without favordynmods, v1 or v2, in BENCHMARKS.md's scripts/cgmove.c
+// without favordynmods, v1 or v2, in BENCHMARKS.md's scripts/benchmarks/cgmove.c
 // table; a write to cgroup.procs takes it, whoever writes). (Kernels without the single-thread migration
 // optimisation, commit 9a3284fad42f, take the lock here too: slower, the
 // same result.) Only the calling thread moves: the caller must be a

@@ -229,7 +229,7 @@ func TestParseFullFile(t *testing.T) {
 	assert.Equal(t, uint32(100000), c.UIDRange().Base)
 	assert.Equal(t, uint32(1000), c.UIDRange().Size)
 	// Every key of Config is in the document: a new field must come with a
-	// line in fullConfigFile (and in scripts/config.toml and the README).
+	// line in fullConfigFile (and in scripts/packaging/config.toml and the README).
 	for _, k := range configKeys(reflect.TypeFor[Config](), "") {
 		_, name, _ := strings.Cut(k, ".")
 		if strings.HasPrefix(k, "limits.") || strings.HasPrefix(k, "environments.") || strings.HasPrefix(k, "network.policies.") {
@@ -517,12 +517,12 @@ func TestConfigDurationText(t *testing.T) {
 	assert.Error(t, d.UnmarshalText([]byte("10")))
 }
 
-// scripts/config.toml is what the install script puts in place: it must
+// scripts/packaging/config.toml is what the install script puts in place: it must
 // parse to exactly the defaults, and show every key. The one exception is
 // max_concurrent, whose default (the number of CPUs) a file cannot hold,
 // and prepared_jails, which follows it: they are there commented out.
 func TestShippedConfigIsTheDefault(t *testing.T) {
-	b, err := os.ReadFile("../scripts/config.toml")
+	b, err := os.ReadFile("../scripts/packaging/config.toml")
 	require.NoError(t, err)
 	c, err := parseConfig(b)
 	require.NoError(t, err)
@@ -549,7 +549,7 @@ func TestShippedConfigIsTheDefault(t *testing.T) {
 	}
 	for _, k := range configKeys(reflect.TypeFor[Config](), "") {
 		active, present := set[k]
-		assert.True(t, present, "scripts/config.toml lacks %s", k)
+		assert.True(t, present, "scripts/packaging/config.toml lacks %s", k)
 		assert.Equal(t, !commented[k], active, "%s: commented out?", k)
 	}
 }

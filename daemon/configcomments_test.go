@@ -115,19 +115,19 @@ func TestConfigZeroComments(t *testing.T) {
 			assert.Contains(t, got[100].Error, "past the limit of 100 files")
 		}},
 	}
-	claims := zeroClaims(t, "../scripts/config.toml")
+	claims := zeroClaims(t, "../scripts/packaging/config.toml")
 	for key, claim := range claims {
 		c, ok := checks[key]
-		if !assert.True(t, ok, "scripts/config.toml says 0 of %s means %q: add a check of that to this test", key, claim) {
+		if !assert.True(t, ok, "scripts/packaging/config.toml says 0 of %s means %q: add a check of that to this test", key, claim) {
 			continue
 		}
-		if !assert.Equal(t, c.claim, claim, "scripts/config.toml's comment on 0 of %s changed: check the new claim", key) {
+		if !assert.Equal(t, c.claim, claim, "scripts/packaging/config.toml's comment on 0 of %s changed: check the new claim", key) {
 			continue
 		}
 		t.Run(key, c.check)
 	}
 	for key := range checks {
-		assert.Contains(t, claims, key, "scripts/config.toml no longer says what 0 of %s means", key)
+		assert.Contains(t, claims, key, "scripts/packaging/config.toml no longer says what 0 of %s means", key)
 	}
 }
 

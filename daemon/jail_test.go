@@ -487,7 +487,7 @@ os.symlink("/etc/passwd", "out/c.txt")
 // daemon and a prepared jail, for profiles of the daemon's side:
 // go test -bench DaemonRunPass -cpuprofile cpu.out ./daemon. Its
 // process-cpu-ms/op counts the in-process client too; scripts/bench and
-// scripts/bench_ab.py measure a daemon process alone.
+// scripts/benchmarks/bench_ab.py measure a daemon process alone.
 func BenchmarkDaemonRunPass(b *testing.B) {
 	r := realRunner(b)
 	_, _, c := startServer(b, testOptions(), r)

@@ -19,14 +19,14 @@ import (
 	"agentjail/internal/systest"
 )
 
-// Tests of scripts/agentjail.service, scripts/agentjail.socket and
+// Tests of scripts/packaging/agentjail.service, scripts/packaging/agentjail.socket and
 // scripts/install. They never touch the running system: the install script
 // always gets --prefix, and the service's sandbox is emulated in a mount
 // namespace of the test's own.
 
 const (
-	serviceFile = "../scripts/agentjail.service"
-	socketFile  = "../scripts/agentjail.socket"
+	serviceFile = "../scripts/packaging/agentjail.service"
+	socketFile  = "../scripts/packaging/agentjail.socket"
 )
 
 // requireTool skips (or, under AGENTJAIL_REQUIRE_ALL=1, fails) a test that
@@ -371,7 +371,7 @@ func TestInstallScript(t *testing.T) {
 	same(fakeBin, binDst, 0o755)
 	same(serviceFile, svcDst, 0o644)
 	same(socketFile, sockDst, 0o644)
-	same("../scripts/config.toml", confDst, 0o644)
+	same("../scripts/packaging/config.toml", confDst, 0o644)
 	assert.Contains(t, out, "installed  "+confDst)
 	assert.Contains(t, out, "skipped    systemctl daemon-reload")
 	var files []string

@@ -19,7 +19,7 @@ type planSeed struct {
 
 // planSeeds are real plans (a jail's build plan, a run's request plan) and
 // small edge cases: FuzzPlanDryPass's seeds and the sanitized C harness's
-// (TestPlanSeeds, scripts/checks' plan_fuzz_asan).
+// (TestPlanSeeds, plan_fuzz_asan in scripts/ci/checks).
 func planSeeds(t testing.TB) []planSeed {
 	r := &Runner{RootDir: DefaultRootDir, Seccomp: seccomp.DefaultProgramBytes()}
 	build := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{}), shared: []File{{Path: "boot.py", Content: []byte("pass")}}}, DefaultLimits().TmpBytes))

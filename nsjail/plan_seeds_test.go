@@ -15,7 +15,7 @@ import (
 // TestPlanSeeds checks that the decoder takes every real plan; with
 // AGENTJAIL_PLAN_SEEDS=DIR it also writes the seeds of FuzzPlanDryPass
 // there, with its corpus (testdata/fuzz and what "go test -fuzz" found, in
-// GOCACHE), for the sanitized C harness (scripts/checks' plan_fuzz_asan). Each
+// GOCACHE), for the sanitized C harness (plan_fuzz_asan in scripts/ci/checks). Each
 // file is one byte, the message's fds, then the plan.
 func TestPlanSeeds(t *testing.T) {
 	seeds := planSeeds(t)

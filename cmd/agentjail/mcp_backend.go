@@ -40,7 +40,7 @@ type jailBackend interface {
 // --socket` reaches it (who listens is checked at each connection:
 // trustedServer), on connections kept alive between calls: a new
 // connection per call costs the daemon more than the call's own work of
-// a warm run of `pass` (scripts/bench_mcp.py).
+// a warm run of `pass` (scripts/benchmarks/bench_mcp.py).
 type socketBackend struct {
 	sock   string
 	client *http.Client

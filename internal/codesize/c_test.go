@@ -18,7 +18,7 @@ type cFunc struct {
 }
 
 // cFuncs finds the functions of a C file laid out as .clang-format lays
-// them out (the kernel's style, which scripts/checks enforces outside
+// them out (the kernel's style, which scripts/ci/checks enforces outside
 // testdata): a function's body opens with "{" alone at the start of a
 // line and closes with "}" alone at the start of a line; its declaration
 // is the lines just above the "{" up to a blank line, a comment, a

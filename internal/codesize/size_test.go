@@ -68,7 +68,7 @@ func TestNoFileOrFunctionTooLong(t *testing.T) {
 			return err
 		}
 		if isC {
-			if !strings.Contains("/"+rel, "/testdata/") { // test inputs, not formatted (scripts/checks)
+			if !strings.Contains("/"+rel, "/testdata/") { // test inputs, not formatted (scripts/ci/checks)
 				problems = append(problems, checkC(rel, string(src), seenFiles, seenFuncs)...)
 			}
 			return nil

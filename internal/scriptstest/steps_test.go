@@ -20,12 +20,12 @@ func repo(t *testing.T) string {
 	return d
 }
 
-// runSteps runs a bash script that sources scripts/steps, with TMPDIR in
+// runSteps runs a bash script that sources scripts/ci/steps, with TMPDIR in
 // a directory of the test's own.
 func runSteps(t *testing.T, body string) (string, int, string) {
 	t.Helper()
 	tmp := t.TempDir()
-	cmd := exec.Command("bash", "-c", "set -euo pipefail\n. scripts/steps\nsteps_begin\n"+body+"\nsteps_end\n")
+	cmd := exec.Command("bash", "-c", "set -euo pipefail\n. scripts/ci/steps\nsteps_begin\n"+body+"\nsteps_end\n")
 	cmd.Dir = repo(t)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	out, err := cmd.CombinedOutput()
@@ -71,7 +71,7 @@ func TestTestScriptLogsPerRun(t *testing.T) {
 	require.NoError(t, err)
 	s := string(b)
 	assert.NotContains(t, s, "/tmp/agentjail-test.log")
-	assert.Contains(t, s, ". scripts/steps")
+	assert.Contains(t, s, ". scripts/ci/steps")
 	assert.NotRegexp(t, `(?m)^(go |scripts/|CGO_ENABLED|AGENTJAIL_TEST)`, s, "a command outside a step stops the run when it fails")
 	assert.True(t, strings.HasSuffix(strings.TrimSpace(s), "steps_end"))
 }

@@ -2,7 +2,7 @@
 // pass over a plan), built with -fsanitize=address,undefined by gcc, which
 // has no libFuzzer. It replays every seed in DIR, then mutates them at
 // random for SECONDS: any sanitizer report ends it (exit status not 0),
-// and the input that caused it is left in DIR/crash-PID. scripts/checks
+// and the input that caused it is left in DIR/crash-PID. scripts/ci/checks
 // builds and runs it; TestPlanSeeds writes the seeds.
 //   plan_fuzz DIR SECONDS [RANDOM-SEED]
 // Each seed file is one byte, the message's fds, then the plan. Every
@@ -60,7 +60,7 @@ static void on_alarm(int sig)
 }
 
 // UBSan's reports end in abort() (UBSAN_OPTIONS=abort_on_error=1, as
-// scripts/checks sets it): the input is saved here, then the abort goes on.
+// scripts/ci/checks sets it): the input is saved here, then the abort goes on.
 static void on_abort(int sig)
 {
 	save_crash();

@@ -7,7 +7,7 @@ round to round), at 1 and 2 concurrent clients:
 - the agentjail daemon, `"start": "cold"`;
 - the agentjail daemon, `"start": "warm"` (n/a while the daemon answers 400);
 - plain `python3 -I -c CODE`, a process per program, no isolation;
-- a fork of a warm interpreter + exec per program (scripts/forkharness.py),
+- a fork of a warm interpreter + exec per program (scripts/benchmarks/forkharness.py),
   what the code benchmarks' own harnesses do; no isolation.
 
 Per runner: programs per second, and the machine's CPU per program (all
@@ -16,18 +16,18 @@ the daemon, the jails, the harness, this client, the kernel's threads and
 anyone else on the host; a second column leaves out the processes outside
 this benchmark's tree, and a table splits it further). Then the same from
 the kernel's counters of this benchmark's own cgroup and the kernel
-threads (scripts/kernelcpu.py), the isolation floor beside it
-(scripts/bench_floor.py) and each runner's CPU per program ÷ the floor
+threads (scripts/benchmarks/kernelcpu.py), the isolation floor beside it
+(scripts/benchmarks/bench_floor.py) and each runner's CPU per program ÷ the floor
 (issue 36). Then `import numpy`
 cold and warm through the daemon, and cold imports of numpy, pandas and
 matplotlib in a jail against plain python3.
 """
-import glob, json, os, re, resource, statistics, subprocess, threading, time
+import contextlib, glob, json, os, re, resource, statistics, subprocess, threading, time
 
-import benchlib as bench  # the helpers; bench.py imports this script
+import benchlib
 import bench_floor, kernelcpu
 
-# The kernel's counters of this benchmark's own cgroup (scripts/kernelcpu.py),
+# The kernel's counters of this benchmark's own cgroup (scripts/benchmarks/kernelcpu.py),
 # set up by main (None where they cannot be: then the columns say n/a), and
 # the kernel threads' idle rate measured before each round.
 KERNEL = {"meter": None, "rate": 0.0}
@@ -46,14 +46,6 @@ def load_corpus():
         exp = re.match(r"# expect: (\S+)", code).group(1)
         progs.append((os.path.basename(f)[:-3], code, "ok" if exp == "print" else exp))
     return progs
-
-
-def busy_ms():
-    """CPU time all CPUs spent busy since boot (/proc/stat: user, nice,
-    system, irq, softirq; not idle, iowait or a hypervisor's steal)."""
-    f = open("/proc/stat").readline().split()
-    user, nice, system, _idle, _iowait, irq, softirq = map(int, f[1:8])
-    return (user + nice + system + irq + softirq) * TICK_MS
 
 
 def proc_times():
@@ -139,7 +131,7 @@ class Plain:
 
     def run(self, code):
         try:
-            p = subprocess.run([bench.PY, "-I", "-c", code], capture_output=True, timeout=TIMEOUT_S)
+            p = subprocess.run([benchlib.PY, "-I", "-c", code], capture_output=True, timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:  # it is killed and reaped
             return "timeout"
         return stderr_outcome(p.returncode, p.stderr.decode(errors="replace"))
@@ -150,7 +142,7 @@ class Plain:
 
 class ForkClient:
     def __init__(self):
-        self.p = subprocess.Popen([bench.PY, "-I", os.path.join(HERE, "forkharness.py")],
+        self.p = subprocess.Popen([benchlib.PY, "-I", os.path.join(HERE, "forkharness.py")],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         self.run("pass")
 
@@ -161,7 +153,7 @@ class ForkClient:
 
 
 class Fork:
-    key, label = "fork", "fork of a warm interpreter + `exec` (scripts/forkharness.py), no isolation"
+    key, label = "fork", "fork of a warm interpreter + `exec` (scripts/benchmarks/forkharness.py), no isolation"
 
     def clients(self, n):
         self.cs = [ForkClient() for _ in range(n)]
@@ -175,14 +167,14 @@ class Fork:
 
 class DaemonClient:
     def __init__(self, d):
-        self.d, self.conn = d, bench.UnixHTTP(d.sock)
+        self.d, self.conn = d, benchlib.UnixHTTP(d.sock)
         self.run("pass")  # the kept-alive connection, opened
 
     def run(self, code):
         req = {"code": code, "limits": {"wall_time_ms": int(TIMEOUT_S * 1000)}}
         if self.d.start:
             req["start"] = self.d.start
-        status, res = bench.post(self.conn, req)
+        status, res = benchlib.post(self.conn, req)
         if status != 200:
             return f"HTTP {status}"
         with self.d.lock:
@@ -234,14 +226,14 @@ def phase(runner, programs, nclients):
     daemon = runner.srv.pid if isinstance(runner, Daemon) else None
     meter = KERNEL["meter"]
     k0 = meter.sample() if meter else None
-    p0, b0, cg0 = proc_times(), busy_ms(), cg()
+    p0, b0, cg0 = proc_times(), benchlib.busy_ms(), cg()
     t0 = time.perf_counter()
     for th in ths:
         th.start()
     for th in ths:
         th.join()
     dt = time.perf_counter() - t0
-    b1, cg1, p1 = busy_ms(), cg(), proc_times()
+    b1, cg1, p1 = benchlib.busy_ms(), cg(), proc_times()
     runner.close()
     n = len(programs)
     kern = None
@@ -257,9 +249,9 @@ def phase(runner, programs, nclients):
 
 def background(seconds=0.5):
     """CPU the machine spends while this benchmark sleeps: others' load, ms per second."""
-    b = busy_ms()
+    b = benchlib.busy_ms()
     time.sleep(seconds)
-    return (busy_ms() - b) / seconds
+    return (benchlib.busy_ms() - b) / seconds
 
 
 def mismatches(programs, outcomes):
@@ -298,7 +290,7 @@ def throughput(runners, programs, rounds, floor=None):
                 figures[(r.key, c)].append(res)
                 wrong.update({(r.label, n): v for n, v in mismatches(timed, res["outcomes"]).items()})
 
-    print(f"The corpus: {len(programs)} programs of scripts/corpus/ ({sum(e == 'ok' for *_, e in programs)} end well, "
+    print(f"The corpus: {len(programs)} programs of scripts/benchmarks/corpus/ ({sum(e == 'ok' for *_, e in programs)} end well, "
           f"{sum(e == 'AssertionError' for *_, e in programs)} fail an assert, "
           f"{sum(e not in ('ok', 'AssertionError', 'timeout') for *_, e in programs)} raise, {len(endless)} never ends). "
           f"Every timed pass runs the {len(timed)} that end by themselves; the endless one is run once per runner in an "
@@ -385,12 +377,12 @@ os.environ.setdefault("MATPLOTLIBRC", "/usr/share/matplotlib/mpl-data/matplotlib
 def jail_code(conn, code):
     """code as it runs in a jail today: (code or ETC_WORKAROUND + code or
     None, why the plain code failed or None)."""
-    res = bench.post_run(conn, code)
+    res = benchlib.post_run(conn, code)
     if res["status"] == "ok":
         return code, None
     e = res.get("exception") or {}
     why = f"{e.get('type', res['status'])}: {(e.get('message') or res['stderr']).strip().splitlines()[-1][:120]}"
-    res = bench.post_run(conn, ETC_WORKAROUND + code)
+    res = benchlib.post_run(conn, ETC_WORKAROUND + code)
     return (ETC_WORKAROUND + code if res["status"] == "ok" else None), why
 
 
@@ -402,7 +394,7 @@ def children_cpu_ms():
 def imports(binary, sock, rounds):
     """Cold imports in a jail (local mode and through the daemon) against
     plain python3, interleaved. Prints the table."""
-    conn = bench.UnixHTTP(sock)
+    conn = benchlib.UnixHTTP(sock)
     print("Cold imports (issue 17), each side in turn, the order rotating; wall time as the client sees it; CPU: "
           "plain python3's from its rusage, a jail's its `cpu_time_ms` (its cgroup).")
     print()
@@ -416,12 +408,12 @@ def imports(binary, sock, rounds):
             continue
         if why:
             notes.append(f"`{prog}` fails in a jail today ({why}): every side of its rows ran it after ETC_WORKAROUND "
-                         f"(scripts/bench_throughput.py: libblas/liblapack loaded by path, MATPLOTLIBRC set), which "
+                         f"(scripts/benchmarks/bench_throughput.py: libblas/liblapack loaded by path, MATPLOTLIBRC set), which "
                          f"stands in for the host /etc that jails do not get yet.")
 
         def plain():
             c, t = children_cpu_ms(), time.perf_counter()
-            subprocess.run([bench.PY, "-I", "-c", code], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run([benchlib.PY, "-I", "-c", code], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return time.perf_counter() - t, children_cpu_ms() - c
 
         def local():
@@ -433,7 +425,7 @@ def imports(binary, sock, rounds):
 
         def daemon():
             t = time.perf_counter()
-            res = bench.post_run(conn, code)
+            res = benchlib.post_run(conn, code)
             assert res["status"] == "ok", res
             return time.perf_counter() - t, res["cpu_time_ms"]
 
@@ -458,19 +450,20 @@ def numpy_warm(binary, sock, preload, rounds):
     """`import numpy` through the daemon, cold and warm, interleaved; with
     --preload-numpy on a daemon whose default environment preloads numpy.
     Prints the table."""
-    srv, conn = None, bench.UnixHTTP(sock)
     label = "numpy preloaded (`[environments.default] preload = [\"numpy\"]`)" if preload else \
         "numpy not preloaded (`--preload-numpy` not given)"
-    if preload:
-        try:
-            srv, sock, conn = bench.try_start_daemon(binary, os.cpu_count(), '[environments.default]\npreload = ["numpy"]\n')
-        except bench.DaemonFailed as e:
-            print(f"`import numpy`, warm ÷ cold with numpy preloaded (target ≤ 0.05): **n/a**: the daemon refuses the "
-                  f"config: {e}")
-            print()
-            return
-    try:
-        ok = bench.starts(conn)
+    with contextlib.ExitStack() as stack:
+        conn = benchlib.UnixHTTP(sock)
+        if preload:
+            try:
+                _, sock, conn = stack.enter_context(benchlib.daemon(binary, os.cpu_count(), '[environments.default]\npreload = ["numpy"]\n',
+                                                                    or_exit=False))
+            except benchlib.DaemonFailed as e:
+                print(f"`import numpy`, warm ÷ cold with numpy preloaded (target ≤ 0.05): **n/a**: the daemon refuses the "
+                      f"config: {e}")
+                print()
+                return
+        ok = benchlib.starts(conn)
         code, why = jail_code(conn, "import numpy")
         print(f"`import numpy` through the daemon, kept-alive, cold and warm in turn; {label}.")
         print()
@@ -484,7 +477,7 @@ def numpy_warm(binary, sock, preload, rounds):
             for m, start in (modes if i % 2 == 0 else modes[::-1]):
                 time.sleep(0.05)
                 t = time.perf_counter()
-                res = bench.post_run(conn, code, start)
+                res = benchlib.post_run(conn, code, start)
                 assert res["status"] == "ok", res
                 got[m].append((time.perf_counter() - t, res["cpu_time_ms"], res.get("start", "(absent)")))
         print("| `import numpy` | runs | client wall, median ms | jail's `cpu_time_ms`, median | result's `start` |")
@@ -507,18 +500,20 @@ def numpy_warm(binary, sock, preload, rounds):
         if why:
             print(f"`import numpy` fails in a jail today ({why}): both sides ran it after ETC_WORKAROUND.")
         print()
-    finally:
-        if srv:
-            bench.stop_daemon(srv, sock)
 
 
 def main(binary, quick, preload_numpy):
     rounds, irounds, nrounds, npass = (2, 3, 6, 100) if quick else (5, 8, 20, 300)
     programs = load_corpus()
     meter, floor = kernel_meter()
-    srv, sock, conn = bench.start_daemon(binary, os.cpu_count())
-    try:
-        ok = bench.starts(conn)
+    with contextlib.ExitStack() as stack:  # its callbacks run last first
+        if meter:
+            stack.callback(meter.close)
+            stack.callback(KERNEL.update, meter=None)
+        if floor:
+            stack.callback(floor.close)
+        srv, sock, conn = stack.enter_context(benchlib.daemon(binary, os.cpu_count()))
+        ok = benchlib.starts(conn)
         runners = [Daemon("cold", ALL[0][1], srv, sock, "cold" if ok["cold"] else None)]
         if ok["warm"]:
             runners.append(Daemon("warm", ALL[1][1], srv, sock, "warm"))
@@ -530,14 +525,7 @@ def main(binary, quick, preload_numpy):
         # New connections for each part: the daemon closes one idle for a minute.
         numpy_warm(binary, sock, preload_numpy, nrounds)
         imports(binary, sock, irounds)
-    finally:
-        bench.stop_daemon(srv, sock)
-        if floor:
-            floor.close()
-        if meter:
-            meter.close()
-            KERNEL["meter"] = None
-    bench.print_start_modes(bench.start_modes(binary, npass))
+    benchlib.print_start_modes(benchlib.start_modes(binary, npass))
 
 
 def kernel_meter():

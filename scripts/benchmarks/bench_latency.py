@@ -1,32 +1,12 @@
-"""agentjail benchmark: latency against bare python3, and peak-memory precision.
-
-Stdlib only. Each figure is measured side by side with its baseline in the
-same run, interleaved (bare, jail, bare, jail, ...), so that the machine's
-drift hits both equally; ratios are what to compare across machines.
+"""scripts/bench's default figures: `agentjail run -c pass` (local mode)
+against bare python3, the same through a daemon (latency, idle RSS,
+daemon CPU per run, throughput), cold and warm starts side by side, and
+the peak-memory precision table (scripts/vm/precision judges it in the VM
+suite). bench.py calls main; it imports the helpers of benchlib only.
 """
-import argparse, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, threading, time
+import json, os, statistics, subprocess, sys, threading, time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (  # noqa: E402 (the helpers the other bench scripts use, as bench.X too)
-    DaemonFailed,
-    PY,
-    UnixHTTP,
-    cgroup_version,
-    header,
-    parse_side,
-    pct,
-    post,
-    post_run,
-    print_start_modes,
-    proc_cpu_ms,
-    proc_rss,
-    settle_daemon,
-    start_daemon,
-    start_modes,
-    starts,
-    stop_daemon,
-    timed,
-    try_start_daemon)
+from benchlib import PY, UnixHTTP, daemon, pct, post_run, print_start_modes, proc_cpu_ms, proc_rss, start_modes, timed
 
 
 def latency(binary, n):
@@ -88,8 +68,7 @@ def precision(binary, reps):
 def daemon_bench(binary, n):
     """End-to-end latency through the socket, throughput, idle RSS and
     daemon CPU per run, against a daemon started here."""
-    srv, sock, conn = start_daemon(binary, os.cpu_count())
-    try:
+    with daemon(binary, os.cpu_count()) as (srv, sock, conn):
         time.sleep(1)
         idle_rss = proc_rss(srv.pid)
 
@@ -134,68 +113,12 @@ def daemon_bench(binary, n):
             for th in ths: th.join()
             tput.append((clients, total, total / (time.perf_counter() - t)))
         return bare, keep, conn1, cli, idle_rss, cpu_per_run, tput
-    finally:
-        stop_daemon(srv, sock)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", required=True)
-    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
-    ap.add_argument("--throughput", action="store_true",
-                    help="issue 18's figures instead: the corpus through the daemon (cold, warm), plain python3 and a fork harness; "
-                         "daemon CPU per run cold and warm; import numpy cold and warm; cold imports")
-    ap.add_argument("--preload-numpy", action="store_true",
-                    help="with --throughput: the import numpy row on a daemon whose default environment preloads numpy")
-    ap.add_argument("--burst", action="store_true",
-                    help="issue 36's burst instead: 500 programs at once after an idle minute, jail.warm_ahead on and off")
-    ap.add_argument("--sessions", action="store_true",
-                    help="issue 19's figures instead: a call in a live session against the client's round trip, "
-                         "session start warm and cold, the daemon's cost per idle session")
-    ap.add_argument("--mcp", action="store_true",
-                    help="issue 34's figures instead: warm `pass` through agentjail mcp against the daemon directly, "
-                         "streamed output's first event, a warm plot against a cold one")
-    ap.add_argument("--egress", action="store_true",
-                    help="issue 33's figures instead: warm pass with a network policy against without (machine CPU per run), "
-                         "a 256 MiB download through the proxy against directly (needs root: network namespaces)")
-    a = ap.parse_args()
-    flags = "".join(f" --{f}" for f, on in (("throughput", a.throughput), ("sessions", a.sessions), ("mcp", a.mcp), ("egress", a.egress),
-                                             ("burst", a.burst), ("quick", a.quick),
-                                             ("preload-numpy", a.preload_numpy)) if on)
-    if a.egress:
-        import bench_egress
-        header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")
-        bench_egress.main(a.bin, a.quick)
-        return
-    if a.mcp:
-        import bench_display, bench_mcp, bench_stream
-        binary = os.path.abspath(a.bin)
-        load = open("/proc/loadavg").read().split()[:3]
-        header(binary, f"scripts/bench{flags}", f"each figure side by side with its baseline in the same run; load average at the start {' '.join(load)}")
-        bench_mcp.run(binary, 100 if a.quick else 500, 20)
-        print()
-        bench_stream.run(binary, 20)
-        bench_display.run(binary, 6 if a.quick else 20)
-        print(f"Load average at the end: {' '.join(open('/proc/loadavg').read().split()[:3])}.")
-        return
-    if a.sessions:
-        import bench_sessions
-        header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baseline in the same run")
-        bench_sessions.main(a.bin, a.quick)
-        return
-    if a.burst:
-        import bench_burst
-        header(a.bin, f"scripts/bench{flags}", "the two daemons up at once, their bursts in turn")
-        bench_burst.main(a.bin, a.quick)
-        return
-    if a.throughput:
-        import bench_throughput
-        header(a.bin, f"scripts/bench{flags}", "each figure side by side with its baselines in the same run")
-        bench_throughput.main(a.bin, a.quick, a.preload_numpy)
-        return
-    n, reps = (40, 1) if a.quick else (200, 3)
-    header(a.bin, f"scripts/bench{flags}", f"{n} interleaved runs of each side; peaks are medians of {reps}")
-    bare, jail = latency(a.bin, n)
+def main(binary, n, reps, npass):
+    """Prints the tables: n interleaved runs of each side, peaks the
+    medians of reps, npass runs of each start."""
+    bare, jail = latency(binary, n)
     mb, mj = statistics.median(bare), statistics.median(jail)
     print("| `pass` | median ms | p10 | p90 |")
     print("|---|---|---|---|")
@@ -203,7 +126,7 @@ def main():
     print(f"| `agentjail run -c pass` (local mode) | {mj:.2f} | {pct(jail, .1):.2f} | {pct(jail, .9):.2f} |")
     print(f"| **ratio** (target ≤ 2.0) | **{mj / mb:.2f}** | | |")
     print()
-    bare, keep, conn1, cli, idle_rss, cpu_per_run, tput = daemon_bench(a.bin, n)
+    bare, keep, conn1, cli, idle_rss, cpu_per_run, tput = daemon_bench(binary, n)
     mb = statistics.median(bare)
     print("Through the daemon (`agentjail serve`, its socket; client time included), interleaved with bare python3:")
     print()
@@ -221,8 +144,8 @@ def main():
     for clients, total, rps in tput:
         print(f"| throughput, {clients} concurrent client(s), {total} runs of `pass` | {rps:.0f} runs/s | |")
     print()
-    print_start_modes(start_modes(a.bin, 100 if a.quick else 300))
-    base, fbase, rows = precision(a.bin, reps)
+    print_start_modes(start_modes(binary, npass))
+    base, fbase, rows = precision(binary, reps)
     print(f"Peak memory (`peak_memory_bytes`): `pass` baseline {base / (1 << 20):.2f} MiB (4-process baseline {fbase / (1 << 20):.2f} MiB); target: peak − baseline = N ± 1 MiB, plus the program's page tables, which the kernel charges (about 2 MiB per GiB).")
     print()
     print("| program | N MiB | peak MiB | peak − baseline | error MiB |")
@@ -230,6 +153,3 @@ def main():
     for kind, n_, p, d, e in rows:
         print(f"| {kind} | {n_} | {p:.2f} | {d:.2f} | {e:+.2f}{'' if -1 <= e <= 1 + 2 * n_ / 1024 else ' ✗'} |")
 
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,7 @@
 """The helpers of the benchmark scripts: a daemon started and stopped, its
 HTTP API over its socket, timings and percentiles, the Markdown header.
 bench.py and the bench_*.py scripts import it; it imports none of them."""
-import argparse, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, threading, time
+import argparse, contextlib, datetime, http.client, json, os, platform, socket, statistics, subprocess, sys, tempfile, time
 
 
 PY = "/usr/bin/python3"
@@ -71,6 +71,14 @@ def starts(conn):
     return ok
 
 
+def busy_ms():
+    """CPU time all CPUs spent busy since boot (/proc/stat: user, nice,
+    system, irq, softirq; not idle, iowait or a hypervisor's steal)."""
+    f = open("/proc/stat").readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, f[1:8])
+    return (user + nice + system + irq + softirq) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def proc_cpu_ms(pid):
     f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")  # utime + stime of the daemon itself
@@ -87,7 +95,7 @@ class DaemonFailed(Exception):
     pass
 
 
-def try_start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
+def _start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
     """A daemon of binary on a socket of its own, its 10 first runs done:
     (process, socket path, a kept-alive connection). extra_config is
     appended to its config file; env (a dict) is added to its
@@ -112,12 +120,17 @@ def try_start_daemon(binary, max_concurrent, extra_config="", env=None, queue_le
         srv.kill()
         srv.wait()
         words = open(os.path.join(d, "stderr.log")).read().strip()
-        stop_daemon(None, sock)
+        _stop_daemon(None, sock)
         raise DaemonFailed(f"the daemon did not come up (exit status {srv.returncode}): {words[-500:]}")
     conn = UnixHTTP(sock)
-    settle_daemon(conn)
-    for _ in range(10):
-        post_run(conn)
+    try:
+        settle_daemon(conn)
+        for _ in range(10):
+            post_run(conn)
+    except BaseException:  # a failed first run (bench exits) leaves no daemon behind
+        conn.close()
+        _stop_daemon(srv, sock)
+        raise
     return srv, sock, conn
 
 
@@ -138,13 +151,6 @@ def settle_daemon(conn, timeout=180):
     sys.exit("bench: the daemon's font cache was still being built after %d s" % timeout)
 
 
-def start_daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64):
-    try:
-        return try_start_daemon(binary, max_concurrent, extra_config, env, queue_length)
-    except DaemonFailed as e:
-        sys.exit(f"bench: {e}")
-
-
 def parse_side(side):
     """One side of the side-by-side scripts, BINARY[@EXTRA_CONFIG[@ENV]]:
     EXTRA_CONFIG is appended to the daemon's config file (\\n for a
@@ -154,16 +160,46 @@ def parse_side(side):
     return binary, extra.replace("\\n", "\n"), dict(kv.split("=", 1) for kv in envs.split(",") if kv)
 
 
-def stop_daemon(srv, sock):
-    """Ends a start_daemon daemon and removes its folder."""
+def _stop_daemon(srv, sock):
+    """Ends a _start_daemon daemon (SIGTERM, SIGKILL after 30 s) and
+    removes its folder."""
     if srv:
         srv.terminate()
-        srv.wait(timeout=30)
+        try:
+            srv.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
     d = os.path.dirname(sock)
     for f in ("config.toml", "s.sock", "stderr.log"):
         if os.path.exists(os.path.join(d, f)):
             os.remove(os.path.join(d, f))
     os.rmdir(d)
+
+
+@contextlib.contextmanager
+def daemon(binary, max_concurrent, extra_config="", env=None, queue_length=64, or_exit=True):
+    """The one way a benchmark starts a daemon: for the length of a with
+    block, a daemon of binary on a socket of its own, its 10 first runs
+    done, yielded as (process, socket path, a kept-alive connection).
+    Its config allows root as a peer, max_concurrent and queue_length in
+    [admission], log level warn; extra_config is appended to it, env (a
+    dict) added to its environment. When the block ends, however it ends,
+    the daemon is stopped and its folder removed. If the daemon does not
+    come up the benchmark exits with its last words; with or_exit=False,
+    DaemonFailed is raised instead (for a row that says n/a). Several
+    daemons at once: contextlib.ExitStack.enter_context for each."""
+    try:
+        srv, sock, conn = _start_daemon(binary, max_concurrent, extra_config, env, queue_length)
+    except DaemonFailed as e:
+        if or_exit:
+            sys.exit(f"bench: {e}")
+        raise
+    try:
+        yield srv, sock, conn
+    finally:
+        conn.close()
+        _stop_daemon(srv, sock)
 
 
 def start_modes(binary, n, block=50):
@@ -175,8 +211,7 @@ def start_modes(binary, n, block=50):
     clock ticks' rounding stays small and the work a run leaves behind (the
     replacement of its prepared jail) falls in its own block. Returns
     {"cold"/"warm": None when the daemon refuses that start, else a dict}."""
-    srv, sock, conn = start_daemon(binary, os.cpu_count())
-    try:
+    with daemon(binary, os.cpu_count()) as (srv, sock, conn):
         ok = starts(conn)
         # A daemon without warm runs refuses "start" altogether: its runs are cold.
         modes = {"cold": "cold" if ok["cold"] else None}
@@ -206,8 +241,6 @@ def start_modes(binary, n, block=50):
                       "bare": mb, "ratio": statistics.median(v) / mb, "runs": len(v), "starts": st["starts"],
                       "sent": modes[m]}
         return out
-    finally:
-        stop_daemon(srv, sock)
 
 
 def print_start_modes(r):
@@ -240,3 +273,15 @@ def header(binary, command, what):
     print(f"- binary: {binary} ({version})")
     print(f"- command: `{command}` ({what})")
     print()
+
+
+def run_by_hand(run, what, n=20):
+    """The command line of a runner that is also run by hand (--bin,
+    --n): prints the Markdown header, what (with {n} for the count) the
+    runs it makes, then run(binary, n)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default="bin/agentjail")
+    ap.add_argument("--n", type=int, default=n)
+    a = ap.parse_args()
+    header(a.bin, " ".join(sys.argv), what.format(n=a.n))
+    run(a.bin, a.n)

@@ -5,14 +5,14 @@ root): the daemon's CPU and latency per kept-alive run of an empty program
 at python3's first line of user code), and local mode's ratio to bare
 python3. For a change's before/after in BENCHMARKS.md:
 
-    python3 scripts/bench_ab.py OLD_BINARY NEW_BINARY [--rounds 3]
+    python3 scripts/benchmarks/bench_ab.py OLD_BINARY NEW_BINARY [--rounds 3]
 
 --rounds: each round starts both daemons and runs 300 of each.
 """
-import argparse, os, random, statistics, subprocess, sys, time
+import argparse, contextlib, os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+import benchlib  # noqa: E402
 
 
 # The program prints CLOCK_MONOTONIC at its first line, which splits a
@@ -33,39 +33,36 @@ def daemons_interleaved(binaries, n=300, settle=0.02):
     pause: the host's drift hits every side alike. Returns bare python3's
     (median total, before, after its first line) and per binary (daemon
     CPU per run, median total, before, after)."""
-    ds = [bench.start_daemon(b, 2) for b in binaries]
-    mono = time.clock_gettime_ns
-    try:
+    with contextlib.ExitStack() as stack:
+        ds = [stack.enter_context(benchlib.daemon(b, 2)) for b in binaries]
+        mono = time.clock_gettime_ns
         time.sleep(0.5)
-        cpu0 = [bench.proc_cpu_ms(srv.pid) for srv, _, _ in ds]
+        cpu0 = [benchlib.proc_cpu_ms(srv.pid) for srv, _, _ in ds]
         bare, runs = [], [[] for _ in ds]
         for _ in range(n):
             time.sleep(settle)
             t0 = mono(time.CLOCK_MONOTONIC)
-            p = subprocess.run([bench.PY, "-I", "-c", STAMP], capture_output=True, check=True)
+            p = subprocess.run([benchlib.PY, "-I", "-c", STAMP], capture_output=True, check=True)
             bare.append(split(t0, int(p.stdout), mono(time.CLOCK_MONOTONIC)))
             for i in random.sample(range(len(ds)), len(ds)):  # no side always first
                 time.sleep(settle)
                 t0 = mono(time.CLOCK_MONOTONIC)
-                res = bench.post_run(ds[i][2], STAMP)
+                res = benchlib.post_run(ds[i][2], STAMP)
                 runs[i].append(split(t0, int(res["stdout"]), mono(time.CLOCK_MONOTONIC)))
         time.sleep(0.1)
 
         def medians(v):
             return (statistics.median(a + b for a, b in v), statistics.median(a for a, _ in v), statistics.median(b for _, b in v))
-        return medians(bare), [((bench.proc_cpu_ms(srv.pid) - c0) / n, *medians(v))
+        return medians(bare), [((benchlib.proc_cpu_ms(srv.pid) - c0) / n, *medians(v))
                                for (srv, _, _), c0, v in zip(ds, cpu0, runs)]
-    finally:
-        for srv, sock, _ in ds:
-            bench.stop_daemon(srv, sock)
 
 
 def local(binaries, n=150):
     """Median of `run -c pass` per binary, and of bare python3, interleaved."""
-    res = {b: [] for b in binaries + [bench.PY]}
+    res = {b: [] for b in binaries + [benchlib.PY]}
     for _ in range(n):
         for b in res:
-            cmd = [b, "-I", "-c", "pass"] if b == bench.PY else [b, "run", "-c", "pass"]
+            cmd = [b, "-I", "-c", "pass"] if b == benchlib.PY else [b, "run", "-c", "pass"]
             time.sleep(0.01)
             t = time.perf_counter()
             subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -91,7 +88,7 @@ def main():
     print("| local mode | median ms | ratio to bare |")
     print("|---|---|---|")
     for b, v in m.items():
-        print(f"| {b} | {v:.2f} | {v / m[bench.PY]:.2f} |")
+        print(f"| {b} | {v:.2f} | {v / m[benchlib.PY]:.2f} |")
 
 
 if __name__ == "__main__":

@@ -16,24 +16,23 @@ counted):
 Sleeping programs keep the figures meaningful on a small shared machine:
 the jails wait, they do not compete for CPU. As root:
 
-    /usr/bin/python3 scripts/bench_spread.py [--window 8] [--workers 12]
+    /usr/bin/python3 scripts/benchmarks/bench_spread.py [--window 8] [--workers 12]
 """
 
 import argparse
 import asyncio
+import contextlib
 import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 sys.path.insert(0, os.path.join(ROOT, "clients", "python"))
 import agentjail  # noqa: E402
+import benchlib  # noqa: E402 (beside this script)
 
 TOKEN = "bench-" + os.urandom(8).hex()
 SLEEP = "import time; time.sleep(0.2)"
@@ -45,26 +44,20 @@ def free_port():
         return s.getsockname()[1]
 
 
-class Node:
-    def __init__(self, binary, name, k):
-        self.tmp = tempfile.mkdtemp(prefix="ajbench-")
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.socket = os.path.join(self.tmp, "s.sock")
-        tokens = os.path.join(self.tmp, "tokens")
-        with open(tokens, "w") as f:
-            f.write(f"bench {TOKEN}\n")
-        os.chmod(tokens, 0o600)
-        config = os.path.join(self.tmp, "config.toml")
-        with open(config, "w") as f:
-            f.write(f"""[remote]
-listen = "127.0.0.1:{self.port}"
+def node(stack, binary, name, k):
+    """A daemon named name that listens on a TCP port of loopback as well
+    as its socket, the benchmark's token in its tokens file: benchlib's
+    daemon, stopped when stack closes. Returns (its URL, its socket)."""
+    port = free_port()
+    tokens = os.path.join(stack.enter_context(tempfile.TemporaryDirectory(prefix="ajbench-")), "tokens")
+    with open(tokens, "w") as f:
+        f.write(f"bench {TOKEN}\n")
+    os.chmod(tokens, 0o600)
+    _, sock, _ = stack.enter_context(benchlib.daemon(binary, 2, f"""[remote]
+listen = "127.0.0.1:{port}"
 tokens_file = "{tokens}"
 node = "{name}"
 insecure_plaintext = true
-
-[admission]
-max_concurrent = 2
 
 [limits.max]
 wall_time_ms = 300000
@@ -72,30 +65,8 @@ wall_time_ms = 300000
 [jail]
 uid_base = {2_200_000_000 + k * 100_000}
 uid_count = 1000
-""")
-        self.log = open(os.path.join(self.tmp, "log"), "wb")
-        self.proc = subprocess.Popen([binary, "serve", "--socket", self.socket, "--config", config],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if agentjail.Client(self.socket, timeout=2).health().get("status") == "ok":
-                    break
-            except agentjail.AgentjailError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"daemon {name} did not start; see {self.tmp}/log")
-            time.sleep(0.05)
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+"""))
+    return f"http://127.0.0.1:{port}", sock
 
 
 async def throughput(urls, workers, window):
@@ -119,11 +90,11 @@ async def throughput(urls, workers, window):
     return len(done) / window, by
 
 
-def occupy(node, seconds, n=2):
-    """n long runs on node's Unix socket, in threads; returns them."""
+def occupy(sock, seconds, n=2):
+    """n long runs on a daemon's Unix socket, in threads; returns them."""
     def one():
         try:
-            agentjail.Client(node.socket, timeout=seconds + 30).run(
+            agentjail.Client(sock, timeout=seconds + 30).run(
                 f"import time; time.sleep({seconds})", limits={"wall_time_ms": int(seconds * 1000) + 20000})
         except agentjail.AgentjailError:
             pass
@@ -131,7 +102,7 @@ def occupy(node, seconds, n=2):
     for t in ts:
         t.start()
     deadline = time.monotonic() + 10
-    while agentjail.Client(node.socket, timeout=5).health().get("running", 0) < n:
+    while agentjail.Client(sock, timeout=5).health().get("running", 0) < n:
         if time.monotonic() > deadline:
             raise SystemExit("the long runs did not start")
         time.sleep(0.05)
@@ -144,27 +115,24 @@ def main():
     ap.add_argument("--workers", type=int, default=12, help="runs in flight at once")
     args = ap.parse_args()
     binary = os.environ.get("AGENTJAIL_BIN") or os.path.join(ROOT, "bin", "agentjail")
-    a, b = Node(binary, "alpha", 1), Node(binary, "beta", 2)
-    try:
-        asyncio.run(throughput([a.url, b.url], 4, 2.0))  # warm-up
-        one, by1 = asyncio.run(throughput([a.url], args.workers, args.window))
-        both, by2 = asyncio.run(throughput([a.url, b.url], args.workers, args.window))
+    with contextlib.ExitStack() as stack:
+        a_url, a_sock = node(stack, binary, "alpha", 1)
+        b_url, _ = node(stack, binary, "beta", 2)
+        asyncio.run(throughput([a_url, b_url], 4, 2.0))  # warm-up
+        one, by1 = asyncio.run(throughput([a_url], args.workers, args.window))
+        both, by2 = asyncio.run(throughput([a_url, b_url], args.workers, args.window))
         print(f"1. idle nodes, {args.workers} workers, {args.window:g} s, runs of 200 ms sleep:")
         print(f"   one node:   {one:6.2f} runs/s  {by1}")
         print(f"   both nodes: {both:6.2f} runs/s  {by2}")
         print(f"   ratio {both / one:.2f}x (target >= 1.8x)")
-        long_runs = occupy(a, 3 * args.window + 20)
-        alone, by3 = asyncio.run(throughput([b.url], args.workers, args.window))
-        mixed, by4 = asyncio.run(throughput([a.url, b.url], args.workers, args.window))
+        long_runs = occupy(a_sock, 3 * args.window + 20)
+        alone, by3 = asyncio.run(throughput([b_url], args.workers, args.window))
+        mixed, by4 = asyncio.run(throughput([a_url, b_url], args.workers, args.window))
         print("2. node alpha's 2 slots taken by long runs:")
         print(f"   beta alone: {alone:6.2f} runs/s  {by3}")
         print(f"   both nodes: {mixed:6.2f} runs/s  {by4}")
         print(f"   ratio {mixed / alone:.2f}x (target >= 0.9x)")
         del long_runs
-    finally:
-        a.stop()
-        b.stop()
-
 
 if __name__ == "__main__":
     main()

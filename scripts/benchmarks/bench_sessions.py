@@ -8,11 +8,11 @@ Side by side in one run, against one daemon started here:
   interleaved with bare python3;
 - the daemon's memory, fds and CPU per idle session, and what one idle
   session holds in its own cgroup.
-Stdlib only; the helpers are bench.py's.
+Stdlib only; the helpers are benchlib.py's.
 """
 import json, os, statistics, time
 
-from benchlib import PY, UnixHTTP, pct, proc_cpu_ms, proc_rss, start_daemon, stop_daemon, timed
+from benchlib import PY, UnixHTTP, daemon, pct, proc_cpu_ms, proc_rss, timed
 
 
 def request(conn, method, path, body=None):
@@ -112,14 +112,11 @@ def idle_cost(conn, srv, n):
 
 def main(binary, quick):
     n_calls, n_starts, n_idle = (200, 10, 30) if quick else (1000, 40, 30)
-    srv, sock, conn = start_daemon(binary, os.cpu_count())
-    try:
+    with daemon(binary, os.cpu_count()) as (srv, sock, conn):
         conn = UnixHTTP(sock)
         health, run, cpu = calls(conn, srv, n_calls)
         st, seen = starts(conn, n_starts)
         idle = idle_cost(conn, srv, n_idle)
-    finally:
-        stop_daemon(srv, sock)
 
     mh, mr = statistics.median(health), statistics.median(run)
     print(f"A call of `x += 1` in a live session, {n_calls} interleaved with the same client's own round trip "

@@ -2,7 +2,7 @@
 """agentjail benchmark, streamed output (issue 34): how soon a line a
 program prints reaches a client that asked for the stream.
 
-    sudo scripts/bench_stream.py --bin bin/agentjail [--n 20]
+    sudo scripts/benchmarks/bench_stream.py --bin bin/agentjail [--n 20]
     sudo scripts/bench --mcp     # this, agentjail mcp and display in one run
 
 Against one daemon started here, n streamed runs (POST /v1/run with
@@ -14,10 +14,10 @@ Reported: the median and the worst of the first line's (the target: the
 median under 100 ms), and of every line's. Stdlib only; the daemon
 helpers are benchlib.py's.
 """
-import argparse, json, os, statistics, sys, time
+import json, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import UnixHTTP, header, pct, start_daemon, stop_daemon  # noqa: E402
+from benchlib import UnixHTTP, daemon, pct, run_by_hand  # noqa: E402
 
 LINES = 20
 PROGRAM = f"""import time
@@ -60,13 +60,10 @@ def one(sock):
 
 def run(binary, n):
     """Prints the figures and the verdict (scripts/bench --mcp calls it)."""
-    srv, sock, conn = start_daemon(binary, 2)
-    try:
+    with daemon(binary, 2) as (srv, sock, conn):
         conn.close()
         one(sock)  # warm up
         runs = [one(sock) for _ in range(n)]
-    finally:
-        stop_daemon(srv, sock)
     first = sorted(d[0] for d in runs)
     every = sorted(x for d in runs for x in d)
     print(f"{n} streamed runs (POST /v1/run, `\"stream\": true`, a connection each) of a program that prints a line every "
@@ -82,14 +79,5 @@ def run(binary, n):
     print()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default="bin/agentjail")
-    ap.add_argument("--n", type=int, default=20)
-    a = ap.parse_args()
-    header(a.bin, " ".join(sys.argv), f"{a.n} streamed runs")
-    run(a.bin, a.n)
-
-
 if __name__ == "__main__":
-    main()
+    run_by_hand(run, "{n} streamed runs")

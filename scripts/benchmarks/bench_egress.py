@@ -14,13 +14,12 @@ and `agentjail serve` in namespace D), side by side in one run:
   proxy), alternating: MB/s. Target: through the proxy at least 0.8 of
   direct.
 Warm and cold `pass` without a policy against the previous commit are
-scripts/bench_ab's. Stdlib only; the daemon helpers are bench.py's.
+scripts/benchmarks/bench_ab.py's. Stdlib only; the daemon helpers are benchlib.py's.
 Needs root (network namespaces).
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, time
 
-from bench import PY, UnixHTTP, pct, post, proc_cpu_ms
-from bench_throughput import busy_ms
+from benchlib import PY, UnixHTTP, busy_ms, pct, post, proc_cpu_ms
 
 DOWNLOAD = """import time, urllib.request
 t = time.perf_counter(); n = 0
@@ -41,8 +40,7 @@ print(n, time.perf_counter() - t)
 
 def start_world(binary, size):
     """Builds and starts the helper; returns (its process, its JSON line)."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(here)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
     helper = os.path.join(tempfile.mkdtemp(prefix="bench-egress-"), "egressworld")
     env = dict(os.environ, PATH="/usr/local/go/bin:" + os.environ.get("PATH", ""))
     subprocess.run(["go", "build", "-o", helper, "./internal/networld/egressworld"], cwd=root, env=env, check=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agentjail benchmark, display (issue 34): a program that plots.
 
-    sudo scripts/bench_display.py --bin bin/agentjail [--n 20]
+    sudo scripts/benchmarks/bench_display.py --bin bin/agentjail [--n 20]
     sudo scripts/bench --mcp     # this, agentjail mcp and streaming in one run
 
 Against one daemon started here whose default environment preloads
@@ -11,12 +11,12 @@ chart and shows it: its figure comes back in the result's display as a
 PNG. Cold starts a fresh interpreter, which imports matplotlib; warm forks
 the zygote, which has it. A warm `pass` on the same daemon is the
 reference row. Needs Debian's python3-matplotlib (scripts/deps
---scientific). Stdlib only; the daemon helpers are bench.py's.
+--scientific). Stdlib only; the daemon helpers are benchlib.py's.
 """
-import argparse, os, statistics, sys, time
+import contextlib, os, statistics, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import DaemonFailed, header, pct, post_run, stop_daemon, try_start_daemon  # noqa: E402
+from benchlib import DaemonFailed, daemon, pct, post_run, run_by_hand  # noqa: E402
 
 PLOT = """import matplotlib.pyplot as plt
 plt.plot(range(1000), [(i * 37) % 101 for i in range(1000)])
@@ -27,15 +27,15 @@ PRELOAD = '[environments.default]\npreload = ["matplotlib.pyplot"]\n'
 
 def run(binary, n):
     """Prints the table and the ratio (scripts/bench --mcp calls it)."""
-    try:
-        srv, sock, conn = try_start_daemon(binary, 2, PRELOAD)
-    except DaemonFailed as e:
-        print(f"Display: n/a: the daemon refuses to preload matplotlib.pyplot (is python3-matplotlib installed?): {e}")
-        print()
-        return
     sides = {"plot, cold": (PLOT, "cold"), "plot, warm (matplotlib preloaded)": (PLOT, "warm"), "`pass`, warm": ("pass", "warm")}
     got = {k: [] for k in sides}
-    try:
+    with contextlib.ExitStack() as stack:
+        try:
+            _, _, conn = stack.enter_context(daemon(binary, 2, PRELOAD, or_exit=False))
+        except DaemonFailed as e:
+            print(f"Display: n/a: the daemon refuses to preload matplotlib.pyplot (is python3-matplotlib installed?): {e}")
+            print()
+            return
         for k, (code, start) in sides.items():  # warm up each side
             post_run(conn, code, start, limits={"wall_time_ms": 120_000, "cpu_time_ms": 60_000})
         order = list(sides)
@@ -54,8 +54,6 @@ def run(binary, n):
                 if code == PLOT and [d["mime"] for d in shown] != ["image/png"]:
                     sys.exit(f"bench: {k}: display {[d['mime'] for d in shown]}, not one PNG")
                 got[k].append((wall, res["cpu_time_ms"], shown[0]["bytes"] if shown else 0))
-    finally:
-        stop_daemon(srv, sock)
     print(f"A 1,000-point line chart, `plt.show()`, its PNG in `display`; through the daemon, kept-alive, {n} runs of each side, "
           "interleaved; the daemon's default environment preloads `matplotlib.pyplot`:")
     print()
@@ -73,14 +71,5 @@ def run(binary, n):
     print()
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bin", default="bin/agentjail")
-    ap.add_argument("--n", type=int, default=20)
-    a = ap.parse_args()
-    header(a.bin, " ".join(sys.argv), f"{a.n} runs of each side")
-    run(a.bin, a.n)
-
-
 if __name__ == "__main__":
-    main()
+    run_by_hand(run, "{n} runs of each side")

@@ -7,14 +7,14 @@ one with `jail.warm_ahead = 0` (builds each warm run on its request). In
 turn, each is left idle for a minute (IDLE_S), then gets BURST programs
 at once: BURST client threads, each with a connection opened before, all
 released by one barrier, each posting one program with `"start":
-"warm"`. The programs are the corpus's (scripts/corpus/, the endless
+"warm"`. The programs are the corpus's (scripts/benchmarks/corpus/, the endless
 loop left out), cycled. Figures per burst: the time from the barrier to
 the last result, to the median result, and the machine's CPU per program
-from the kernel's counters (scripts/kernelcpu.py). Stdlib only; as root.
+from the kernel's counters (scripts/benchmarks/kernelcpu.py). Stdlib only; as root.
 """
-import os, statistics, threading, time
+import contextlib, os, statistics, threading, time
 
-import bench, bench_throughput as bt, kernelcpu
+import benchlib, bench_throughput as bt, kernelcpu
 
 BURST = 500
 IDLE_S = 60.0
@@ -22,7 +22,7 @@ SIDES = (("warm_ahead default (max_concurrent)", ""), ("warm_ahead = 0", "[jail]
 
 
 def burst(sock, programs, n, meter, krate):
-    conns = [bench.UnixHTTP(sock) for _ in range(n)]
+    conns = [benchlib.UnixHTTP(sock) for _ in range(n)]
     for c in conns:
         c.connect()
     bar = threading.Barrier(n + 1)
@@ -31,7 +31,7 @@ def burst(sock, programs, n, meter, krate):
     def one(i):
         name, code, exp = programs[i % len(programs)]
         bar.wait()
-        status, res = bench.post(conns[i], {"code": code, "start": "warm", "limits": {"wall_time_ms": 10000}})
+        status, res = benchlib.post(conns[i], {"code": code, "start": "warm", "limits": {"wall_time_ms": 10000}})
         t = time.perf_counter()
         o = bt.result_outcome(res) if status == 200 else f"HTTP {status}"
         with lock:
@@ -66,9 +66,11 @@ def main(binary, quick):
         meter = None
         print(f"(the kernel's CPU counters are n/a: {e})")
     ds = []
-    try:
+    with contextlib.ExitStack() as stack:  # its callbacks run last first
+        if meter:
+            stack.callback(meter.close)
         for label, extra in SIDES:
-            srv, sock, conn = bench.start_daemon(binary, os.cpu_count(), extra, None, queue_length=n + 16)
+            srv, sock, conn = stack.enter_context(benchlib.daemon(binary, os.cpu_count(), extra, None, queue_length=n + 16))
             conn.close()
             ds.append((label, srv, sock))
         got = {label: [] for label, *_ in ds}
@@ -98,8 +100,3 @@ def main(binary, quick):
         print("Every program gave its expected outcome." if not bad else
               "**Outcomes other than expected:** " + "; ".join(f"{lb}: `{n_}` expected {e}, got {o}" for lb, (n_, e, o) in bad[:10]))
         print()
-    finally:
-        for _, srv, sock in ds:
-            bench.stop_daemon(srv, sock)
-        if meter:
-            meter.close()

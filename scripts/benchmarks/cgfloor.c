@@ -35,12 +35,12 @@
 // /proc/stat (300 ms after the loop, for the kernel's deferred work).
 // Run it on a quiet machine and read medians.
 //
-//   gcc -O2 -Wall -o /tmp/cgfloor scripts/cgfloor.c
+//   gcc -O2 -Wall -o /tmp/cgfloor scripts/benchmarks/cgfloor.c
 //   /tmp/cgfloor [-r ROW] N ROUNDS DIR...
 //
 // -r ROW (an index into the table, from 0) runs that row alone and does
 // not wait after it: scripts/bench --throughput measures around it with
-// the kernel's counters of its own cgroup (scripts/kernelcpu.py).
+// the kernel's counters of its own cgroup (scripts/benchmarks/kernelcpu.py).
 //
 // Each DIR is a directory the caller may make groups in, one per
 // hierarchy: on cgroup v1 the memory, pids, cpu and cpuacct ones (a

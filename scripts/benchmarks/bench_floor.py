@@ -2,20 +2,20 @@
 
 What a warm run must cost the machine whatever agentjail does: the
 program's own work as the unisolated fork harness does it (measured by
-scripts/bench_throughput.py as one of its runners), plus what isolation
+scripts/benchmarks/bench_throughput.py as one of its runners), plus what isolation
 adds to that harness's fork:
 
 - fresh user, pid, mount, net, ipc, uts and cgroup namespaces with a
-  jail's mount tree in the mount namespace (scripts/nsfloor.c, its last
+  jail's mount tree in the mount namespace (scripts/benchmarks/nsfloor.c, its last
   row, less its first: a plain fork and exit, which the harness already
   pays): the namespaces' making, their teardown by the kernel's threads,
   and the mount tree's unmounting when the namespace goes;
 - a cgroup in each hierarchy, made, limited, joined by the process, read
-  and removed (scripts/cgfloor.c, its last row less its first: the same
+  and removed (scripts/benchmarks/cgfloor.c, its last row less its first: the same
   child without a group).
 
 Each is measured by the kernel's counters of this benchmark's own cgroup
-and the kernel threads (scripts/kernelcpu.py), around the C program run
+and the kernel threads (scripts/benchmarks/kernelcpu.py), around the C program run
 for one row, in the same rounds as the runners. Stdlib only.
 """
 import os, shutil, subprocess, tempfile, time
@@ -25,7 +25,7 @@ N = 150  # iterations per row and round
 NS_ROWS = (0, 10)  # nsfloor: a plain fork and exit; all namespaces with a jail's mounts
 CG_ROWS = (0, 6)  # cgfloor: a process, no group; a process in a group
 SETTLE_S = 0.3  # for the kernel threads' deferred work (a network namespace's cleanup)
-# The two measures every figure has (scripts/kernelcpu.py): "runner", the
+# The two measures every figure has (scripts/benchmarks/kernelcpu.py): "runner", the
 # processes' CPU only (exact, ours only), and "ours", with the kernel
 # threads less their idle rate (complete, but noisy on a loaded machine).
 KINDS = ("runner", "ours")
@@ -96,8 +96,8 @@ def _rng(v, f="%.2f"):
 
 def print_tables(runners, figures, floor, rounds, meter):
     """figures: {(runner key, clients): [phase figures, one per round]},
-    each with "kernel" (scripts/kernelcpu.py's delta per program, ms)."""
-    print("Machine CPU per program from the kernel's counters (scripts/kernelcpu.py), ms, median (min–max) of the "
+    each with "kernel" (scripts/benchmarks/kernelcpu.py's delta per program, ms)."""
+    print("Machine CPU per program from the kernel's counters (scripts/benchmarks/kernelcpu.py), ms, median (min–max) of the "
           "rounds: the runner's processes are the CPU time of everything in this benchmark's own cgroup "
           "(cpuacct.usage: the daemon, its jails' groups below it, zygotes, bootstraps, python3 children, fork "
           "harnesses) less the client's own (RUSAGE_SELF); kernel threads are every kernel thread's runtime "
@@ -120,9 +120,9 @@ def print_tables(runners, figures, floor, rounds, meter):
     keys = {r.key for r in runners}
     print(f"The isolation floor per program, ms (same counters; nsfloor and cgfloor {N} iterations a row, once per "
           f"round, before the round's passes): the fork harness's own figure above, plus what fresh user, pid, mount, "
-          f"net, ipc, uts and cgroup namespaces with a jail's 20 mounts add to a fork (scripts/nsfloor.c, its last "
+          f"net, ipc, uts and cgroup namespaces with a jail's 20 mounts add to a fork (scripts/benchmarks/nsfloor.c, its last "
           f"row less its first), plus a cgroup in the memory, pids, cpu and cpuacct hierarchies, made, limited, "
-          f"joined, read and removed (scripts/cgfloor.c, its last row less its first). Each twice: the processes' "
+          f"joined, read and removed (scripts/benchmarks/cgfloor.c, its last row less its first). Each twice: the processes' "
           f"CPU alone, and with the kernel threads (less their idle rate).")
     print()
     print("| clients | measure | fork harness | + namespaces, mounts | + cgroup | = the floor |")

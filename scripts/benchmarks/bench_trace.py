@@ -7,19 +7,19 @@ holds. Then more runs under `strace -c` of each of its threads count its
 own system calls per run. Run as root, on a quiet host; prints Markdown
 for BENCHMARKS.md:
 
-    python3 scripts/bench_trace.py /tmp/agentjail [--runs 1000] [--start warm]
+    python3 scripts/benchmarks/bench_trace.py /tmp/agentjail [--runs 1000] [--start warm]
 
 With --machine, instead: the whole machine's CPU per warm run, step by
 step (the daemon by activity, the bootstrap, the init stage, the
 zygote's fork, the program, kernel threads, teardown), from `perf record
--a` (scripts/trace_machine.py says how each sample is placed):
+-a` (scripts/benchmarks/trace_machine.py says how each sample is placed):
 
-    python3 scripts/bench_trace.py /tmp/agentjail --machine [--runs 500] [--code pass]
+    python3 scripts/benchmarks/bench_trace.py /tmp/agentjail --machine [--runs 500] [--code pass]
 """
 import argparse, collections, os, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench  # noqa: E402
+import benchlib  # noqa: E402
 
 # First match wins, so the specific come before the general.
 CATEGORIES = [
@@ -50,7 +50,7 @@ def cpu_s(pid):
 
 def runs(conn, n, start):
     for _ in range(n):
-        bench.post_run(conn, "pass", start)
+        benchlib.post_run(conn, "pass", start)
 
 
 def main():
@@ -65,10 +65,9 @@ def main():
         import trace_machine
         trace_machine.report(a.binary, a.runs, a.code, CATEGORIES)
         return
-    srv, sock, conn = bench.start_daemon(a.binary, 2)
     d = tempfile.mkdtemp(prefix="agentjail-trace-")
     data, counts = os.path.join(d, "perf.data"), os.path.join(d, "strace.txt")
-    try:
+    with benchlib.daemon(a.binary, 2) as (srv, sock, conn):
         runs(conn, 50, a.start)
         # --no-inherit: the daemon's own threads, not the jails it starts
         # (each jail's bootstrap is its child until it execs).
@@ -92,8 +91,6 @@ def main():
         time.sleep(0.5)
         st.send_signal(2)
         st.wait()
-    finally:
-        bench.stop_daemon(srv, sock)
     out = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,ip,sym"], capture_output=True, text=True).stdout
     cat, n = collections.Counter(), 0
     for block in out.strip().split("\n\n"):

@@ -1,7 +1,7 @@
 // cgmove: how long one move of a process into a cgroup takes, by each way
 // agentjail could do it (BENCHMARKS.md, 2026-11-24). Run as root:
 //
-//   gcc -O2 -o /tmp/cgmove scripts/cgmove.c && /tmp/cgmove   (as root)
+//   gcc -O2 -o /tmp/cgmove scripts/benchmarks/cgmove.c && /tmp/cgmove   (as root)
 //
 // For each way it makes a fresh group below this process's own cgroup in
 // the v1 memory, pids, cpu and cpuacct hierarchies (or, with a v2

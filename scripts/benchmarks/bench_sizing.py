@@ -1,5 +1,5 @@
 """agentjail sizing figures for docs/operations.md ("Sizing a host"):
-`python3 scripts/bench_sizing.py bin/agentjail`, as root.
+`python3 scripts/benchmarks/bench_sizing.py bin/agentjail`, as root.
 
 Against one daemon started here (max_concurrent 2, uids of its own):
 - the idle daemon: its RSS and PSS after 10 runs, and what its waiting
@@ -9,11 +9,11 @@ Against one daemon started here (max_concurrent 2, uids of its own):
   sleep at once;
 - an idle session: the same, per session, with four alive;
 - common workloads: peak_memory_bytes and pids_peak of each.
-Stdlib only; the daemon helpers are bench.py's.
+Stdlib only; the daemon helpers are benchlib.py's.
 """
 import json, os, random, sys, threading, time
 
-from benchlib import UnixHTTP, post, proc_rss, start_daemon, stop_daemon
+from benchlib import UnixHTTP, daemon, post, proc_rss
 
 MiB = 1 << 20
 
@@ -117,8 +117,7 @@ WORKLOADS = [
 def main():
     binary = sys.argv[1] if len(sys.argv) > 1 else "bin/agentjail"
     base, size = 3_200_000_000 + random.randrange(1000) * 100_000, 100_000
-    srv, sock, conn = start_daemon(binary, 2, f"[jail]\nuid_base = {base}\nuid_count = {size}\n")
-    try:
+    with daemon(binary, 2, f"[jail]\nuid_base = {base}\nuid_count = {size}\n") as (srv, sock, conn):
         time.sleep(2)
         idle = snapshot(srv, base, size)
         print(f"idle daemon after 10 runs: RSS {idle['daemon_rss'] / MiB:.1f} MiB, PSS {idle['daemon_pss'] / MiB:.1f} MiB; "
@@ -163,8 +162,6 @@ def main():
             w, c = row["warm"], row["cold"]
             print(f"| {name} | {(w.get('peak_memory_bytes') or 0) / MiB:.1f} MiB | {(c.get('peak_memory_bytes') or 0) / MiB:.1f} MiB "
                   f"| {w.get('pids_peak')}, {c.get('pids_peak')} | {w.get('status')}, {c.get('status')} {w.get('error', '')}{c.get('error', '')} |")
-    finally:
-        stop_daemon(srv, sock)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """agentjail benchmark, `agentjail mcp` (issue 34): what the MCP server adds.
 
-    sudo scripts/bench_mcp.py --bin bin/agentjail [--n 500]
+    sudo scripts/benchmarks/bench_mcp.py --bin bin/agentjail [--n 500]
     sudo scripts/bench --mcp     # this, streaming and display in one run
 
 Side by side in one run, interleaved, against one daemon started here: a
@@ -19,7 +19,7 @@ the daemon helpers are benchlib.py's.
 import argparse, json, os, random, statistics, subprocess, sys, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import UnixHTTP, header, pct, post_run, proc_cpu_ms, start_daemon, stop_daemon  # noqa: E402
+from benchlib import UnixHTTP, daemon, header, pct, post_run, proc_cpu_ms  # noqa: E402
 
 
 class MCP:
@@ -76,8 +76,7 @@ def main():
 
 def run(binary, n, pause):
     """Prints the table and the verdict (scripts/bench --mcp calls it)."""
-    srv, sock, conn = start_daemon(binary, os.cpu_count())
-    try:
+    with daemon(binary, os.cpu_count()) as (srv, sock, conn):
         mcp = MCP(binary, "--socket", sock)
         mcp_env = MCP(binary, "--socket", sock)  # another, so that each one's CPU is one kind of call's
         local = MCP(binary)  # its own daemon, in-process
@@ -133,8 +132,6 @@ def run(binary, n, pause):
         mcp.close()
         mcp_env.close()
         local.close()
-    finally:
-        stop_daemon(srv, sock)
 
     base = statistics.median(times["daemon, kept-alive connection"])
     print(f"A run of `pass`, {n} of each path, interleaved in a random order each round, {pause:g} ms apart; "

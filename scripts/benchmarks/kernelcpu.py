@@ -1,7 +1,7 @@
 """The machine's CPU that a benchmark's own processes take, from the
 kernel's counters, on a machine that others load at the same time.
 
-Stdlib only; used by scripts/bench_throughput.py and the scripts that
+Stdlib only; used by scripts/benchmarks/bench_throughput.py and the scripts that
 compare daemons. As root, on cgroup v1 with a cpuacct hierarchy (the
 project's hosts) or cgroup v2.
 

@@ -1,25 +1,25 @@
 #!/usr/bin/env python3
-"""Two daemons side by side on the corpus (scripts/corpus/), for a change's
+"""Two daemons side by side on the corpus (scripts/benchmarks/corpus/), for a change's
 throughput before/after in BENCHMARKS.md: both up at once, each pass of
-the corpus (scripts/bench_throughput.py's phase) alternating between
+the corpus (scripts/benchmarks/bench_throughput.py's phase) alternating between
 them, at 1 and then 2 clients. Each side is BINARY[@EXTRA_CONFIG[@ENV]]
-(bench.parse_side). MODE=cold in this script's
+(benchlib.parse_side). MODE=cold in this script's
 environment sends "start": "cold" (default warm). Run as root:
 
-    python3 scripts/bench_ab_throughput.py OLD_BINARY NEW_BINARY [ROUNDS]
-    python3 scripts/bench_ab_throughput.py bin/agentjail@@ bin/agentjail@@GOMAXPROCS=1 6
+    python3 scripts/benchmarks/bench_ab_throughput.py OLD_BINARY NEW_BINARY [ROUNDS]
+    python3 scripts/benchmarks/bench_ab_throughput.py bin/agentjail@@ bin/agentjail@@GOMAXPROCS=1 6
 
 Prints, per side and client count, the median programs/s (min-max), and
 the medians of the machine's CPU (/proc/stat, everyone's), the daemon's
 CPU, and, from the kernel's counters of this script's own cgroup
-(scripts/kernelcpu.py: both daemons and their jails are in it, and each
+(scripts/benchmarks/kernelcpu.py: both daemons and their jails are in it, and each
 pass runs one side), the side's processes' CPU per program ("procs") and
 that plus the kernel threads less their idle rate ("+kthr"); then each
 round's ratio new ÷ old of "procs" (the pairs ran side by side).
 """
-import sys, os, statistics
+import contextlib, sys, os, statistics
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench, bench_throughput as bt, kernelcpu
+import benchlib, bench_throughput as bt, kernelcpu
 try:
     bt.KERNEL["meter"] = kernelcpu.Meter()
 except OSError as e:
@@ -27,12 +27,14 @@ except OSError as e:
 sides = sys.argv[1:3]
 rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 progs = [p for p in bt.load_corpus() if p[2] != "timeout"]
-ds = []
-for i, side in enumerate(sides):
-    b, extra, env = bench.parse_side(side)
-    srv, sock, conn = bench.start_daemon(b, os.cpu_count(), extra, env)
-    ds.append(bt.Daemon(f"{i}:{os.path.basename(b)}{side[len(b):]}", b, srv, sock, os.environ.get("MODE", "warm")))
-try:
+with contextlib.ExitStack() as stack:  # its callbacks run last first
+    if bt.KERNEL["meter"]:
+        stack.callback(bt.KERNEL["meter"].close)
+    ds = []
+    for i, side in enumerate(sides):
+        b, extra, env = benchlib.parse_side(side)
+        srv, sock, conn = stack.enter_context(benchlib.daemon(b, os.cpu_count(), extra, env))
+        ds.append(bt.Daemon(f"{i}:{os.path.basename(b)}{side[len(b):]}", b, srv, sock, os.environ.get("MODE", "warm")))
     for d in ds: bt.phase(d, progs, 2)
     fig = {(d.key, c): [] for d in ds for c in (1, 2)}
     nan = {"runner": float("nan"), "ours": float("nan")}
@@ -53,7 +55,3 @@ try:
         rs = sorted(y[3] / x[3] for x, y in zip(a, b))
         print(f"{c} client(s) procs new/old per round: " + " ".join("%.3f" % x for x in rs) + f"  median {statistics.median(rs):.3f}", flush=True)
     print("load: " + open("/proc/loadavg").read().strip())
-finally:
-    for d in ds: bench.stop_daemon(d.srv, d.sock)
-    if bt.KERNEL["meter"]:
-        bt.KERNEL["meter"].close()

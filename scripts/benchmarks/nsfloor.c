@@ -13,11 +13,11 @@
 // it also holds whatever else the machine ran then: run it on a quiet
 // machine, rows interleaved over rounds, and read medians.
 //
-//   gcc -O2 -Wall -o /tmp/nsfloor scripts/nsfloor.c && /tmp/nsfloor [N] [ROUNDS] [ROW]
+//   gcc -O2 -Wall -o /tmp/nsfloor scripts/benchmarks/nsfloor.c && /tmp/nsfloor [N] [ROUNDS] [ROW]
 //
 // ROW (an index into the table, from 0) runs that row alone and does not
 // wait after it: scripts/bench --throughput measures around it with the
-// kernel's counters of its own cgroup (scripts/kernelcpu.py). The last
+// kernel's counters of its own cgroup (scripts/benchmarks/kernelcpu.py). The last
 // row adds a jail's mount tree (a tmpfs and 19 binds), whose unmounting
 // when the namespace goes is part of every run's floor.
 //

@@ -1,5 +1,5 @@
 """Where a warm run's machine CPU goes, step by step: `python3
-scripts/bench_trace.py BINARY --machine` (a binary with symbols).
+scripts/benchmarks/bench_trace.py BINARY --machine` (a binary with symbols).
 
 N kept-alive warm runs of CODE while `perf record -a -g` samples every
 CPU (cpu-clock at F Hz: a sample is 1/F s of one CPU's time). Each sample
@@ -20,12 +20,12 @@ its place in the daemon's process tree (perf's fork and exec events):
   release) is teardown, whoever's process it is.
 
 Samples outside these (other tenants, this client) are left out. The
-kernel's own count (scripts/kernelcpu.py) of the same runs is printed
+kernel's own count (scripts/benchmarks/kernelcpu.py) of the same runs is printed
 beside, to show how much of it the samples account for.
 """
-import collections, os, re, subprocess, tempfile, time
+import collections, contextlib, os, re, subprocess, tempfile, time
 
-import bench, kernelcpu
+import benchlib, kernelcpu
 
 F = 1999
 EXIT = ("do_exit", "do_group_exit", "exit_mmap", "free_nsproxy", "put_mnt_ns", "cleanup_mnt", "mntput_no_expire",
@@ -178,31 +178,28 @@ def trace(binary, runs, code, categories):
         meter = kernelcpu.Meter()
     except OSError as e:
         print(f"(the kernel's own count is n/a: {e})")
-    srv, sock, conn = bench.start_daemon(binary, 2)
     d = tempfile.mkdtemp(prefix="agentjail-mtrace-")
     data = os.path.join(d, "perf.data")
-    try:
+    with contextlib.ExitStack() as stack:  # its callbacks run last first
+        stack.callback(os.rmdir, d)
+        stack.callback(lambda: os.path.exists(data) and os.remove(data))
+        if meter:
+            stack.callback(meter.close)
+        srv, sock, conn = stack.enter_context(benchlib.daemon(binary, 2))
         for _ in range(30):
-            bench.post_run(conn, code, "warm")
+            benchlib.post_run(conn, code, "warm")
         zygote = find_zygote(srv.pid)
         # The programs' runtime before their request: read just before each request.
         pre = []
         for _ in range(60):
             time.sleep(0.01)
             pre += waiting_program_ns(zygote)[:1]
-            bench.post_run(conn, code, "warm")
+            benchlib.post_run(conn, code, "warm")
         rate = meter.idle_kthreads() if meter else 0.0
         # The same recording of the daemon idle first, for the kernel
         # threads' idle rate by row (others' work, mostly).
         idle_out, idle_s, _, _ = record(data, lambda: time.sleep(3.0), meter)
-        out, rec_s, wall, (k0, k1) = record(data, lambda: [bench.post_run(conn, code, "warm") for _ in range(runs)], meter)
-    finally:
-        bench.stop_daemon(srv, sock)
-        if meter:
-            meter.close()
-        if os.path.exists(data):
-            os.remove(data)
-        os.rmdir(d)
+        out, rec_s, wall, (k0, k1) = record(data, lambda: [benchlib.post_run(conn, code, "warm") for _ in range(runs)], meter)
     kern = kernelcpu.Meter.delta(k0, k1, rate) if meter else None
     return srv.pid, zygote, pre, wall, kern, rate, out, (idle_out, idle_s, rec_s)
 
@@ -273,7 +270,7 @@ def report(binary, runs, code, categories):
           f"walk; the runtime of a waiting program, /proc/PID/schedstat, median of {len(pre)}): {pre_ms:.2f} ms; the rest "
           f"of the program's row is its request's run.")
     if kern:
-        print(f"The kernel's own count of the same runs (scripts/kernelcpu.py): {kern['runner'] / runs:.2f} ms per run "
+        print(f"The kernel's own count of the same runs (scripts/benchmarks/kernelcpu.py): {kern['runner'] / runs:.2f} ms per run "
               f"in this benchmark's cgroup less the client, kernel threads {kern['kthreads'] / runs:.2f} ms "
               f"({kern['kthreads_net'] / runs:.2f} less their idle rate, {rate / 1e6:.1f} ms/s); "
               f"together {kern['ours'] / runs:.2f} ms.")

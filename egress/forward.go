@@ -62,6 +62,14 @@ func (r *Run) forward(rec *conn, q *request) {
 		req.Header["User-Agent"] = []string{""} // Write adds none
 	}
 	req.RequestURI, req.Close = "", true
+	if req.Body != http.NoBody {
+		// The body's own Close reads the rest of it to throw it away,
+		// which req.Write does when a write fails: past the byte cap the
+		// program's upload went on succeeding, into nothing. Without it,
+		// the connection is closed with the rest unread, and the
+		// program's writes fail.
+		req.Body = io.NopCloser(req.Body)
+	}
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)

@@ -95,7 +95,11 @@ func daemonNetns() (int, error) {
 }
 
 func listenSocket() (int, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	// Blocking: os.NewFile in ListenIn would register a non-blocking
+	// descriptor with the poller only to take it out again at its Close
+	// (two epoll_ctl, some 3 µs of 40); net.FileListener makes its copy
+	// non-blocking and registers that one.
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, os.NewSyscallError("socket", err)
 	}

@@ -153,11 +153,11 @@ func TestEgressLimits(t *testing.T) {
 			require.Len(t, outs, 1, "stdout %s stderr %s", r.Stdout, r.Stderr)
 			require.NotNil(t, r.Network)
 			t.Logf("%v; network: %d sent, %d received", outs, r.Network.BytesSent, r.Network.BytesReceived)
-			// What reaches the upstream is capped (byteCapped). The program
-			// itself is not always told: through an absolute-form POST its
-			// writes went on succeeding past the cap here (an open question,
-			// docs/operations.md "Network egress"), so only the upstream's
-			// side is judged.
+			// What reaches the upstream is capped (byteCapped), and the
+			// program is told: the proxy stops reading its absolute-form
+			// POST and closes the connection, so its writes fail.
+			assert.NotEmpty(t, outs[0]["error"], "a write failed past the cap")
+			assert.Less(t, outs[0]["sent"], float64(64<<20), "the upload did not go through whole")
 			byteCapped(t, r)
 			after(t, f, base, "byte cap "+mode)
 		})

@@ -22,14 +22,14 @@ import json, os, shutil, statistics, subprocess, sys, tempfile, time
 from benchlib import PY, UnixHTTP, busy_ms, pct, post, proc_cpu_ms
 
 DOWNLOAD = """import time, urllib.request
-t = time.perf_counter(); n = 0
+t = time.perf_counter(); c = time.process_time(); n = 0
 with urllib.request.urlopen("http://{host}/bytes?n={size}", timeout=300) as r:
     while True:
         b = r.read(1 << 20)
         if not b:
             break
         n += len(b)
-print(n, time.perf_counter() - t)
+print(n, time.perf_counter() - t, (time.process_time() - c) * 1000)
 """
 
 # A CONNECT tunnel is not measured: the proxy takes a tunnel only for TLS
@@ -98,14 +98,15 @@ def pass_cost(conn, pid, n, block):
     return out
 
 
-def download(conn, world, size, reps):
+def download(conn, world, size, reps, server_pid):
     """Alternating: the download in a jail through the proxy, and directly
-    in namespace D. {side: [MB/s]}."""
+    in namespace D. {side: [MB/s]}, {side: [(reader, daemon, server) CPU ms]}."""
     code_proxy = DOWNLOAD.format(host=world["echo_name"], size=size)
     code_direct = DOWNLOAD.format(host=world["echo"], size=size)
-    got = {"proxy": [], "direct": []}
+    got, cpu = {"proxy": [], "direct": []}, {"proxy": [], "direct": []}
     for i in range(-2, reps):  # two rounds of warm-up first (page cache, TCP buffers)
         for side in (("proxy", "direct") if i % 2 == 0 else ("direct", "proxy")):
+            d0, s0 = proc_cpu_ms(world["pid"]), proc_cpu_ms(server_pid)
             if side != "direct":
                 res = run(conn, {"code": code_proxy, "start": "warm", "network": {"policy": "bench"},
                                  "limits": {"wall_time_ms": 300000, "cpu_time_ms": 300000}})
@@ -113,12 +114,13 @@ def download(conn, world, size, reps):
             else:
                 out = subprocess.run(["nsenter", f"--net=/run/netns/{world['d']}", "--", PY, "-I", "-c", code_direct],
                                      env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, check=True).stdout
-            n, secs = out.split()
+            n, secs, reader = out.split()
             if int(n) != size:
                 sys.exit(f"bench: the {side} download got {n} bytes of {size}")
             if i >= 0:
                 got[side].append(size / float(secs) / 1e6)
-    return got
+                cpu[side].append((float(reader), proc_cpu_ms(world["pid"]) - d0, proc_cpu_ms(server_pid) - s0))
+    return got, cpu
 
 
 def main(binary, quick, size=256 << 20):
@@ -127,7 +129,7 @@ def main(binary, quick, size=256 << 20):
     try:
         conn = UnixHTTP(world["socket"])
         cost = pass_cost(conn, world["pid"], n, block)
-        tput = download(conn, world, size, reps)
+        tput, cpu = download(conn, world, size, reps, p.pid)
     finally:
         stop_world(p)
     load = open("/proc/loadavg").read().split()[:3]
@@ -155,3 +157,12 @@ def main(binary, quick, size=256 << 20):
     print(f"| directly from the daemon's namespace (no proxy, not jailed) | {md:.0f} ({min(tput['direct']):.0f}–{max(tput['direct']):.0f}) |")
     print(f"| in a jail through the proxy, absolute-form GET (urllib) | {mp:.0f} ({min(tput['proxy']):.0f}–{max(tput['proxy']):.0f}) |")
     print(f"| **ratio**, absolute-form / direct (target ≥ 0.8) | **{mp / md:.2f}** |")
+    print()
+    print("CPU of each stage per download, ms, median (the reader's own process_time; the daemon's and the "
+          "egress world's server's utime+stime, in ticks):")
+    print()
+    print("| download | reader | daemon (relay) | server | total |")
+    print("|---|---|---|---|---|")
+    for side in ("direct", "proxy"):
+        med = [statistics.median(x[k] for x in cpu[side]) for k in range(3)]
+        print(f"| {side} | {med[0]:.0f} | {med[1]:.0f} | {med[2]:.0f} | {sum(med):.0f} |")

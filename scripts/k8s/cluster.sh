@@ -213,8 +213,14 @@ authentication:
   x509: {clientCAFile: "$tmp/pki/ca.crt"}
 authorization: {mode: AlwaysAllow}
 syncFrequency: 5s
+# The node controller's grace period is 8 s (control_plane): the node's
+# heartbeat must come well within it, or a healthy node is NotReady for
+# a moment every time, and its pods' endpoints with it. The lease is
+# renewed every quarter of its duration (1 s), the status sent every 4 s;
+# with the defaults (10 s each) both nodes flapped every 10 s.
+nodeLeaseDurationSeconds: 4
 nodeStatusUpdateFrequency: 2s
-nodeStatusReportFrequency: 10s
+nodeStatusReportFrequency: 4s
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {"memory.available": "1Mi", "nodefs.available": "0%", "imagefs.available": "0%", "nodefs.inodesFree": "0%"}

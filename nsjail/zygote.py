@@ -70,10 +70,10 @@ SYS_UNSHARE, SYS_SECCOMP, SYS_CAPSET, SYS_PRCTL, SYS_SETNS, SYS_CLOSE_RANGE = _S
 (CLONE_NEWCGROUP, CLONE_NEWPID, CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
  CLONE_NEWNET, LINUX_CAPABILITY_VERSION_3) = (
     0x2000000, 0x20000000, 0x20000, 0x4000000, 0x8000000, 0x10000000, 0x40000000, 0x20080522)
-(PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL,
- SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+(PR_SET_DUMPABLE, PR_CAPBSET_READ, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT,
+ PR_CAP_AMBIENT_CLEAR_ALL, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
  SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, CLOCK_MONOTONIC) = (
-    4, 24, 38, 47, 4, 1, 8, 32, 1)
+    4, 23, 24, 38, 47, 4, 1, 8, 32, 1)
 # ---- end of the generated constants ----
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -91,6 +91,27 @@ def _sys(nr, *args):
 
 def _prctl(option, arg=0):
     return _sys(SYS_PRCTL, option, arg, 0, 0, 0)
+
+
+# libc's prctl with its argument types set once: each run's program drops
+# the bounding set with one call a capability (some 40), and a call through
+# _sys, which converts its arguments on each call, costs twice as much
+# (BENCHMARKS.md's program before its request). 0 or -1 and errno.
+_prctl_fn = _libc.prctl
+_prctl_fn.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+_prctl_fn.restype = ctypes.c_int
+
+
+def _bounding_caps():
+    """Every capability this kernel knows, 0 to its last (PR_CAPBSET_READ
+    refuses any other with EINVAL): what each run's program drops from its
+    bounding set, known here once for every run."""
+    c = 0
+    while _prctl_fn(PR_CAPBSET_READ, c, 0, 0, 0) >= 0:
+        c += 1
+    if ctypes.get_errno() != errno.EINVAL:
+        raise SystemExit("agentjail zygote: cannot read the bounding set: " + os.strerror(ctypes.get_errno()))
+    return tuple(range(c))
 
 
 class _CapHeader(ctypes.Structure):
@@ -324,8 +345,10 @@ def _warm_up():
     about 5 us each on a virtual machine, leave the request's path
     (BENCHMARKS.md). Of the steps, the program sees only the reseeding:
     its random generators are seeded here, from the kernel, and by nothing
-    after; the plan is walked dry, and no other call is made."""
+    after; the plan is walked dry, and the only call made reads the
+    bounding set (the request's path makes its calls through _sys)."""
     _walk(_State(), _DUMMY_PLAN, [], True)
+    _prctl(PR_CAPBSET_READ, 0)
     _capset_args(())
     _filter_prog(_DRY_FILTER)
     _MMMap(*range(11), None, 0, 0xFFFFFFFF)
@@ -407,7 +430,9 @@ def main():
     # rest of a warm `pass`).
     compile("pass", "<zygote>", "exec", dont_inherit=True)
     _read_mm_layout()
+    global _caps
     try:
+        _caps = _bounding_caps()
         _quiesce()
     except SystemExit as e:  # the daemon says why this zygote cannot serve
         info["error"] = str(e)
@@ -450,6 +475,7 @@ _wake = None        # the pipe SIGCHLD wakes the zygote's loop through
 _ctl = None         # the zygote's control socket
 _own_pid_ns = -1    # the zygote's own pid namespace
 _null = -1          # /dev/null: what a fork holds on fds 0 to 3 until its stdio comes
+_caps = ()          # the kernel's capabilities (_bounding_caps)
 REAPS = 64          # programs reaped a turn of the loop, at most: forks are served between turns
 _runs = {}          # pid of each program -> its socket, on which its end is sent
 

@@ -126,7 +126,8 @@ func zygotePyConstants(sysnums map[string]map[string]int) string {
 	for _, c := range []struct {
 		name string
 		v    int
-	}{{"PR_SET_DUMPABLE", unix.PR_SET_DUMPABLE}, {"PR_CAPBSET_DROP", unix.PR_CAPBSET_DROP},
+	}{{"PR_SET_DUMPABLE", unix.PR_SET_DUMPABLE}, {"PR_CAPBSET_READ", unix.PR_CAPBSET_READ},
+		{"PR_CAPBSET_DROP", unix.PR_CAPBSET_DROP},
 		{"PR_SET_NO_NEW_PRIVS", unix.PR_SET_NO_NEW_PRIVS}, {"PR_CAP_AMBIENT", unix.PR_CAP_AMBIENT},
 		{"PR_CAP_AMBIENT_CLEAR_ALL", unix.PR_CAP_AMBIENT_CLEAR_ALL}, {"SECCOMP_SET_MODE_FILTER", unix.SECCOMP_SET_MODE_FILTER},
 		{"SECCOMP_FILTER_FLAG_NEW_LISTENER", unix.SECCOMP_FILTER_FLAG_NEW_LISTENER},

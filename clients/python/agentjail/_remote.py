@@ -32,7 +32,7 @@ from .errors import AgentjailError, DaemonUnavailable, QueueFull, SessionLost, S
 __all__ = ["Node", "Remote", "Refused", "remote_from"]
 
 REFRESH = 30.0  # seconds between two resolutions of a discover name
-RETRY = 1.0  # seconds before a failed resolution is tried again
+RETRY = 1.0  # seconds before a failed resolution is tried again, doubling up to REFRESH
 STALE = 1.0  # seconds after which a node's free slots are asked again
 TRIES = 3  # nodes a run may be sent to before its last refusal is raised
 # OpenSSL's verify codes of a certificate for another name, another IP address
@@ -113,6 +113,8 @@ class Remote:
         self._nodes: List[Node] = []
         self._discover: Optional[Tuple[str, int]] = None
         self._resolved_at = 0.0
+        self._next_try = 0.0  # after a failed lookup: none before then, forced or not
+        self._backoff = RETRY
         schemes = set()
         for url in urls:
             scheme, host, port = _split(url)
@@ -147,11 +149,13 @@ class Remote:
     def refresh(self, force: bool = False) -> None:
         """Resolve the discover name again when it is time (or `force`d,
         at most once a second): new addresses are added, gone ones dropped;
-        a node kept keeps what the client knows of it."""
+        a node kept keeps what the client knows of it. A failed lookup
+        keeps the last good list and is tried again after RETRY seconds,
+        counted from its end and doubling up to REFRESH while it fails."""
         if self._discover is None:
             return
         now = time.monotonic()
-        if now - self._resolved_at < (1.0 if force else REFRESH):
+        if now < self._next_try or now - self._resolved_at < (1.0 if force else REFRESH):
             return
         self._resolved_at = now
         name, port = self._discover
@@ -160,11 +164,15 @@ class Remote:
         except OSError as e:
             if not self._nodes:
                 raise DaemonUnavailable(f"discover: cannot resolve {name}: {e}") from None
-            # Keep the last good list, but only until the next try, RETRY
-            # seconds on: a node that left meanwhile must not be chosen for
-            # a whole REFRESH more because one lookup timed out.
-            self._resolved_at = now - REFRESH + RETRY
+            # Not a whole REFRESH on the old list (a node that left must
+            # not be chosen that long because one lookup timed out), nor a
+            # lookup on every call while the resolver is down (each would
+            # wait for its timeout).
+            self._resolved_at = 0.0
+            self._next_try = time.monotonic() + self._backoff
+            self._backoff = min(REFRESH, self._backoff * 2)
             return
+        self._next_try, self._backoff = 0.0, RETRY
         with self._lock:
             old = {(n.addr, n.port): n for n in self._nodes}
             self._nodes = [old.get((a, port)) or Node(name, port, a, fam) for fam, a in found]

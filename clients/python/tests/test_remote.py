@@ -141,6 +141,41 @@ class DiscoverTest(unittest.TestCase):
             now[0] += _remote.RETRY
             self.assertEqual([n.addr for n in r.nodes()], ["10.0.0.2"], "a failed lookup is tried again soon")
 
+    def test_a_slow_failing_lookup_backs_off(self):
+        """A lookup that fails after its resolver's timeout is tried again
+        RETRY after its end, then less and less often; forced refreshes
+        (a node that failed) wait for that too."""
+        now = [1000.0]
+        calls = []
+
+        def slow_broken(name, port):
+            calls.append(now[0])
+            now[0] += 5.0  # the resolver's timeout
+            raise socket.gaierror("timed out")
+        with mock.patch("agentjail._remote.time.monotonic", lambda: now[0]):
+            r = remote(discover="dns:svc.example:8443", resolver=lambda n, p: [(socket.AF_INET, "10.0.0.1")])
+            r.resolver = slow_broken
+            now[0] += _remote.REFRESH + 1
+            self.assertEqual(len(r.nodes()), 1)  # looks up, fails, keeps the list
+            self.assertEqual(len(calls), 1)
+            for _ in range(5):
+                r.nodes()
+                r.failed(r.nodes()[0])
+            self.assertEqual(len(calls), 1, "no lookup within RETRY of the failed one's end")
+            now[0] += _remote.RETRY
+            r.nodes()
+            self.assertEqual(len(calls), 2, "tried again after RETRY")
+            now[0] += _remote.RETRY
+            r.nodes()
+            self.assertEqual(len(calls), 2, "then after twice that")
+            now[0] += _remote.RETRY
+            r.nodes()
+            self.assertEqual(len(calls), 3)
+            r.resolver = lambda n, p: [(socket.AF_INET, "10.0.0.2")]
+            now[0] += _remote.REFRESH
+            self.assertEqual([n.addr for n in r.nodes()], ["10.0.0.2"])
+            self.assertEqual(r._backoff, _remote.RETRY, "a good lookup ends the back-off")
+
     def test_unresolvable_name_at_start(self):
         def broken(name, port):
             raise socket.gaierror("Name or service not known")

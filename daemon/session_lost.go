@@ -47,7 +47,21 @@ func sessionIDTime(id string) (t time.Time, ok bool) {
 // earlier daemon: before this one started.
 func (t *sessions) lost(id string) bool {
 	made, ok := sessionIDTime(id)
-	return ok && made.UnixMilli() < t.since.UnixMilli()
+	return ok && made.UnixMilli() < t.since.Load()
+}
+
+// made notes a session id this daemon made. The ids' times are the wall
+// clock's, which may be stepped back after the start (an NTP step): the
+// start then moves back to the id's time, so that this daemon's own
+// sessions are never taken for an earlier daemon's.
+func (t *sessions) made(id string) {
+	at, ok := sessionIDTime(id)
+	for ok {
+		since := t.since.Load()
+		if at.UnixMilli() >= since || t.since.CompareAndSwap(since, at.UnixMilli()) {
+			return
+		}
+	}
 }
 
 // sessionLost answers 410 session_lost for a session of an earlier daemon.
@@ -57,6 +71,6 @@ func (s *Server) sessionLost(w http.ResponseWriter, r *http.Request, id string) 
 		"code": "session_lost",
 		"message": fmt.Sprintf("session %s was started by an earlier run of the agentjail daemon on this node, which has stopped since "+
 			"(this one started at %s; a session lives in the daemon that started it): its interpreter, variables and files are gone; "+
-			"start a new session (POST /v1/sessions) and run its setup again", id, rfc3339(s.sess.since)),
+			"start a new session (POST /v1/sessions) and run its setup again", id, rfc3339(time.UnixMilli(s.sess.since.Load()))),
 	}})
 }

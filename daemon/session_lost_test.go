@@ -40,10 +40,19 @@ func TestSessionIDTime(t *testing.T) {
 		assert.False(t, ok, "%q is not a session id", id)
 	}
 
-	tbl := &sessions{since: time.UnixMilli(1469922850260)}
+	tbl := &sessions{}
+	tbl.since.Store(1469922850260)
 	assert.True(t, tbl.lost("s-01ARZ3NDEKTSV4RRFFQ69G5FAV"), "a millisecond before the start")
-	tbl.since = time.UnixMilli(1469922850259)
+	tbl.since.Store(1469922850259)
 	assert.False(t, tbl.lost("s-01ARZ3NDEKTSV4RRFFQ69G5FAV"), "in the start's millisecond: this daemon's")
+	// The clock stepped back after the start: a session this daemon makes
+	// then has an earlier time, and moves the start back with it.
+	tbl.since.Store(1469922850300)
+	tbl.made("s-01ARZ3NDEKTSV4RRFFQ69G5FAV.node-a")
+	assert.False(t, tbl.lost("s-01ARZ3NDEKTSV4RRFFQ69G5FAV"), "this daemon's own session, made after a clock step back")
+	assert.True(t, tbl.lost("s-01ARZ3NDEJTSV4RRFFQ69G5FAV"), "a millisecond before it: still an earlier daemon's")
+	tbl.made("s-01ARZ3NDEMTSV4RRFFQ69G5FAV")
+	assert.EqualValues(t, 1469922850259, tbl.since.Load(), "a later id leaves the start where it is")
 	assert.False(t, tbl.lost("s-0"), "not an id: not found")
 }
 

@@ -57,6 +57,7 @@ func (t *sessions) add(js *nsjail.Session, owner string, env *Environment, limit
 	s := &session{t: t, js: js, owner: owner, env: env, limits: limits, idle: idle, lastUsed: js.Created, net: nr}
 	s.idler = time.AfterFunc(idle, func() { s.expire(nsjail.EndIdle) })
 	s.lifer = time.AfterFunc(max(t.srv.opts.SessionMaxLifetime-time.Since(js.Created), 0), func() { s.expire(nsjail.EndLifetime) })
+	t.made(js.ID)
 	t.mu.Lock()
 	t.starting--
 	t.live[js.ID] = s

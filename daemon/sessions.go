@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -140,7 +141,7 @@ const (
 // sessions are the daemon's live sessions and the ended ones it remembers.
 type sessions struct {
 	srv   *Server
-	since time.Time // the daemon's start: an id made before is an earlier daemon's (session_lost.go)
+	since atomic.Int64 // the daemon's start, in Unix ms: an id made before is an earlier daemon's (session_lost.go)
 
 	mu       sync.Mutex
 	live     map[string]*session
@@ -183,7 +184,7 @@ type endedSession struct {
 }
 
 func newSessions(s *Server) *sessions {
-	t := &sessions{srv: s, since: time.Now(), live: map[string]*session{}, ended: map[string]*endedSession{},
+	t := &sessions{srv: s, live: map[string]*session{}, ended: map[string]*endedSession{},
 		created: prometheus.NewCounter(prometheus.CounterOpts{Name: "agentjail_sessions_created_total", Help: "Sessions started."}),
 		endedBy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentjail_sessions_ended_total",
 			Help: "Sessions ended, by ended_reason (exited, deleted, idle_timeout, max_lifetime, memory_limit, cpu_timeout, wall_timeout, shutdown, ...)."}, []string{"reason"}),
@@ -193,6 +194,7 @@ func newSessions(s *Server) *sessions {
 	s.m.reg.MustRegister(t.created, t.endedBy, t.calls,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentjail_sessions_alive", Help: "Sessions alive now."},
 			func() float64 { t.mu.Lock(); defer t.mu.Unlock(); return float64(len(t.live)) }))
+	t.since.Store(time.Now().UnixMilli())
 	return t
 }
 

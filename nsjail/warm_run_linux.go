@@ -57,10 +57,29 @@ func (w *warmRuntime) startRun(j *jail, b built) error {
 		return errNoZygote
 	}
 	j.flow = &warmFlow{z: z}
-	return j.start(b)
+	err := j.start(b)
+	if err != nil && zygoteEnded(z) {
+		// The zygote died while this run joined it (its pid namespace
+		// gone, the pidfd's process reaped): the run is not its to fail,
+		// it goes cold, as if none had been up.
+		return errNoZygote
+	}
+	return err
 }
 
 var errNoZygote = errors.New("no zygote is up")
+
+// zygoteEnded tells whether z's jail has ended, or ends within 100 ms:
+// a run's start that failed may have seen the death before the runtime
+// did. Only a failed start waits.
+func zygoteEnded(z *zygote) bool {
+	select {
+	case <-z.done:
+		return true
+	case <-time.After(100 * time.Millisecond):
+		return false
+	}
+}
 
 // nestedNS is how many namespaces a warm run's init sends after its
 // mount namespace (warmFlow.ns): pid, user, network, IPC and UTS.

@@ -84,9 +84,11 @@ def proc_cpu_ms(pid):
     return (int(f[11]) + int(f[12])) * 1000 / os.sysconf("SC_CLK_TCK")  # utime + stime of the daemon itself
 
 
-def proc_rss(pid):
+def proc_rss(pid, field="VmRSS"):
+    """A process's resident memory in bytes: VmRSS, or one of its parts
+    (RssAnon, RssFile, RssShmem)."""
     for l in open(f"/proc/{pid}/status"):
-        if l.startswith("VmRSS:"):
+        if l.startswith(field + ":"):
             return int(l.split()[1]) << 10
     return 0
 

@@ -57,7 +57,11 @@ func (w *warmRuntime) startRun(j *jail, b built) error {
 		return errNoZygote
 	}
 	j.flow = &warmFlow{z: z}
+	if !z.useNS() { // its jail is gone: it died
+		return errNoZygote
+	}
 	err := j.start(b)
+	z.doneNS()
 	if err != nil && zygoteEnded(z) {
 		// The zygote died while this run joined it (its pid namespace
 		// gone, the pidfd's process reaped): the run is not its to fail,

@@ -57,7 +57,7 @@ func (w *warmRuntime) launch() (*zygote, error) {
 		return fail(stageErr("pidfd of the zygote's jail", err))
 	}
 	z.nsRef = os.NewFile(uintptr(nsRef), "zygote-ns")
-	j.closers = append(j.closers, z.nsRef)
+	j.closers = append(j.closers, zygoteNS{z})
 	pio, err := j.deliver(rc, control)
 	if err != nil {
 		z.ctl.Close()

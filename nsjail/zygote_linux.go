@@ -187,6 +187,49 @@ type zygote struct {
 	mu       sync.Mutex
 	runs     int  // runs forked and not yet cleaned up
 	retiring bool // no more forks; ends when runs is 0
+	nsUsers  int  // runs' starts passing nsRef to their bootstraps now
+	nsGone   bool // its jail was cleaned up: nsRef closes with its last user
+}
+
+// zygoteNS is z.nsRef as a closer of z's jail. The pidfd is passed by
+// number to each run's bootstrap, so it must not close while a run's
+// start is using it: its number could be another file's by then, and a
+// bootstrap would join whatever namespaces that file is of. It closes
+// when the jail is cleaned up and no start uses it, whichever is last.
+type zygoteNS struct{ z *zygote }
+
+func (n zygoteNS) Close() error { n.z.dropNS(); return nil }
+
+// useNS holds nsRef open for a run's start (doneNS gives it back); false
+// once the zygote's jail has been cleaned up.
+func (z *zygote) useNS() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.nsGone {
+		return false
+	}
+	z.nsUsers++
+	return true
+}
+
+func (z *zygote) doneNS() {
+	z.mu.Lock()
+	z.nsUsers--
+	last := z.nsGone && z.nsUsers == 0
+	z.mu.Unlock()
+	if last {
+		z.nsRef.Close()
+	}
+}
+
+func (z *zygote) dropNS() {
+	z.mu.Lock()
+	last := !z.nsGone && z.nsUsers == 0
+	z.nsGone = true
+	z.mu.Unlock()
+	if last {
+		z.nsRef.Close()
+	}
 }
 
 // KeepWarm keeps a zygote of s and s.Ahead runs forked from it ahead of

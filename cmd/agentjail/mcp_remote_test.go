@@ -21,16 +21,9 @@ import (
 // started end when its client goes.
 func TestMCPThroughURL(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
-	dir := t.TempDir()
-	files, _ := localCert(t, dir)
-	tokens := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
-	tokFile := filepath.Join(dir, "my.token")
-	require.NoError(t, os.WriteFile(tokFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
-	addr := freePort(t)
 	base := 3_200_000_000 + uint32(rand.IntN(1000))*100_000
-	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[admission]\nmax_concurrent = 2\n[jail]\nuid_base = %d\nuid_count = 100000\n"+
-		"[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\n", base, addr, files.Cert, files.Key, tokens))
+	dir := t.TempDir()
+	d, addr, files, tokFile := remoteDaemon(t, dir, fmt.Sprintf("[admission]\nmax_concurrent = 2\n[jail]\nuid_base = %d\nuid_count = 100000\n", base))
 
 	cs, cmd, log := connectMCP(t, "--url", "https://"+addr, "--ca", files.CA, "--token-file", tokFile)
 	res, out, text := callTool(t, cs, "run_python", map[string]any{"code": "print(6*7)"})

@@ -2,10 +2,8 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,15 +35,7 @@ func TestRunWithNode(t *testing.T) {
 // client's Result.node says it.
 func TestRunURLJSONNode(t *testing.T) {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python, systest.Seccomp)
-	dir := t.TempDir()
-	pki, _ := localCert(t, dir)
-	tokens := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
-	tokFile := filepath.Join(dir, "my.token")
-	require.NoError(t, os.WriteFile(tokFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
-	addr := freePort(t)
-	startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\nnode = \"node-j\"\n",
-		addr, pki.Cert, pki.Key, tokens))
+	_, addr, pki, tokFile := remoteDaemon(t, t.TempDir(), "node = \"node-j\"\n")
 	cmd := exec.Command("/proc/self/exe", "run", "--url", "https://"+addr, "--ca", pki.CA, "--token-file", tokFile, "--json", "-c", "print(6*7)")
 	cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1", "AGENTJAIL_SOCKET=", "AGENTJAIL_TOKEN=")
 	var out, errb strings.Builder

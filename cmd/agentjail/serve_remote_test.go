@@ -42,6 +42,24 @@ func localCert(t *testing.T, dir string) (testtls.Files, *x509.CertPool) {
 	return testCert(t, dir, testtls.Leaf{Serial: 2, Name: "127.0.0.1", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
 }
 
+// remoteDaemon starts a daemon with a TLS listener on a free loopback
+// port, its certificate from localCert and one token; config is added to
+// the [peers] and [remote] it writes (more [remote] keys, or other tables
+// after them). It returns the listener's address, the certificate files
+// and a file holding the token, for --token-file.
+func remoteDaemon(t *testing.T, dir, config string) (*daemonProc, string, testtls.Files, string) {
+	t.Helper()
+	files, _ := localCert(t, dir)
+	tokens := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte("ci 0123456789abcdef0123456789abcdef\n"), 0o600))
+	tokFile := filepath.Join(dir, "my.token")
+	require.NoError(t, os.WriteFile(tokFile, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	addr := freePort(t)
+	d := startDaemon(t, dir, fmt.Sprintf("[peers]\nuids = [0]\n[remote]\nlisten = %q\ntls_cert = %q\ntls_key = %q\ntokens_file = %q\n%s",
+		addr, files.Cert, files.Key, tokens, config))
+	return d, addr, files, tokFile
+}
+
 func freePort(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -40,8 +40,8 @@ func (j *jail) openNetwork() error {
 // initPidfd is the pidfd of a warm run's pid 1, which the run keeps (the
 // caller must not close it); nil for a cold jail.
 func initPidfd(j *jail) *os.File {
-	if f, ok := j.flow.(*warmFlow); ok {
-		return f.pidfd
+	if n, ok := j.init.(*nestedInit); ok {
+		return n.pidfd
 	}
 	return nil
 }

@@ -68,10 +68,10 @@ func (f *coldFlow) start(j *jail, b built) error {
 		return err
 	}
 	proc, err := bootstrap(j.sync, boot, f.idMap)
-	j.proc, j.init = proc, &childInit{proc: proc}
 	if err != nil {
 		return err
 	}
+	j.proc, j.pid1 = proc, &childInit{proc: proc}
 	return j.sendBuild(b)
 }
 

@@ -56,7 +56,7 @@ func warmOf(j *jail) *warmFlow {
 // its namespaces.
 func awaitBuilt(j *jail) error {
 	if f := warmOf(j); f != nil {
-		return f.awaitBuild(j)
+		return f.awaitNS(j)
 	}
 	_, err := j.awaitBuild(0)
 	return err

@@ -32,8 +32,9 @@ func sendOn(f *os.File, typ msgType, payload []byte, fds []int) error {
 	return writeMsg(f, typ, payload)
 }
 
-// receive reads the init stage's next message; in a warm run, once its
-// program is forked, the program's (and then its zygote's msgExit).
+// receive reads the next message on jail.peer: the init stage's; in a
+// warm run, once its program has its go, the program's (and then its
+// zygote's msgExit).
 func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
 	typ, payload, fds, err = readMsgFds(j.peer)
 	if err == nil {
@@ -100,9 +101,12 @@ func (e *initEndedError) Unwrap() error { return e.err }
 // are to be collected, the /workspace fd (j.workspace).
 //
 // Security: both fds are trusted because only agentjail's own code can
-// send them. The sync socket is close-on-exec in the program, and the
-// jail's init that holds it runs no code of the program; a warm run's
-// program sends it before it runs any code of the request.
+// send them. A cold jail's come on the sync socket, which is close-on-exec
+// in the program, and the jail's init that holds it runs no code of the
+// program. A warm run's come on the program's own socket
+// (warmFlow.prog), on which zygote_program.py sends msgSeccomp and
+// msgExec before it runs any code of the request, and which it closes
+// (close_range) before that code runs.
 func (j *jail) awaitSeccomp() (listener int, err error) {
 	typ, payload, fds, err := j.receive()
 	want := 1
@@ -223,7 +227,7 @@ func (j *jail) initFailure(stage string, err error) error {
 
 // wait waits for the jail's pid 1 once, recording its end (pid1.wait).
 func (j *jail) wait() error {
-	err := j.init.wait()
+	err := j.pid1.wait()
 	if err == nil {
 		j.waited = true
 	}

@@ -58,7 +58,7 @@ type jail struct {
 	spec   *Spec
 	uid    uint32
 	flow   jailFlow
-	init   pid1     // the jail's pid 1, once started (the flow's start)
+	pid1   pid1     // how its pid 1 is held, once started (the flow's start)
 	guard  runGuard // what else may fail the jail (a warm run's zygote)
 
 	cg        *cgroup.Group
@@ -302,8 +302,8 @@ func (j *jail) cleanup() error {
 		_ = j.proc.Kill()
 		_ = j.wait()
 	}
-	if j.init != nil {
-		j.init.release()
+	if j.pid1 != nil {
+		j.pid1.release()
 	}
 	j.guard.release()
 	// The file system goes before the cgroup: a heavy jail's tmpfs pages

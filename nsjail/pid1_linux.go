@@ -2,13 +2,17 @@ package nsjail
 
 import (
 	"os"
+	"strconv"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pid1 is how this process holds a started jail's pid 1, its init: a
 // cold jail's is this process's child (childInit), a warm run's an
 // orphan in its zygote's pid namespace, held by a pidfd (nestedInit).
-// The flow's start sets it (jail.init); the shared steps wait on it.
+// The flow's start sets it (jail.pid1), with jail.proc; the shared steps
+// wait on it.
 type pid1 interface {
 	// wait waits for pid 1's end; once it has (nil), again is nothing.
 	wait() error
@@ -24,6 +28,10 @@ type pid1 interface {
 	threadBound() bool
 	// release gives back the handle, once pid 1 has been waited for.
 	release()
+	// netns is a handle on pid 1's network namespace that setns takes,
+	// which the caller closes (the egress proxy's listener is opened in
+	// it: jail.openNetwork).
+	netns() (*os.File, error)
 }
 
 // childInit is a cold jail's pid 1: this process's child, with a
@@ -55,6 +63,12 @@ func (c *childInit) state() *os.ProcessState { return c.st }
 func (c *childInit) threadBound() bool       { return true }
 func (c *childInit) release()                {}
 
+// netns: pid 1 is this process's child, not waited for yet: its
+// /proc/PID/ns/net is its own.
+func (c *childInit) netns() (*os.File, error) {
+	return os.Open("/proc/" + strconv.Itoa(c.proc.Pid) + "/ns/net")
+}
+
 // nestedInit is a warm run's pid 1: not this process's child
 // (bootstrapNested) but an orphan of its zygote's pid namespace, whose
 // init reaps it. It is held by a pidfd, its end seen on it, and never
@@ -63,7 +77,7 @@ func (c *childInit) release()                {}
 // its zygote's jail (bootstrap_linux.c): nothing of it is bound to a
 // thread.
 type nestedInit struct {
-	proc  *os.Process // for its signals only
+	proc  *os.Process // jail.proc, which signals it: released here
 	pidfd *os.File
 	ended bool
 }
@@ -84,7 +98,8 @@ func (n *nestedInit) state() *os.ProcessState { return nil }
 func (n *nestedInit) threadBound() bool       { return false }
 
 // release: its handles, released here, not at the garbage collector's
-// will (it is never waited for, which would release them).
+// will (it is never waited for, which would release them). jail.proc,
+// the same process, signals nothing from then on.
 func (n *nestedInit) release() {
 	if n.proc != nil {
 		_ = n.proc.Release()
@@ -94,4 +109,14 @@ func (n *nestedInit) release() {
 		n.pidfd.Close()
 		n.pidfd = nil
 	}
+}
+
+// netns: setns takes a pidfd for its process's namespaces; a copy of
+// the run's, which it keeps.
+func (n *nestedInit) netns() (*os.File, error) {
+	fd, err := unix.FcntlInt(n.pidfd.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("dup pidfd", err)
+	}
+	return os.NewFile(uintptr(fd), "pidfd"), nil
 }

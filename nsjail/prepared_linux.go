@@ -223,7 +223,7 @@ func (p *preparedPool) keep(r *Runner) {
 	} else {
 		err = j.flow.start(j, p.build)
 	}
-	if err == nil && !j.init.threadBound() {
+	if err == nil && !j.pid1.threadBound() {
 		// Its bootstrap has been waited for: nothing of the jail dies
 		// with this thread. (The deferred unlock is then a no-op.)
 		runtime.UnlockOSThread()
@@ -408,7 +408,8 @@ func withoutShared(code, shared []File) ([]File, bool) {
 }
 
 // run runs the request in the jail, then lets its goroutine go, also
-// when finish panics (after it has waited for the jail).
+// when the flow's run panics (after it has waited for the jail:
+// jail.settle).
 func (pj *preparedJail) run(ctx context.Context, spec *Spec, code []File) (*Result, error) {
 	return pj.runWith(ctx, spec, requestConfigFor(spec, code))
 }

@@ -95,7 +95,7 @@ func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
 		}
 		// Read before the jail is the caller's: a warm one needs this
 		// thread no more, and the goroutine ends now.
-		bound := err == nil && j.init.threadBound()
+		bound := err == nil && j.pid1.threadBound()
 		started <- err
 		if bound {
 			<-end

@@ -128,7 +128,7 @@ func (j *jail) superviseSeccomp(listener int) (violations *seccomp.Collector, st
 			// returns: the supervisor's end is waited for after.)
 			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
 				j.kill(KillSeccomp)
-				j.init.awaitKilled(time.Second)
+				j.pid1.awaitKilled(time.Second)
 			}
 		})
 	}()
@@ -179,8 +179,8 @@ func (j *jail) newResult(id string, out, report *capture, wall time.Duration, st
 // initState is pid 1's own end, when it is known and says something of
 // the program (pid1.state); nil for a jail not started.
 func (j *jail) initState() *os.ProcessState {
-	if j.init == nil {
+	if j.pid1 == nil {
 		return nil
 	}
-	return j.init.state()
+	return j.pid1.state()
 }

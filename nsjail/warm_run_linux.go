@@ -37,9 +37,9 @@ type warmFlow struct {
 	// program's messages (msgSeccomp, msgExec) and the zygote's msgExit
 	// come.
 	prog    *os.File
-	progPid int      // the program's pid, in this process's pid namespace
-	progFD  *os.File // a pidfd of the program
-	guard   *zygoteGuard
+	progPid int          // the program's pid, in this process's pid namespace
+	progFD  *os.File     // a pidfd of the program
+	guard   *zygoteGuard // the run's zygote's failure, also the jail's guard
 }
 
 // startRun starts j (whose uid is acquired) as a run of the current
@@ -52,9 +52,8 @@ func (w *warmRuntime) startRun(j *jail, b built) error {
 	if z == nil {
 		return errNoZygote
 	}
-	f := &warmFlow{z: z, ns: &fdSet{}, guard: &zygoteGuard{z: z}}
-	j.flow, j.guard = f, f.guard
-	j.closers = append(j.closers, f.ns)
+	f := &warmFlow{z: z}
+	j.flow = f
 	return f.start(j, b)
 }
 
@@ -65,6 +64,12 @@ var errNoZygote = errors.New("no zygote is up")
 // reports its pid with its credentials (bootstrapNested).
 func (f *warmFlow) start(j *jail, b built) error {
 	z := f.z
+	// From here on the run is its zygote's until the clean-up gives it
+	// back (zygoteGuard.release), and the namespaces its build brings are
+	// closed with the jail's closers.
+	f.guard, f.ns = &zygoteGuard{z: z}, &fdSet{}
+	j.guard = f.guard
+	j.closers = append(j.closers, f.ns)
 	if !z.useNS() { // its jail is gone: it died
 		return errNoZygote
 	}
@@ -72,8 +77,9 @@ func (f *warmFlow) start(j *jail, b built) error {
 	boot, err := j.launch(env, z.nsRef)
 	if err == nil {
 		var pidfd *os.File
-		j.proc, pidfd, err = bootstrapNested(j.sync, boot)
-		j.init = &nestedInit{proc: j.proc, pidfd: pidfd}
+		if j.proc, pidfd, err = bootstrapNested(j.sync, boot); err == nil {
+			j.pid1 = &nestedInit{proc: j.proc, pidfd: pidfd}
+		}
 	}
 	z.doneNS()
 	if err == nil {
@@ -111,7 +117,7 @@ func zygoteUID(uid, base uint32) uint32 { return zygoteInside + uid - base }
 // prepare: a warm run's program is forked ahead too: the request finds
 // it in the jail's namespaces, waiting for its part.
 func (f *warmFlow) prepare(j *jail, l Limits) error {
-	if err := f.awaitBuild(j); err != nil {
+	if err := f.awaitNS(j); err != nil {
 		return err
 	}
 	if err := j.cgroupAhead(l); err != nil {
@@ -120,8 +126,9 @@ func (f *warmFlow) prepare(j *jail, l Limits) error {
 	return f.forkProgram(j)
 }
 
-// awaitBuild is jail.awaitBuild, which brings the init's namespaces.
-func (f *warmFlow) awaitBuild(j *jail) error {
+// awaitNS waits for the build (jail.awaitBuild), whose msgReady brings
+// the init's namespaces.
+func (f *warmFlow) awaitNS(j *jail) error {
 	ns, err := j.awaitBuild(nestedNS)
 	if ns != nil {
 		f.ns.fds = ns
@@ -139,7 +146,7 @@ func (f *warmFlow) startProgram(j *jail, cfg *requestConfig, control *os.File) (
 		return nil, -1, err
 	}
 	// A jail started now has built itself while the above was done here.
-	if err := f.awaitBuild(j); err != nil {
+	if err := f.awaitNS(j); err != nil {
 		return nil, -1, err
 	}
 	if stdio, err = j.readyRequest(cfg, pio, stdio, control); err != nil {

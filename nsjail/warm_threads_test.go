@@ -70,7 +70,7 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 		return j.flow.prepare(j, DefaultLimits())
 	})
 	require.NoError(t, err)
-	assert.False(t, j.init.threadBound())
+	assert.False(t, j.pid1.threadBound())
 	// Running only tells a live process from a zombie; a SIGKILL on its
 	// way is seen by the run below, which needs both.
 	assert.True(t, systest.Running(j.proc.Pid), "the warm jail's pid 1 lives on")
@@ -95,11 +95,11 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 		}
 		return awaitBuilt(c)
 	}))
-	assert.True(t, c.init.threadBound())
+	assert.True(t, c.pid1.threadBound())
 	require.Eventually(t, func() bool { return !systest.Running(c.proc.Pid) }, 10*time.Second, time.Millisecond,
 		"the cold jail's pid 1 dies with the thread")
 	require.NoError(t, c.wait())
-	if st := c.init.(*childInit).st; assert.NotNil(t, st, "the cold jail's pid 1 was waited for") {
+	if st := c.pid1.(*childInit).st; assert.NotNil(t, st, "the cold jail's pid 1 was waited for") {
 		ws := st.Sys().(syscall.WaitStatus)
 		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", st)
 	}

@@ -60,8 +60,10 @@ func (noGuard) release()                  {}
 
 // zygoteGuard is what a warm run knows of its zygote's failure.
 type zygoteGuard struct {
-	z    *zygote  // the run's zygote, until release
-	prog *os.File // a pidfd of the run's program, once forked
+	z *zygote // the run's zygote, until release
+	// prog is a pidfd of the run's program, once forked: the jail's, in
+	// its closers; borrowed here.
+	prog *os.File
 
 	mu  sync.Mutex
 	why string // "" while the zygote serves

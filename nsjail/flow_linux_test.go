@@ -4,12 +4,14 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // The program's status when pid 1 sent none (the jail was killed as a
@@ -103,4 +105,35 @@ func TestSharedStepsNeverCallTheFlow(t *testing.T) {
 			return true
 		})
 	}
+}
+
+// The filter's listener is this process's from msgSeccomp on: a
+// conversation that breaks before msgExec (here a second message with an
+// fd) closes it, and the fd it came with. The old loop returned -1 before
+// its deferred close, and the listener stayed open for the daemon's life.
+func TestAwaitExecClosesTheListenerOnABrokenConversation(t *testing.T) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	init := os.NewFile(uintptr(fds[1]), "init")
+	defer init.Close()
+	require.NoError(t, unix.SetNonblock(fds[0], true))
+	j := newJail(&Runner{}, 1)
+	j.sync = os.NewFile(uintptr(fds[0]), "sync")
+	j.peer = j.sync
+	defer j.sync.Close()
+
+	fake, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // stands in for the listener
+	require.NoError(t, err)
+	require.NoError(t, sendMsgFds(init, msgSeccomp, nil, []int{fake}))
+	unix.Close(fake)
+	require.NoError(t, sendMsgFds(init, msgExec, make([]byte, 8), []int{int(init.Fd())}))
+
+	listener, err := j.awaitSeccomp()
+	require.NoError(t, err)
+	_, err = j.awaitExec(listener)
+	var se *StageError
+	require.ErrorAs(t, err, &se)
+	assert.Contains(t, se.Msg, "unexpected 1 fds")
+	_, err = unix.FcntlInt(uintptr(listener), unix.F_GETFD, 0)
+	assert.ErrorIs(t, err, unix.EBADF, "the listener is closed")
 }

@@ -102,7 +102,7 @@ func TestExeWithoutBootstrapFailsFast(t *testing.T) {
 func TestInitReportsAnUnreadableConfig(t *testing.T) {
 	r := freshRunner(t)
 	withJail(t, r, r.build(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes), func(j *jail) {
-		require.NoError(t, j.awaitBuild())
+		require.NoError(t, awaitBuilt(j))
 		null, err := os.Open(os.DevNull)
 		require.NoError(t, err)
 		defer null.Close()

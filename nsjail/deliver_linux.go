@@ -16,37 +16,50 @@ type programIO struct {
 	sent     []*childFD // the jail's ends: stdin, stdout, stderr, report
 }
 
-// deliver gives the jail its request: the cgroup with the request's
-// limits, the program's stdio and files (msgRequest), and msgGo. control,
-// when not nil, is the program's fd 3 instead of a report pipe (a
-// zygote's or a session's control socket). It returns once msgGo is sent:
-// the init stage then starts the program.
-func (j *jail) deliver(cfg *requestConfig, control *os.File) (*programIO, error) {
-	// The cgroup is created while the init stage works: during its build
-	// for a jail started for this request, during its request plan for a
-	// prepared one whose group was not made ahead (cgroupAhead) with
-	// these limits.
-	startedNow := j.building
+// Giving the started jail its request, the shared steps of each flow's
+// startProgram, in their order:
+//
+//	openRequest   the cgroup while the jail builds itself; the
+//	              program's stdio
+//	awaitBuild    (jail_linux.go) the build's msgReady
+//	readyRequest  the run's own set-up (beforeProgram); fd 3
+//	sendRequest   msgRequest to the init stage; the cgroup now, if it
+//	              was not made while the jail built itself
+//	sendGo        the init stage joins the cgroup; msgGo
+//	programStarted  the jail's copies of stdio closed here; msgSeccomp:
+//	              the program has its filter, whose listener it returns
+//
+// control, when not nil, is the program's fd 3 instead of a report pipe
+// (a zygote's or a session's control socket).
+
+// openRequest starts a request's delivery: the cgroup, created while the
+// init stage builds the jail (startedNow: one started for this request;
+// a prepared one's is made after its request plan, sendRequest, unless
+// cgroupAhead made it with these limits), and the program's stdio (pio,
+// and the jail's ends in stdio).
+func (j *jail) openRequest() (pio *programIO, stdio []int, startedNow bool, err error) {
+	startedNow = j.building
 	if startedNow {
 		if err := j.createCgroup(); err != nil {
-			return nil, err
+			return nil, nil, false, err
 		}
 	}
-	pio, stdio, err := j.openStdio()
-	if err != nil {
-		return nil, err
-	}
-	// A jail started now has built itself while the above was done here.
-	if err := j.awaitBuild(); err != nil {
-		return nil, err
-	}
+	pio, stdio, err = j.openStdio()
+	return pio, stdio, startedNow, err
+}
+
+// readyRequest is the last set-up before the request goes, once the jail
+// is built: the run's own (beforeProgram), and the program's fd 3 added
+// to stdio: control, or the report pipe the spec asks for (none: fd 3 is
+// closed in the jail).
+func (j *jail) readyRequest(cfg *requestConfig, pio *programIO, stdio []int, control *os.File) ([]int, error) {
 	if err := j.beforeProgram(cfg); err != nil {
 		return nil, err
 	}
 	switch {
 	case control != nil:
 		stdio = append(stdio, int(control.Fd()))
-	case j.spec.Report: // no report: fd 3 is closed in the jail
+	case j.spec.Report:
 		reportW, err := j.reportPipe(pio)
 		if err != nil {
 			return nil, err
@@ -56,37 +69,35 @@ func (j *jail) deliver(cfg *requestConfig, control *os.File) (*programIO, error)
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
 	cfg.ScratchNoexec = j.scratchNoexec // a resize repeats the build's flags
 	j.collect = cfg.Collect
-	plan, sent, err := j.flow.requestPlan(j, cfg, stdio)
-	if err != nil {
-		return nil, err
-	}
-	if err := j.send(msgRequest, plan, sent); err != nil {
+	return stdio, nil
+}
+
+// sendRequest sends the init stage its request plan with fds, then
+// creates the cgroup of a jail that was not started for this request
+// (openRequest), while the init stage works on the plan.
+func (j *jail) sendRequest(plan []byte, fds []int, startedNow bool) error {
+	if err := j.send(msgRequest, plan, fds); err != nil {
 		if errors.Is(err, errTooLarge) { // the same in any jail: no retry
-			return nil, j.initFailure("send request", err)
+			return j.initFailure("send request", err)
 		}
-		return nil, fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send request", err))
+		return fmt.Errorf("%w: %w", errNotDelivered, j.initFailure("send request", err))
 	}
 	if !startedNow {
-		if err := j.createCgroup(); err != nil {
-			return nil, err
-		}
+		return j.createCgroup()
 	}
-	if err := j.flow.afterRequest(j, cfg, stdio); err != nil {
-		return nil, err
-	}
-	if err := j.sendGo(startedNow); err != nil {
-		return nil, err
-	}
-	join := j.join
-	j.join = nil
-	if err := j.flow.afterGo(j, join); err != nil {
-		return nil, err
-	}
-	// The jail holds its own copies now.
+	return nil
+}
+
+// programStarted ends a delivery once the program has its go: the
+// jail holds its own copies of the program's stdio, closed here; then
+// msgSeccomp, which says the program has its filter and brings the
+// filter's listener (returned) and, when files are to be collected, the
+// /workspace fd.
+func (j *jail) programStarted(pio *programIO) (listener int, err error) {
 	for _, f := range pio.sent {
 		f.Close()
 	}
-	return pio, nil
+	return j.awaitSeccomp()
 }
 
 // beforeProgram is the place for a run's own set-up that needs the run's
@@ -197,8 +208,8 @@ func (j *jail) sendGo(startedNow bool) error {
 	var goErr error
 	if !v2 {
 		goErr = j.send(msgGo, nil, join)
-		// The flow's afterGo closes them (a warm run's program joins the
-		// same group with the same files: goProgram).
+		// The flow closes them (takeJoin): a warm run's program joins the
+		// same group with the same files (goProgram).
 		j.join = join
 	}
 	if afterGoHook != nil {
@@ -226,4 +237,12 @@ func (j *jail) sendGo(startedNow bool) error {
 		return j.initFailure("send go", goErr)
 	}
 	return nil
+}
+
+// takeJoin is the cgroup's tasks files that sendGo sent (v1; nil on
+// v2): the caller's to close.
+func (j *jail) takeJoin() []int {
+	join := j.join
+	j.join = nil
+	return join
 }

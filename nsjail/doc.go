@@ -16,29 +16,32 @@
 //	Runner.Run(ctx, spec)                       run_linux.go
 //	  Spec.Validate, the interpreter checked on the host
 //	  a prepared jail (prepared_linux.go), or one started now:
-//	    jail.start: vfork+exec of this binary as "agentjail-init";   jail_linux.go
-//	      its C bootstrap (bootstrap_linux.c) makes the user and pid
-//	      namespaces, the parent maps the jail's uid, the jail's pid 1 is
-//	      cloned as this process's child; msgBuild: the file system
-//	  jail.finish
-//	    deliver: the cgroup, stdio pipes, msgRequest (program, files,
-//	      rlimits), msgGo (v1: the group's tasks files)      deliver_linux.go
-//	    supervise: msgSeccomp (the filter's listener), msgExec (the
-//	      exec's time); the seccomp supervisor; the watchdog (wall, CPU,
-//	      output, cancel) and the jail's guard (OOM, a warm run's
-//	      zygote)                                            watchdog_linux.go
+//	    coldFlow.start: vfork+exec of this binary        flow_linux.go
+//	      as "agentjail-init" (jail.launch); its C bootstrap
+//	      (bootstrap_linux.c) makes the user and pid namespaces, the
+//	      jail's pid 1 is cloned as this process's child (childInit,
+//	      pid1_linux.go); msgBuild: the file system (jail.sendBuild)
+//	  coldFlow.run
+//	    startProgram: the cgroup, stdio pipes, msgRequest (program,
+//	      files, rlimits), msgGo (v1: the group's tasks files), msgSeccomp
+//	      (the filter's listener)                        deliver_linux.go
+//	    supervise: msgExec (the exec's time); the seccomp supervisor; the
+//	      watchdog (wall, CPU, output, cancel) and what ends the whole
+//	      jail (OOM, the guard: a warm run's zygote)     watchdog_linux.go
 //	      the wait for pid 1; msgExit (the program's wait status); cgroup
 //	      figures; collected files; Result.decide: status and kill
-//	      reason                                             supervise_linux.go, result.go
-//	    cleanup: what is left killed, the mount namespace released, the
-//	      cgroup removed
+//	      reason                                         supervise_linux.go, result.go
+//	    settle, cleanup: what is left killed, pid 1's handle and the
+//	      guard given back, the mount namespace released, the cgroup
+//	      removed                                        jail_linux.go
 //
-// A warm run (runWarm) takes the same steps in a jail whose flow is a
-// warmFlow (warm_run_linux.go), a cold or prepared one a coldFlow
-// (flow_linux.go): the jail calls its flow where the two differ, in three
-// small parts (initProcess, programPath, runGuard). A session
-// (session_linux.go: open, life, End; its calls in session_call_linux.go)
-// holds a jail of either flow for its life, with the same deliver,
+// A warm run (runWarm) is a jail whose flow is a warmFlow
+// (warm_run_linux.go): its own start, prepare, startProgram and run,
+// written top to bottom there, with the same shared steps. A flow is one
+// small interface (jailFlow: start, prepare, startProgram, run); the
+// shared steps never call back into it. A session (session_linux.go:
+// open, life, End; its calls in session_call_linux.go) holds a jail of
+// either flow for its life: its flow's startProgram, then the same
 // seccomp supervisor, guard and watchdog.
 //
 // # Where Go ends and C begins

@@ -32,10 +32,11 @@ func sendOn(f *os.File, typ msgType, payload []byte, fds []int) error {
 	return writeMsg(f, typ, payload)
 }
 
-// receive reads the init stage's next message; in a warm run, once its
-// program is forked, the program's (and then its zygote's msgExit).
+// receive reads the next message on jail.peer: the init stage's; in a
+// warm run, once its program has its go, the program's (and then its
+// zygote's msgExit).
 func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
-	typ, payload, fds, err = readMsgFds(j.peer())
+	typ, payload, fds, err = readMsgFds(j.peer)
 	if err == nil {
 		j.trace("<-", typ, len(payload), len(fds))
 	} else if j.runner.Log != nil {
@@ -43,10 +44,6 @@ func (j *jail) receive() (typ msgType, payload []byte, fds []int, err error) {
 	}
 	return typ, payload, fds, err
 }
-
-// peer is the socket the run's next messages come on: the init stage's,
-// or a warm run's program's once it is forked (warmFlow.forkProgram).
-func (j *jail) peer() *os.File { return j.flow.peer(j) }
 
 // trace logs one message of the handshake at debug level.
 func (j *jail) trace(dir string, typ msgType, n, fds int) {
@@ -99,61 +96,75 @@ type initEndedError struct {
 func (e *initEndedError) Error() string { return e.err.Error() }
 func (e *initEndedError) Unwrap() error { return e.err }
 
-// awaitExec waits for the program's start: msgSeccomp, which carries the
-// seccomp filter's listener (returned) and, when files are to be
-// collected, the /workspace fd; then msgExec, with the time of the exec,
-// which it returns as a time of this process's clocks. An init stage
-// that ends after msgSeccomp without msgExec was killed as the program
-// started (a limit, a cancel): its run goes on, timed from now.
+// awaitSeccomp waits for the program's msgSeccomp, which says it has its
+// filter, and carries the filter's listener (returned) and, when files
+// are to be collected, the /workspace fd (j.workspace).
 //
-// Security: both fds and the time are trusted because only agentjail's own
-// code can send them. The sync socket is close-on-exec in the program,
-// and the jail's init that holds it runs no code of the program.
-func (j *jail) awaitExec() (listener int, start time.Time, err error) {
-	listener = -1
-	defer func() {
-		if err != nil && listener >= 0 {
-			unix.Close(listener)
-			listener = -1
-		}
-	}()
-	for {
-		typ, payload, fds, err := j.receive()
-		if len(fds) > 0 {
-			want := 1
-			if j.collect {
-				want = 2
-			}
-			if typ != msgSeccomp || listener >= 0 || len(fds) != want {
-				closeFds(fds)
-				return -1, time.Time{}, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected %d fds with %v", len(fds), typ)}
-			}
-			listener = fds[0]
-			if want == 2 {
-				j.workspace = os.NewFile(uintptr(fds[1]), "workspace")
-				j.closers = append(j.closers, j.workspace)
-			}
-			j.flow.execStarted(j) // a warm run's init adopts its program
-			if beforeExecHook != nil {
-				beforeExecHook()
-			}
-			continue
-		}
-		switch {
-		case errors.Is(err, io.EOF) && listener >= 0:
-			return listener, time.Now(), nil
-		case errors.Is(err, io.EOF):
-			return listener, time.Time{}, &StageError{Stage: "seccomp", Msg: "the init stage ended without sending the filter's listener"}
-		case err != nil:
-			return listener, time.Time{}, j.initFailure("wait for exec", err)
-		case typ == msgError:
-			return listener, time.Time{}, decodeRecord(payload)
-		case typ == msgExec && listener >= 0 && len(payload) == 8:
-			return listener, monotonicTime(int64(binary.NativeEndian.Uint64(payload))), nil
-		default:
-			return listener, time.Time{}, &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected %v of %d bytes", typ, len(payload))}
-		}
+// Security: both fds are trusted because only agentjail's own code can
+// send them. A cold jail's come on the sync socket, which is close-on-exec
+// in the program, and the jail's init that holds it runs no code of the
+// program. A warm run's come on the program's own socket
+// (warmFlow.prog), on which zygote_program.py sends msgSeccomp and
+// msgExec before it runs any code of the request, and which it closes
+// (close_range) before that code runs.
+func (j *jail) awaitSeccomp() (listener int, err error) {
+	typ, payload, fds, err := j.receive()
+	want := 1
+	if j.collect {
+		want = 2
 	}
+	switch {
+	case err == nil && typ == msgSeccomp && len(fds) == want:
+	case errors.Is(err, io.EOF):
+		err = &StageError{Stage: "seccomp", Msg: "the init stage ended without sending the filter's listener"}
+	case err != nil:
+		err = j.initFailure("wait for exec", err)
+	case typ == msgError:
+		err = decodeRecord(payload)
+	default:
+		err = &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected %v of %d bytes with %d fds", typ, len(payload), len(fds))}
+	}
+	if err != nil {
+		closeFds(fds)
+		return -1, err
+	}
+	if want == 2 {
+		j.workspace = os.NewFile(uintptr(fds[1]), "workspace")
+		j.closers = append(j.closers, j.workspace)
+	}
+	return fds[0], nil
+}
+
+// awaitExec waits, once the program has its filter (awaitSeccomp), for
+// msgExec, with the time of the exec, which it returns as a time of this
+// process's clocks. An init stage that ends after msgSeccomp without
+// msgExec was killed as the program started (a limit, a cancel): its run
+// goes on, timed from now. On an error it closes listener.
+//
+// Security: the time is trusted because only agentjail's own code can
+// send it (awaitSeccomp).
+func (j *jail) awaitExec(listener int) (start time.Time, err error) {
+	if beforeExecHook != nil {
+		beforeExecHook()
+	}
+	typ, payload, fds, err := j.receive()
+	switch {
+	case len(fds) > 0:
+		err = &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected %d fds with %v", len(fds), typ)}
+	case errors.Is(err, io.EOF):
+		return time.Now(), nil
+	case err != nil:
+		err = j.initFailure("wait for exec", err)
+	case typ == msgError:
+		err = decodeRecord(payload)
+	case typ == msgExec && len(payload) == 8:
+		return monotonicTime(int64(binary.NativeEndian.Uint64(payload))), nil
+	default:
+		err = &StageError{Stage: "init", Msg: fmt.Sprintf("unexpected %v of %d bytes", typ, len(payload))}
+	}
+	closeFds(fds)
+	unix.Close(listener)
+	return time.Time{}, err
 }
 
 // monotonicTime is the time.Time of a CLOCK_MONOTONIC reading ns, taken in
@@ -183,7 +194,7 @@ func (j *jail) programStatus() (ws syscall.WaitStatus, ok bool) {
 	// program's included, which only its parent's reap frees. So a warm
 	// run ends, killed or not, once its zygote has reaped its program,
 	// which the zygote's loop does as soon as SIGCHLD wakes it.
-	_ = j.peer().SetDeadline(time.Now().Add(time.Second))
+	_ = j.peer.SetDeadline(time.Now().Add(time.Second))
 	typ, payload, fds, err := j.receive()
 	closeFds(fds)
 	if err != nil || typ != msgExit || len(payload) != 4 {
@@ -208,15 +219,15 @@ func (j *jail) initFailure(stage string, err error) error {
 	if werr := j.wait(); werr != nil {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, werr)}
 	}
-	if st := j.flow.initState(); st != nil && !st.Success() {
+	if st := j.initState(); st != nil && !st.Success() {
 		return &StageError{Stage: stage, Msg: fmt.Sprintf("%v (init stage: %v)", err, st)}
 	}
 	return stageErr(stage, err)
 }
 
-// wait waits for the jail's pid 1 once, recording its end (jailFlow.wait).
+// wait waits for the jail's pid 1 once, recording its end (pid1.wait).
 func (j *jail) wait() error {
-	err := j.flow.wait(j)
+	err := j.pid1.wait()
 	if err == nil {
 		j.waited = true
 	}

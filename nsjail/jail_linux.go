@@ -1,11 +1,11 @@
 package nsjail
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -15,25 +15,27 @@ import (
 	"agentjail/cgroup"
 )
 
-// The life of one jail, from the parent's side:
+// The life of one jail, from the parent's side. Each flow writes its
+// steps top to bottom in its own file (jailFlow: coldFlow in
+// flow_linux.go, warmFlow in warm_run_linux.go), calling the shared ones
+// here and in deliver_linux.go, handshake_linux.go, supervise_linux.go:
 //
-//	start         the bootstrap and the init stage, then msgBuild
-//	awaitBuild    msgReady: the jail's file system is built
-//	  (a prepared jail waits here for its request: prepared_linux.go)
-//	finish        run, then cleanup, whatever happened
-//	  run           deliver, then supervise
-//	    deliver       the cgroup, the program's stdio, msgRequest, msgGo
-//	                  (deliver_linux.go; beforeProgram: a run's own set-up)
-//	    supervise     msgSeccomp, msgExec; the watchdog over the limits
-//	                  (watchdog_linux.go); wait; the result (supervise_linux.go)
-//	  cleanup       kill and wait if need be; the mount namespace; the cgroup
+//	start         launch (the bootstrap), its report (pid1), sendBuild
+//	prepare       a jail made ahead of its request: awaitBuild, its cgroup
+//	              (and a warm run's program, forked ahead)
+//	run           startProgram, supervise; settle: cleanup, whatever happened
+//	  startProgram  the cgroup, the program's stdio, awaitBuild, msgRequest,
+//	                msgGo (deliver_linux.go), the program's msgSeccomp
+//	  supervise     msgExec; the watchdog over the limits (watchdog_linux.go);
+//	                wait; the result (supervise_linux.go)
+//	  cleanup       kill and wait if need be; pid 1's handle and the guard
+//	                given back; the mount namespace; the cgroup
 //
-// A session uses the same steps from deliver on, its own way
-// (session_linux.go: Session.open, life; a call: session_call_linux.go).
-// Where a cold jail and a warm run differ, the jail calls its flow
-// (jailFlow, in three parts: initProcess for start, wait and cleanup;
-// programPath for awaitBuild and deliver; runGuard for supervise: coldFlow
-// in flow_linux.go, warmFlow in warm_run_linux.go).
+// A session holds a jail of either flow for its life: its flow's
+// startProgram, then the same supervision its own way (session_linux.go:
+// Session.open, life; a call: session_call_linux.go). How pid 1 is held
+// differs by flow (pid1_linux.go), and so does what else may fail the
+// jail (runGuard, zygote_watch_linux.go): the flow's start sets both.
 // The conversation itself is drawn in protocol.go; reading the init
 // stage's messages is handshake_linux.go's.
 
@@ -56,6 +58,8 @@ type jail struct {
 	spec   *Spec
 	uid    uint32
 	flow   jailFlow
+	pid1   pid1     // how its pid 1 is held, once started (the flow's start)
+	guard  runGuard // what else may fail the jail (a warm run's zygote)
 
 	cg        *cgroup.Group
 	join      []int       // v1: cg's tasks files, when cg was made ahead (cgroupAhead)
@@ -63,7 +67,10 @@ type jail struct {
 	workspace *os.File    // /workspace of the jail, for Collect; nil unless asked
 	collect   bool        // the request asked for /workspace (requestConfig.Collect)
 	sync      *os.File    // parent's end of the socketpair
-	closers   []io.Closer
+	// peer is the socket the run's next messages come on: sync, or a
+	// warm run's program's once it has its go (warmFlow.goProgram).
+	peer    *os.File
+	closers []io.Closer
 
 	// mntns is the jail's mount namespace, sent with the build's
 	// msgReady. Received close-on-exec (recvMsg), so no child of this
@@ -86,12 +93,6 @@ type jail struct {
 	reason KillReason // the first evidence that ended the jail
 }
 
-// newJail is a cold jail of r, not started, for host uid uid; a warm
-// run's start gives it its own flow (warmRuntime.startRun).
-func newJail(r *Runner, uid uint32) *jail {
-	return &jail{runner: r, uid: uid, flow: &coldFlow{}}
-}
-
 // kill ends the whole jail: SIGKILL to its PID 1 makes the kernel kill
 // every process of its pid namespace. The first reason recorded wins.
 func (j *jail) kill(reason KillReason) {
@@ -112,72 +113,91 @@ func (j *jail) killReason() KillReason {
 	return j.reason
 }
 
-// start starts the init stage and has it build the jail; awaitBuild
-// waits for the end of it, so that the caller may do its own part of the
-// set-up meanwhile. The caller's OS thread must be locked: the
-// bootstrap's Pdeathsig is tied to it. It must stay locked until the jail
-// has been waited for if threadBound (a cold jail), else until start has
-// returned.
-func (j *jail) start(b built) error {
+// launch starts the jail's bootstrap, the first step of every flow's
+// start: a plain vfork and exec of this binary, with the jail's host uid
+// and env in its environment, and nest, when not nil, as fd nestFd (a
+// warm run's: a pidfd of its zygote's jail, whose user and pid namespaces
+// it joins; its sync socket then passes the sender's credentials, which
+// give its pid 1's pid). The caller reads the bootstrap's report (pid1)
+// on j.sync, and sends the build (sendBuild). The caller's OS thread must
+// be locked: the bootstrap's Pdeathsig is tied to it. It must stay locked
+// until the jail has been waited for if its pid1 is threadBound (a cold
+// jail), else until the report has been read.
+func (j *jail) launch(env []string, nest *os.File) (*os.Process, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return stageErr("socketpair", err)
+		return nil, stageErr("socketpair", err)
 	}
 	childSync := os.NewFile(uintptr(fds[1]), "sync-child")
 	defer childSync.Close()                                // on the early returns; closed at the start below
 	if err := unix.SetNonblock(fds[0], true); err != nil { // pollable: deadlines work
 		unix.Close(fds[0])
-		return stageErr("socketpair", err)
+		return nil, stageErr("socketpair", err)
 	}
 	j.sync = os.NewFile(uintptr(fds[0]), "sync")
+	j.peer = j.sync
 	j.closers = append(j.closers, j.sync)
+	if nest != nil {
+		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+			return nil, stageErr("socketpair", err)
+		}
+	}
 	// The program's stdio arrives with its request (msgRequest); until
 	// then the init stage has /dev/null.
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		return stageErr("open /dev/null", err)
+		return nil, stageErr("open /dev/null", err)
 	}
 	defer null.Close()
 
 	// fd 3 (reportFd) holds /dev/null until msgRequest brings the report
 	// channel (or nothing, and the init stage closes it), so that no fd the
-	// init stage receives can take that number. fd 4 = syncFd. Every fd of
-	// this process without close-on-exec reaches the bootstrap, which
-	// closes all above 4 first thing: Go opens all of its own files
-	// close-on-exec, and so must any code linked into the daemon.
+	// init stage receives can take that number. fd 4 = syncFd, fd 5 =
+	// execFd (or /dev/null), fd 6 = nestFd. Every fd of this process
+	// without close-on-exec reaches the bootstrap, which closes all above
+	// its own first thing: Go opens all of its own files close-on-exec,
+	// and so must any code linked into the daemon.
 	exe, extra := j.runner.Exe, []*os.File{null, childSync}
 	if j.runner.ExeFile != nil {
 		exe, extra = fmt.Sprintf("/proc/self/fd/%d", execFd), append(extra, j.runner.ExeFile)
 	}
-	env, extra, err := j.flow.bootstrapArgs(j, fds[0], null, j.bootstrapEnv(), extra)
-	if err != nil {
-		return err
+	if nest != nil {
+		if len(extra) == execFd-3 {
+			extra = append(extra, null)
+		}
+		extra = append(extra, nest)
 	}
 	// A plain vfork and exec: the bootstrap (bootstrap_linux.c) makes the
 	// user and pid namespaces itself, so this process's page tables are
 	// not copied (Go forks in full for a clone with CLONE_NEWUSER).
 	boot, err := os.StartProcess(exe, []string{initArg0}, &os.ProcAttr{
-		// Nothing but the jail's host uid: no Go runtime starts there
-		// (init_linux.c), and the program gets an environment of its own.
-		Env:   env,
+		// Nothing but the jail's host uid and the flow's part: no Go
+		// runtime starts there (init_linux.c), and the program gets an
+		// environment of its own.
+		Env:   append([]string{uidEnv + "=" + strconv.FormatUint(uint64(j.uid), 10)}, env...),
 		Files: append([]*os.File{null, null, null}, extra...),
 		// If this thread dies (the daemon crashed), the bootstrap dies.
 		// A cold jail's pid 1 ties its own parent-death signal to this
 		// same thread, which the caller then holds locked until the jail
-		// has been waited for (threadBound); a warm run's pid 1 dies with
-		// its zygote's jail instead.
+		// has been waited for (pid1.threadBound); a warm run's pid 1 dies
+		// with its zygote's jail instead.
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	// Closed now, not at return: a bootstrap that dies without a record
-	// must give EOF at once, not leave bootstrap waiting for setupTimeout.
+	// must give EOF at once, not leave its report's read waiting for
+	// setupTimeout.
 	childSync.Close()
 	if err != nil {
-		return stageErr("start init stage", err)
+		return nil, stageErr("start init stage", err)
 	}
 	_ = j.sync.SetDeadline(time.Now().Add(setupTimeout))
-	if j.proc, err = j.flow.bootstrap(j, boot); err != nil {
-		return err
-	}
+	return boot, nil
+}
+
+// sendBuild sends the started init stage its build, the last step of
+// every flow's start; awaitBuild waits for the end of it, so that the
+// caller may do its own part of the set-up meanwhile.
+func (j *jail) sendBuild(b built) error {
 	j.tmpBytes, j.scratchNoexec = b.tmpBytes, b.noexec
 	var etc []int
 	if b.etc != nil {
@@ -195,28 +215,22 @@ func (j *jail) start(b built) error {
 	return nil
 }
 
-// threadBound tells whether the started jail dies with the OS thread that
-// started it, which must then stay locked until the jail has been waited
-// for: a cold jail's pid 1 is that thread's child, with a parent-death
-// signal; a warm run's is not (warmFlow.threadBound).
-func (j *jail) threadBound() bool { return j.flow.threadBound() }
-
-// awaitBuild waits for the end of the init stage's build, if start's
-// msgBuild is still unanswered.
-func (j *jail) awaitBuild() error {
+// awaitBuild waits for the end of the init stage's build, if sendBuild's
+// msgBuild is still unanswered: its msgReady brings the jail's mount
+// namespace and ns more namespaces (a warm run's), which it returns.
+func (j *jail) awaitBuild(ns int) ([]int, error) {
 	if !j.building {
-		return nil
+		return nil, nil
 	}
 	j.building = false
-	fds, err := j.expectFds(msgReady, 1+j.flow.nsFds())
+	fds, err := j.expectFds(msgReady, 1+ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Taken for the jail's namespaces unchecked: only the init stage can
 	// send them, before any of the request's code has run.
 	j.mntns = os.NewFile(uintptr(fds[0]), "mntns")
-	j.flow.gotNS(fds[1:])
-	return nil
+	return fds[1:], nil
 }
 
 // cgroupAhead makes a prepared jail's cgroup before its request, with
@@ -256,36 +270,24 @@ func cgroupResources(l Limits) cgroup.Resources {
 // reached it.
 var errNotDelivered = errors.New("the prepared jail ended before it got the request")
 
-// finish runs the request in the started jail and cleans up after it. A
-// panic on the way still kills, waits for and removes the jail before it
-// goes on: the caller's locked thread, and the uid, must outlive the jail.
-func (j *jail) finish(ctx context.Context, spec *Spec, cfg *requestConfig) (*Result, error) {
-	j.spec = spec
-	defer func() {
-		if v := recover(); v != nil {
-			_ = j.cleanup()
-			panic(v)
-		}
-	}()
-	res, err := j.run(ctx, cfg)
+// settle ends a run, deferred by each flow's run: it cleans up after
+// the jail whatever happened, and joins a clean-up's failure to the run's
+// answer (res, err). A panic on the way still kills, waits for and
+// removes the jail before it goes on: the caller's locked thread, and the
+// uid, must outlive the jail.
+func (j *jail) settle(res **Result, err *error) {
+	if v := recover(); v != nil {
+		_ = j.cleanup()
+		panic(v)
+	}
 	if cerr := j.cleanup(); cerr != nil {
 		cerr = fmt.Errorf("%w: %v", ErrCleanup, cerr)
-		if err == nil && res != nil {
-			return res, cerr
+		if *err == nil && *res != nil {
+			*err = cerr
+			return
 		}
-		err = errors.Join(err, cerr)
+		*err = errors.Join(*err, cerr)
 	}
-	return res, err
-}
-
-// run gives the started jail its request (j.spec, cfg) and runs it to the
-// end.
-func (j *jail) run(ctx context.Context, cfg *requestConfig) (*Result, error) {
-	pio, err := j.deliver(cfg, nil)
-	if err != nil {
-		return nil, err
-	}
-	return j.supervise(ctx, pio)
 }
 
 func (j *jail) cleanup() error {
@@ -300,7 +302,10 @@ func (j *jail) cleanup() error {
 		_ = j.proc.Kill()
 		_ = j.wait()
 	}
-	j.flow.release(j)
+	if j.pid1 != nil {
+		j.pid1.release()
+	}
+	j.guard.release()
 	// The file system goes before the cgroup: a heavy jail's tmpfs pages
 	// are uncharged from a live group, not left to a dying one.
 	if f := j.mntns; f != nil {

@@ -1,10 +1,5 @@
 package nsjail
 
-import (
-	"os"
-	"strconv"
-)
-
 // openNetwork calls the spec's Network hook (egress, docs/contract.md §8)
 // with the jail's network namespace, once the jail is built and before
 // its program starts: nothing of the program has run yet, so no program
@@ -14,34 +9,21 @@ import (
 // by another process once it ends, so it is named by the pidfd the run
 // holds (setns takes a pidfd and CLONE_NEWNET). A cold jail's pid 1 is
 // this process's child, not waited for yet: its /proc/PID/ns/net is its
-// own. A spec without the hook costs nothing.
+// own (pid1.netns). A spec without the hook costs nothing.
 func (j *jail) openNetwork() error {
 	if j.spec == nil || j.spec.Network == nil {
 		return nil
 	}
-	ns := initPidfd(j)
-	if ns == nil {
-		if j.proc == nil {
-			return &StageError{Stage: "network egress", Msg: "the jail has no process to find its network namespace by"}
-		}
-		f, err := os.Open("/proc/" + strconv.Itoa(j.proc.Pid) + "/ns/net")
-		if err != nil {
-			return stageErr("network egress: the jail's network namespace", err)
-		}
-		defer f.Close()
-		ns = f
+	if j.pid1 == nil {
+		return &StageError{Stage: "network egress", Msg: "the jail has no process to find its network namespace by"}
 	}
+	ns, err := j.pid1.netns()
+	if err != nil {
+		return stageErr("network egress: the jail's network namespace", err)
+	}
+	defer ns.Close()
 	if err := j.spec.Network(ns); err != nil {
 		return &StageError{Stage: "network egress", Msg: err.Error()}
-	}
-	return nil
-}
-
-// initPidfd is the pidfd of a warm run's pid 1, which the run keeps (the
-// caller must not close it); nil for a cold jail.
-func initPidfd(j *jail) *os.File {
-	if f, ok := j.flow.(*warmFlow); ok {
-		return f.pidfd
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func withJail(t *testing.T, r *Runner, b built, f func(*jail)) *jail {
 	defer r.UIDs.Release(uid)
 	j := newJail(r, uid)
 	defer func() { require.NoError(t, j.cleanup()) }()
-	require.NoError(t, j.start(b))
+	require.NoError(t, j.flow.start(j, b))
 	f(j)
 	return j
 }
@@ -42,7 +42,7 @@ func withJail(t *testing.T, r *Runner, b built, f func(*jail)) *jail {
 // the answer (nil for msgReady).
 func buildWith(t *testing.T, plan []byte) (err error) {
 	t.Helper()
-	withJail(t, freshRunner(t), built{plan: plan, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) { err = j.awaitBuild() })
+	withJail(t, freshRunner(t), built{plan: plan, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) { err = awaitBuilt(j) })
 	return err
 }
 
@@ -134,7 +134,7 @@ func TestInitRefusesAMessageTooLarge(t *testing.T) {
 	r := freshRunner(t)
 	good := buildPlan(r.buildConfig(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes))
 	withJail(t, r, built{plan: good, tmpBytes: DefaultLimits().TmpBytes}, func(j *jail) {
-		require.NoError(t, j.awaitBuild())
+		require.NoError(t, awaitBuilt(j))
 		hdr := []byte{byte(msgRequest), 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(hdr[1:], maxMsg+1)
 		_, err := j.sync.Write(hdr)
@@ -157,7 +157,7 @@ func TestParentHoldsTheJailsMountNamespace(t *testing.T) {
 	r := freshRunner(t)
 	before := systest.FdCount()
 	j := withJail(t, r, r.build(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes), func(j *jail) {
-		require.NoError(t, j.awaitBuild())
+		require.NoError(t, awaitBuilt(j))
 		require.NotNil(t, j.mntns)
 		var held, jails, host syscall.Stat_t
 		require.NoError(t, syscall.Fstat(int(j.mntns.Fd()), &held))
@@ -181,7 +181,7 @@ func TestInitStageHoldsOnlyItsFds(t *testing.T) {
 	require.NoError(t, err)
 	defer syscall.Close(leak)
 	withJail(t, r, r.build(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes), func(j *jail) {
-		require.NoError(t, j.awaitBuild())
+		require.NoError(t, awaitBuilt(j))
 		// The init stage closes its copy of the mount namespace's fd
 		// just after msgReady has taken it to us: a moment later.
 		var fds []string

@@ -53,7 +53,7 @@ type preparedPool struct {
 	limits  Limits
 	onError func(error)
 	build   built // the same for every jail of the pool
-	// start, when set, starts each jail with build instead of jail.start
+	// start, when set, starts each jail with build instead of its flow's
 	// (a warm runtime's: a fork of its zygote).
 	start func(j *jail, b built) error
 
@@ -79,7 +79,7 @@ const (
 
 // preparedJail is a started, prepared jail. The goroutine that started it
 // waits for its end, parked on ended, and keeps its OS thread locked till
-// then if the jail is tied to that thread (jail.threadBound: a cold one);
+// then if the jail is tied to that thread (pid1.threadBound: a cold one);
 // the request runs on its own goroutine, so that none of the run's many
 // waits hands the work over to that one thread and back (the daemon's CPU
 // per run, three alternating runs of 300: 1.97, 1.73, 1.80 ms before,
@@ -207,7 +207,7 @@ func (p *preparedPool) fill(r *Runner) {
 // keep prepares one jail and waits until a request's run
 // (preparedJail.run) has waited for it, or the pool ends it unused. Its
 // OS thread stays locked that long for a cold jail; for a warm run's, only
-// until the start (jail.threadBound).
+// until the start (pid1.threadBound).
 func (p *preparedPool) keep(r *Runner) {
 	defer p.wg.Done()
 	runtime.LockOSThread()
@@ -221,21 +221,15 @@ func (p *preparedPool) keep(r *Runner) {
 	if p.start != nil {
 		err = p.start(j, p.build)
 	} else {
-		err = j.start(p.build)
+		err = j.flow.start(j, p.build)
 	}
-	if err == nil && !j.threadBound() {
+	if err == nil && !j.pid1.threadBound() {
 		// Its bootstrap has been waited for: nothing of the jail dies
 		// with this thread. (The deferred unlock is then a no-op.)
 		runtime.UnlockOSThread()
 	}
 	if err == nil {
-		err = j.awaitBuild()
-	}
-	if err == nil {
-		err = j.cgroupAhead(p.limits)
-	}
-	if err == nil {
-		err = j.flow.prepareAhead(j) // a warm run's program is forked ahead too
+		err = j.flow.prepare(j, p.limits) // a warm run's program is forked ahead too
 	}
 
 	if err != nil {
@@ -249,7 +243,7 @@ func (p *preparedPool) keep(r *Runner) {
 		// The pool closed before a request took it, or dropped it (its
 		// zygote retired): the init stage is killed and waited for, and
 		// a dropped jail replaced.
-		retired := j.flow.retiring() // read before the clean-up releases its zygote
+		retired := j.guard.retiring() // read before the clean-up releases its zygote
 		_ = j.cleanup()
 		r.UIDs.Release(uid)
 		if retired {
@@ -291,7 +285,7 @@ func (p *preparedPool) started(r *Runner, pj *preparedJail, err error) bool {
 	// A warm run of a zygote retired meanwhile is not taken: drop, which
 	// ends the retired zygote's, may have run before it was ready. (The
 	// order of locks: p.mu, then the zygote's; never the other way.)
-	ok := pj != nil && !p.closed && (pj.j == nil || !pj.j.flow.retiring())
+	ok := pj != nil && !p.closed && (pj.j == nil || !pj.j.guard.retiring())
 	if ok {
 		p.ready = append(p.ready, pj)
 		p.backoff = 0
@@ -414,7 +408,8 @@ func withoutShared(code, shared []File) ([]File, bool) {
 }
 
 // run runs the request in the jail, then lets its goroutine go, also
-// when finish panics (after it has waited for the jail).
+// when the flow's run panics (after it has waited for the jail:
+// jail.settle).
 func (pj *preparedJail) run(ctx context.Context, spec *Spec, code []File) (*Result, error) {
 	return pj.runWith(ctx, spec, requestConfigFor(spec, code))
 }
@@ -428,7 +423,7 @@ func (pj *preparedJail) runWith(ctx context.Context, spec *Spec, cfg *requestCon
 		pj.j.runner.UIDs.Release(pj.j.uid)
 		pj.ended <- true
 	}()
-	res, err := pj.j.finish(ctx, spec, cfg)
+	res, err := pj.j.flow.run(ctx, pj.j, spec, cfg)
 	if res != nil {
 		res.Prepared = true
 	}

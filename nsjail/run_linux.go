@@ -8,9 +8,9 @@ import (
 
 // Runner.Run, top to bottom: the spec checked (checkedSpec); a warm run
 // (runWarm), else a prepared jail (takePrepared, prepared_linux.go), else
-// a jail started for this run alone (runCold). Each ends in jail.finish
-// (jail_linux.go); a warm run's jail has a warmFlow (warm_run_linux.go),
-// which the jail calls where the flows differ.
+// a jail started for this run alone (runCold). Each ends in its flow's
+// run: a coldFlow's (flow_linux.go) or a warm run's warmFlow's
+// (warm_run_linux.go).
 
 // ErrCleanup marks a run whose result is valid but whose cgroup could not
 // be removed; a later start-up sweep (Manager.Stale) removes it.
@@ -40,10 +40,10 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 	if pj, rest := r.takePrepared(b, spec.Etc, code); pj != nil {
 		res, err := pj.run(ctx, &spec, rest)
 		// Not delivered means that nothing of the program ran (it is
-		// started only after msgGo), and finish has removed the jail and
+		// started only after msgGo), and run has removed the jail and
 		// its cgroup: a retry has nothing of this one to clean.
 		if !errors.Is(err, errNotDelivered) {
-			return markCold(res), err
+			return res, err
 		}
 		// The prepared jail was gone before it got the request (killed
 		// while it waited): nothing of the request ran; start afresh.
@@ -51,8 +51,7 @@ func (r *Runner) Run(ctx context.Context, s *Spec) (*Result, error) {
 			return nil, err
 		}
 	}
-	res, err := r.runCold(ctx, &spec, b, code)
-	return markCold(res), err
+	return r.runCold(ctx, &spec, b, code)
 }
 
 // checkedSpec is a copy of s with its defaults filled in (an ID from
@@ -93,10 +92,10 @@ func (r *Runner) runCold(ctx context.Context, spec *Spec, binds []string, code [
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	j := newJail(r, uid)
-	if err := j.start(r.build(jailBase{binds: binds, etc: spec.Etc}, spec.Limits.TmpBytes)); err != nil {
+	if err := j.flow.start(j, r.build(jailBase{binds: binds, etc: spec.Etc}, spec.Limits.TmpBytes)); err != nil {
 		return nil, errors.Join(err, j.cleanup())
 	}
-	return j.finish(ctx, spec, requestConfigFor(spec, code))
+	return j.flow.run(ctx, j, spec, requestConfigFor(spec, code))
 }
 
 // runWarm runs s as a fork of its runtime's zygote: a run forked ahead
@@ -118,7 +117,7 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 		}
 		res, err := pj.runWith(ctx, s, cfg)
 		if !errors.Is(err, errNotDelivered) {
-			return markWarm(res), err, true
+			return res, err, true
 		}
 	}
 	uid, err := r.UIDs.Acquire()
@@ -127,7 +126,7 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 	}
 	defer r.UIDs.Release(uid)
 	// The bootstrap dies with this thread (Pdeathsig): it stays locked
-	// until startRun has waited for it (threadBound).
+	// until startRun has waited for it (nestedInit.threadBound).
 	runtime.LockOSThread()
 	j := newJail(r, uid)
 	err = w.startRun(j, w.pool.build)
@@ -140,8 +139,8 @@ func (r *Runner) runWarm(ctx context.Context, s *Spec, b []string, code []File) 
 		}
 		return nil, err, true
 	}
-	res, err = j.finish(ctx, s, cfg)
-	return markWarm(res), err, true
+	res, err = j.flow.run(ctx, j, s, cfg)
+	return res, err, true
 }
 
 func markWarm(res *Result) *Result {

@@ -89,7 +89,7 @@ func (s *Session) Call(ctx context.Context, c *CallSpec) (*CallResult, error) {
 	wd.halt()
 	if end == nil {
 		s.awaitDeath() // no end record: the session ended during the call
-		if err := j.flow.failed(); err != nil {
+		if err := j.guard.failed(); err != nil {
 			return nil, err
 		}
 	}

@@ -60,7 +60,7 @@ func (r *Runner) leaseJail(spec *Spec, b []string, code []File, fresh bool) (*le
 	}
 	j := newJail(r, uid)
 	built := r.build(jailBase{binds: b, etc: spec.Etc}, spec.Limits.TmpBytes)
-	end, err := j.startOwned(func() error { return j.start(built) })
+	end, err := j.startOwned(func() error { return j.flow.start(j, built) })
 	if err != nil {
 		r.UIDs.Release(uid)
 		return nil, nil, err
@@ -77,10 +77,10 @@ func (pj *preparedJail) lease(start StartMode) *lease {
 	}}
 }
 
-// startOwned starts j (start: jail.start, or a warm run's startRun) on a
+// startOwned starts j (start: its flow's, or a warm run's startRun) on a
 // goroutine of its own with its OS thread locked, for a jail that
 // outlives the call that starts it. If the jail's parent-death signal is
-// tied to that thread (jail.threadBound), the goroutine keeps it locked
+// tied to that thread (pid1.threadBound), the goroutine keeps it locked
 // until end is closed; else it ends after the start. A start that fails
 // is cleaned up there.
 func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
@@ -95,7 +95,7 @@ func (j *jail) startOwned(start func() error) (end chan struct{}, err error) {
 		}
 		// Read before the jail is the caller's: a warm one needs this
 		// thread no more, and the goroutine ends now.
-		bound := err == nil && j.threadBound()
+		bound := err == nil && j.pid1.threadBound()
 		started <- err
 		if bound {
 			<-end

@@ -49,14 +49,14 @@ import (
 // and the kernel.
 
 // The life of a session, top to bottom, on a jail of either flow (cold or
-// warm: the jail's flow does what differs), as a run's is jail.finish:
+// warm), as a run's is its flow's run:
 //
 //	StartSession  the spec checked; a jail leased (session_lease_linux.go)
 //	newSession    the session on it
-//	open          controlSocket; deliver (deliver_linux.go), with the
+//	open          controlSocket; the flow's startProgram, with the
 //	              control socket on fd 3; superviseProgram: the exec, the
 //	              seccomp supervisor; watch: the CPU budget, and what ends
-//	              any jail (jail.guard); life on its own goroutine;
+//	              any jail (jail.watchJail); life on its own goroutine;
 //	              awaitReady
 //	Call          one call at a time, bounded by the one watchdog
 //	              (session_call_linux.go)
@@ -151,13 +151,13 @@ func (s *Session) open(ctx context.Context, rest []File) (*Session, error) {
 	}
 	cfg := requestConfigFor(j.spec, rest)
 	cfg.Collect = true // the calls' collect: /workspace comes with msgSeccomp
-	pio, err := j.deliver(cfg, control)
+	pio, listener, err := j.flow.startProgram(j, cfg, control)
 	if err != nil {
 		return fail(err)
 	}
 	// Only the jail may hold the other end: its end is then the jail's.
 	control.Close()
-	s.violations, s.stopSup, _, err = j.superviseProgram()
+	s.violations, s.stopSup, _, err = j.superviseProgram(listener)
 	if err != nil {
 		return fail(err)
 	}
@@ -203,12 +203,12 @@ func (s *Session) controlSocket() (*os.File, error) {
 
 // watch starts the watchers of the session's own limits, until its jail
 // has ended (stopWatch): its CPU budget, which ends it (a call's share of
-// it is the call's watchdog's), and what ends any jail (jail.guard: its
+// it is the call's watchdog's), and what ends any jail (jail.watchJail: its
 // memory, a warm session's zygote).
 func (s *Session) watch() {
 	j, lim := s.j, s.j.spec.Limits
 	s.watchers.Go(func() { j.watchCPU(0, lim.CPUTime, lim.CPUs, s.stopWatch, func() { j.kill(KillCPUTimeout) }) })
-	j.guard(&s.watchers, s.stopWatch)
+	j.watchJail(&s.watchers, s.stopWatch)
 }
 
 // awaitReady waits for the program's first record, which must be "ready".
@@ -240,7 +240,7 @@ func (s *Session) life() {
 	close(s.stopWatch)
 	s.watchers.Wait()
 	ws, ok := j.programEnd()
-	zfail := j.flow.failure(j, ok) != nil // before s.mu: it may wait for the zygote's end
+	zfail := j.guard.failure(j, ok) != nil // before s.mu: it may wait for the zygote's end
 	stats, serr := j.cg.Stats()
 	s.mu.Lock()
 	s.exit = ws

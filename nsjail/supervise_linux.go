@@ -11,15 +11,16 @@ import (
 	"agentjail/seccomp"
 )
 
-// supervise runs the program that deliver started, to its end: it takes
-// the filter's listener and the exec's time (awaitExec), answers the
+// supervise runs the program that the flow's startProgram started, to
+// its end: with the filter's listener, it takes the exec's time
+// (awaitExec), answers the
 // forbidden calls, captures the output, enforces the wall clock, the CPU
 // time and (on cgroup v1) the OOM kill, and ends the jail when the caller
 // cancels. It returns once every process of the jail is gone, with the
 // result read from the kernel.
-func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
+func (j *jail) supervise(ctx context.Context, pio *programIO, listener int) (*Result, error) {
 	l := j.spec.Limits
-	violations, stopSupervising, start, err := j.superviseProgram()
+	violations, stopSupervising, start, err := j.superviseProgram(listener)
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +35,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 	// msgExec late gives the program no extra time.
 	p := pipes{pio.out, pio.err, pio.report}
 	wd := j.watch(ctx, watchLimits{outputBytes: l.OutputBytes, wall: l.WallTime - time.Since(start), cpu: l.CPUTime, cpus: l.CPUs}, p, j.kill)
-	j.guard(&wd.watchers, wd.done)
+	j.watchJail(&wd.watchers, wd.done)
 
 	werr := j.wait()
 	end := time.Now()
@@ -60,7 +61,7 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 		res.Files = Collect(j.workspace, j.spec.Collect, j.spec.CollectLimits)
 	}
 	ws, ok := j.programEnd()
-	if err := j.flow.failure(j, ok); err != nil {
+	if err := j.guard.failure(j, ok); err != nil {
 		return nil, err
 	}
 	res.decide(ws, j.killReason())
@@ -69,12 +70,12 @@ func (j *jail) supervise(ctx context.Context, pio *programIO) (*Result, error) {
 
 // programEnd is how the program ended, once pid 1 has: its own status
 // when pid 1 (a warm run's: the zygote) sent it (ok); else the flow's
-// status of a jail killed as a whole (killedStatus).
+// pid 1's status of a jail killed as a whole (killedStatus).
 func (j *jail) programEnd() (ws syscall.WaitStatus, ok bool) {
 	if ws, ok = j.programStatus(); ok {
 		return ws, true
 	}
-	return killedStatus(j.flow.initState()), false
+	return killedStatus(j.initState()), false
 }
 
 // killedStatus is the program's wait status when pid 1 sent none (the
@@ -89,12 +90,12 @@ func killedStatus(st *os.ProcessState) syscall.WaitStatus {
 	return st.Sys().(syscall.WaitStatus)
 }
 
-// superviseProgram waits for the program's exec (awaitExec: the
-// filter's listener, the exec's time) and answers its forbidden calls
-// from then on (superviseSeccomp): a run's and a session's first step
-// once the jail has its request.
-func (j *jail) superviseProgram() (violations *seccomp.Collector, stop func(grace time.Duration), start time.Time, err error) {
-	listener, start, err := j.awaitExec()
+// superviseProgram waits for the program's exec (awaitExec: the exec's
+// time) and answers its forbidden calls on listener from then on
+// (superviseSeccomp): a run's and a session's first step once the
+// program has its filter.
+func (j *jail) superviseProgram(listener int) (violations *seccomp.Collector, stop func(grace time.Duration), start time.Time, err error) {
+	start, err = j.awaitExec(listener)
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
@@ -127,7 +128,7 @@ func (j *jail) superviseSeccomp(listener int) (violations *seccomp.Collector, st
 			// returns: the supervisor's end is waited for after.)
 			if mode == seccomp.ModeKill || v.Foreign || v.OverBudget {
 				j.kill(KillSeccomp)
-				j.flow.awaitKilled(j, time.Second)
+				j.pid1.awaitKilled(time.Second)
 			}
 		})
 	}()
@@ -173,4 +174,13 @@ func (j *jail) newResult(id string, out, report *capture, wall time.Duration, st
 		res.Report, res.ReportTruncated = report.buf[0], report.truncated[0]
 	}
 	return res
+}
+
+// initState is pid 1's own end, when it is known and says something of
+// the program (pid1.state); nil for a jail not started.
+func (j *jail) initState() *os.ProcessState {
+	if j.pid1 == nil {
+		return nil
+	}
+	return j.pid1.state()
 }

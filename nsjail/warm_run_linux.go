@@ -1,6 +1,7 @@
 package nsjail
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,55 +14,77 @@ import (
 
 // A warm run, from the daemon's side, top to bottom (the conversation is
 // drawn in zygote_linux.go): runWarm (run_linux.go) takes a run forked
-// ahead, or starts one (startRun: the bootstrap joins the zygote's user
-// and pid namespaces, bootstrapArgs and bootstrap below); its build's msgReady
-// brings the jail's namespaces (gotNS); the zygote forks the program into
-// them (forkProgram, ahead for a run of the pool: prepareAhead); the
-// request goes to the init (requestPlan: files only) and to the program
-// (afterRequest: stdio, rlimits, the filter); the program joins the
-// group and starts (afterGo: goProgram); from its msgSeccomp on, the
-// run's messages are the program's (peer), and its init adopts it
-// (execStarted: msgAdopt). Pid 1 is held by a pidfd (wait); the zygote's
-// failure is watched (watch, zygote_watch_linux.go).
+// ahead (built and forked by the pool: start, prepare), or starts one
+// (startRun, start); run then gives it its request (startProgram) and
+// supervises it as any jail. start: the bootstrap joins the zygote's user
+// and pid namespaces, and pid 1 is held by a pidfd (nestedInit); its
+// zygote's failure is watched (zygoteGuard, zygote_watch_linux.go).
+// startProgram: the build's msgReady brings the jail's namespaces; the
+// zygote forks the program into them (forkProgram, ahead in prepare for a
+// run of the pool); the request goes to the init (files only) and to the
+// program (stdio, rlimits, the filter); the program joins the group and
+// starts (goProgram); from then on the run's messages are the program's
+// (jail.peer), and at its msgSeccomp its init adopts it (msgAdopt).
 
 // warmFlow is a warm run's flow (jailFlow).
 type warmFlow struct {
-	z *zygote // the run's zygote, until release
+	z *zygote // the run's zygote
 	// ns are the init's pid, user, network, IPC and UTS namespaces (with
 	// the jail's mntns, the ones the fork joins), sent with its build's
-	// msgReady, until the fork has them.
-	ns []int
+	// msgReady, until the fork has them; in the jail's closers.
+	ns *fdSet
 	// prog is this process's end of the program's socket, on which the
 	// program's messages (msgSeccomp, msgExec) and the zygote's msgExit
 	// come.
 	prog    *os.File
-	progPid int      // the program's pid, in this process's pid namespace
-	progFD  *os.File // a pidfd of the program
-	live    bool     // the program has its go: the run's messages are its
-	// pid 1 is not this process's child (bootstrapNested): it is held by
-	// a pidfd, its end seen on it (ended), and never waited for (its
-	// zygote's jail's init reaps it).
-	pidfd *os.File
-	ended bool
-	zw    zygoteWatch // its zygote's failure (zygote_watch_linux.go)
+	progPid int          // the program's pid, in this process's pid namespace
+	progFD  *os.File     // a pidfd of the program
+	guard   *zygoteGuard // the run's zygote's failure, also the jail's guard
 }
 
 // startRun starts j (whose uid is acquired) as a run of the current
 // zygote: a jail whose user and pid namespaces are made inside the
-// zygote's (a warmFlow), built with b; awaitBuild follows. The caller's
-// OS thread must be locked until it returns (its bootstrap's parent-death
-// signal), not longer (jail.threadBound).
+// zygote's (a warmFlow), built with b. The caller's OS thread must be
+// locked until it returns (its bootstrap's parent-death signal), not
+// longer.
 func (w *warmRuntime) startRun(j *jail, b built) error {
 	z := w.current()
 	if z == nil {
 		return errNoZygote
 	}
-	j.flow = &warmFlow{z: z}
+	f := &warmFlow{z: z}
+	j.flow = f
+	return f.start(j, b)
+}
+
+var errNoZygote = errors.New("no zygote is up")
+
+// start: the bootstrap joins the zygote's user and pid namespaces through
+// its pidfd (nestFd), which stays open meanwhile (useNS), and pid 1
+// reports its pid with its credentials (bootstrapNested).
+func (f *warmFlow) start(j *jail, b built) error {
+	z := f.z
+	// From here on the run is its zygote's until the clean-up gives it
+	// back (zygoteGuard.release), and the namespaces its build brings are
+	// closed with the jail's closers.
+	f.guard, f.ns = &zygoteGuard{z: z}, &fdSet{}
+	j.guard = f.guard
+	j.closers = append(j.closers, f.ns)
 	if !z.useNS() { // its jail is gone: it died
 		return errNoZygote
 	}
-	err := j.start(b)
+	env := []string{nestEnv + "=" + strconv.FormatUint(uint64(zygoteUID(j.uid, j.runner.UIDs.Base)), 10)}
+	boot, err := j.launch(env, z.nsRef)
+	if err == nil {
+		var pidfd *os.File
+		if j.proc, pidfd, err = bootstrapNested(j.sync, boot); err == nil {
+			j.pid1 = &nestedInit{proc: j.proc, pidfd: pidfd}
+		}
+	}
 	z.doneNS()
+	if err == nil {
+		err = j.sendBuild(b)
+	}
 	if err != nil && zygoteEnded(z) {
 		// The zygote died while this run joined it (its pid namespace
 		// gone, the pidfd's process reaped): the run is not its to fail,
@@ -70,8 +93,6 @@ func (w *warmRuntime) startRun(j *jail, b built) error {
 	}
 	return err
 }
-
-var errNoZygote = errors.New("no zygote is up")
 
 // zygoteEnded tells whether z's jail has ended, or ends within 100 ms:
 // a run's start that failed may have seen the death before the runtime
@@ -93,124 +114,85 @@ const nestedNS = 5
 // (zygoteIDMap), base the first uid of the range.
 func zygoteUID(uid, base uint32) uint32 { return zygoteInside + uid - base }
 
-// bootstrapArgs: the init reports its pid with its credentials
-// (bootstrapNested), and the bootstrap joins the zygote's namespaces
-// through fd nestFd.
-func (f *warmFlow) bootstrapArgs(j *jail, syncFd int, null *os.File, env []string, extra []*os.File) ([]string, []*os.File, error) {
-	if err := unix.SetsockoptInt(syncFd, unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		return nil, nil, stageErr("socketpair", err)
+// prepare: a warm run's program is forked ahead too: the request finds
+// it in the jail's namespaces, waiting for its part.
+func (f *warmFlow) prepare(j *jail, l Limits) error {
+	if err := f.awaitNS(j); err != nil {
+		return err
 	}
-	if len(extra) == execFd-3 {
-		extra = append(extra, null)
+	if err := j.cgroupAhead(l); err != nil {
+		return err
 	}
-	env = append(env, nestEnv+"="+strconv.FormatUint(uint64(zygoteUID(j.uid, j.runner.UIDs.Base)), 10))
-	return env, append(extra, f.z.nsRef), nil
+	return f.forkProgram(j)
 }
 
-func (f *warmFlow) bootstrap(j *jail, boot *os.Process) (*os.Process, error) {
-	proc, pidfd, err := bootstrapNested(j.sync, boot)
-	f.pidfd = pidfd
-	return proc, err
+// awaitNS waits for the build (jail.awaitBuild), whose msgReady brings
+// the init's namespaces.
+func (f *warmFlow) awaitNS(j *jail) error {
+	ns, err := j.awaitBuild(nestedNS)
+	if ns != nil {
+		f.ns.fds = ns
+	}
+	return err
 }
 
-// threadBound: its bootstrap, the only process of the run with a
-// parent-death signal, has been waited for by start (bootstrapNested),
-// and its pid 1 is an orphan in its zygote's pid namespace, which dies
-// with the zygote's jail (bootstrap_linux.c).
-func (f *warmFlow) threadBound() bool { return false }
-func (f *warmFlow) nsFds() int        { return nestedNS }
-
-// gotNS: taken for the jail's namespaces unchecked: only the init stage
-// can send them, before any of the request's code has run.
-func (f *warmFlow) gotNS(fds []int) { f.ns = fds }
-
-// prepareAhead: a warm run's program is forked ahead too: the request
-// finds it in the jail's namespaces, waiting for its part.
-func (f *warmFlow) prepareAhead(j *jail) error { return f.forkProgram(j) }
-
-// requestPlan: the init gets the files; the program's part goes to the
-// program (afterRequest), which is forked now if it was not ahead.
-func (f *warmFlow) requestPlan(j *jail, cfg *requestConfig, _ []int) ([]byte, []int, error) {
+// startProgram: the init gets the files; the program, forked now if it
+// was not ahead, gets its part (stdio, rlimits, the filter) while the
+// init writes them; the program joins the group and starts; its init
+// adopts it once it has its filter.
+func (f *warmFlow) startProgram(j *jail, cfg *requestConfig, control *os.File) (*programIO, int, error) {
+	pio, stdio, startedNow, err := j.openRequest()
+	if err != nil {
+		return nil, -1, err
+	}
+	// A jail started now has built itself while the above was done here.
+	if err := f.awaitNS(j); err != nil {
+		return nil, -1, err
+	}
+	if stdio, err = j.readyRequest(cfg, pio, stdio, control); err != nil {
+		return nil, -1, err
+	}
 	if f.prog == nil {
 		if err := f.forkProgram(j); err != nil {
-			return nil, nil, err
+			return nil, -1, err
 		}
 	}
-	return adoptPlan(cfg, j.tmpBytes), nil, nil
-}
-
-// afterRequest: the program takes its part (stdio, rlimits, the filter)
-// while the init writes the files. One that ended while it waited ran
-// nothing of the request.
-func (f *warmFlow) afterRequest(j *jail, cfg *requestConfig, stdio []int) error {
+	if err := j.sendRequest(adoptPlan(cfg, j.tmpBytes), nil, startedNow); err != nil {
+		return nil, -1, err
+	}
+	// One that ended while it waited ran nothing of the request.
 	if f.progEnded() {
-		return fmt.Errorf("%w: %w", errNotDelivered, &StageError{Stage: "send the program its request", Msg: "the program forked ahead has ended"})
+		return nil, -1, fmt.Errorf("%w: %w", errNotDelivered, &StageError{Stage: "send the program its request", Msg: "the program forked ahead has ended"})
 	}
 	if err := f.sendProg(j, msgRequest, programPlan(cfg, f.z.w.base.seccomp(j.runner)), stdio); err != nil {
-		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("send the program its request", err))
+		return nil, -1, fmt.Errorf("%w: %w", errNotDelivered, stageErr("send the program its request", err))
 	}
-	return nil
+	if err := j.sendGo(startedNow); err != nil {
+		return nil, -1, err
+	}
+	if err := f.goProgram(j, j.takeJoin()); err != nil {
+		return nil, -1, err
+	}
+	listener, err := j.programStarted(pio)
+	if err != nil {
+		return nil, -1, err
+	}
+	// The program exists: its init watches it from now on, and ends the
+	// jail when it ends, on this pidfd of it. An init gone already was
+	// killed: the wait sees it.
+	_ = j.send(msgAdopt, nil, []int{int(f.progFD.Fd())})
+	return pio, listener, nil
 }
 
-func (f *warmFlow) afterGo(j *jail, join []int) error { return f.goProgram(j, join) }
-
-// peer: the init stage's socket, or the program's once it has its go.
-func (f *warmFlow) peer(j *jail) *os.File {
-	if f.live {
-		return f.prog
+func (f *warmFlow) run(ctx context.Context, j *jail, spec *Spec, cfg *requestConfig) (res *Result, err error) {
+	defer j.settle(&res, &err)
+	j.spec = spec
+	pio, listener, err := f.startProgram(j, cfg, nil)
+	if err != nil {
+		return nil, err
 	}
-	return j.sync
-}
-
-// execStarted: the program exists (it sent msgSeccomp): its init watches
-// it from now on, and ends the jail when it ends, on this pidfd of it. An
-// init gone already was killed: the wait sees it.
-func (f *warmFlow) execStarted(j *jail) {
-	if f.live {
-		_ = j.send(msgAdopt, nil, []int{int(f.progFD.Fd())})
-	}
-}
-
-// wait: pid 1's end is seen on its pidfd; its status is not known (the
-// program's comes with msgExit).
-func (f *warmFlow) wait(*jail) error {
-	if f.ended {
-		return nil
-	}
-	awaitPidfd(f.pidfd)
-	f.ended = true
-	return nil
-}
-
-// initState: pid 1 ends as its program does, and is never waited for: its
-// own end says nothing (the program's status comes with msgExit).
-func (f *warmFlow) initState() *os.ProcessState { return nil }
-
-// retiring: the run's zygote forks no more runs; nil once released.
-func (f *warmFlow) retiring() bool { return f.z != nil && f.z.isRetiring() }
-
-func (f *warmFlow) awaitKilled(_ *jail, timeout time.Duration) {
-	pollPidfd(int(f.pidfd.Fd()), timeout)
-}
-
-// release: the namespaces not handed to a fork; pid 1's handle, released
-// here, not at the garbage collector's will (it is never waited for,
-// which would release it); the run given back to its zygote.
-func (f *warmFlow) release(j *jail) {
-	closeFds(f.ns)
-	f.ns = nil
-	if f.pidfd != nil {
-		if j.proc != nil {
-			_ = j.proc.Release()
-			j.proc = nil
-		}
-		f.pidfd.Close()
-		f.pidfd = nil
-	}
-	if f.z != nil {
-		f.z.runEnded()
-		f.z = nil
-	}
+	res, err = j.supervise(ctx, pio, listener)
+	return markWarm(res), err
 }
 
 // forkProgram has the zygote fork the warm run's program into the jail,
@@ -239,7 +221,7 @@ func (f *warmFlow) forkProgram(j *jail) error {
 	f.prog = os.NewFile(uintptr(fds[0]), "program")
 	j.closers = append(j.closers, f.prog)
 	payload := binary.LittleEndian.AppendUint32(nil, zygoteUID(j.uid, j.runner.UIDs.Base))
-	sent := append([]int{child.fd, int(j.mntns.Fd())}, f.ns...)
+	sent := append([]int{child.fd, int(j.mntns.Fd())}, f.ns.fds...)
 	f.z.ctlMu.Lock()
 	err = sendMsgFds(f.z.ctl, zFork, payload, sent)
 	f.z.ctlMu.Unlock()
@@ -251,8 +233,7 @@ func (f *warmFlow) forkProgram(j *jail) error {
 	// The namespaces are the program's now; this process keeps the mount
 	// namespace only (jail.mntns), to release the file system on another
 	// thread after the answer, as for a cold jail.
-	closeFds(f.ns)
-	f.ns = nil
+	f.ns.Close()
 	return f.awaitFork(j)
 }
 
@@ -278,6 +259,7 @@ func (f *warmFlow) awaitFork(j *jail) error {
 		return fmt.Errorf("%w: %w", errNotDelivered, stageErr("pidfd of the program", err))
 	}
 	f.progFD = os.NewFile(uintptr(fd), "program-pidfd")
+	f.guard.prog = f.progFD
 	j.closers = append(j.closers, f.progFD)
 	f.progPid = int(pid)
 	return nil
@@ -306,7 +288,7 @@ func (f *warmFlow) sendProg(j *jail, typ msgType, payload []byte, fds []int) err
 // goProgram lets the warm run's program start, once its init has the
 // request's files: it joins the run's group with the init's tasks files
 // join (v1), or is moved there by its pid (v2). Its messages are the
-// run's from then on (peer).
+// run's from then on (jail.peer).
 func (f *warmFlow) goProgram(j *jail, join []int) error {
 	defer closeFds(join)
 	if join == nil {
@@ -324,6 +306,16 @@ func (f *warmFlow) goProgram(j *jail, join []int) error {
 	if err := f.sendProg(j, msgGo, nil, join); err != nil {
 		return stageErr("send the program go", err)
 	}
-	f.live = true
+	j.peer = f.prog
+	return nil
+}
+
+// fdSet is descriptors this process holds for a while and may hand over:
+// closed once, however often Close is called.
+type fdSet struct{ fds []int }
+
+func (s *fdSet) Close() error {
+	closeFds(s.fds)
+	s.fds = nil
 	return nil
 }

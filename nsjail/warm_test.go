@@ -550,7 +550,7 @@ func TestInitRefusesTheOtherStartsPlan(t *testing.T) {
 	stdio := []int{int(null.Fd()), int(null.Fd()), int(null.Fd())}
 
 	refuses := func(t *testing.T, j *jail, plan []byte, fds []int, why string) {
-		require.NoError(t, j.awaitBuild())
+		require.NoError(t, awaitBuilt(j))
 		require.NoError(t, j.send(msgRequest, plan, fds))
 		err := j.expect(msgReady)
 		var se *StageError
@@ -573,7 +573,7 @@ func TestInitRefusesTheOtherStartsPlan(t *testing.T) {
 		runtime.LockOSThread()
 		t.Cleanup(runtime.UnlockOSThread)
 		j := testJail(t, r)
-		require.NoError(t, j.start(r.build(jailBase{}, DefaultLimits().TmpBytes)))
+		require.NoError(t, j.flow.start(j, r.build(jailBase{}, DefaultLimits().TmpBytes)))
 		refuses(t, j, adoptPlan(cfg, j.tmpBytes), nil, "only a warm run's init adopts its program")
 	})
 }

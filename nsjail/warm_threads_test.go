@@ -57,7 +57,7 @@ func startOnThreadThatEnds(t *testing.T, start func() error) error {
 }
 
 // A warm run's jail does not die with the OS thread that started it
-// (jail.threadBound is false): the daemon lets that thread go once the
+// (its pid1 is not threadBound): the daemon lets that thread go once the
 // bootstrap has been waited for. A cold jail, started the same way,
 // dies with it: that is what the method sees.
 func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
@@ -67,19 +67,16 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 		if err := w.startRun(j, w.pool.build); err != nil {
 			return err
 		}
-		if err := j.awaitBuild(); err != nil {
-			return err
-		}
-		return j.flow.prepareAhead(j)
+		return j.flow.prepare(j, DefaultLimits())
 	})
 	require.NoError(t, err)
-	assert.False(t, j.threadBound())
+	assert.False(t, j.pid1.threadBound())
 	// Running only tells a live process from a zombie; a SIGKILL on its
 	// way is seen by the run below, which needs both.
 	assert.True(t, systest.Running(j.proc.Pid), "the warm jail's pid 1 lives on")
 	assert.True(t, systest.Running(warmOf(j).progPid), "its program, forked ahead, lives on")
 	spec := &Spec{ID: NewID(), Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm}
-	res, err := j.finish(context.Background(), spec, requestConfigFor(spec, codeFiles(spec)))
+	res, err := j.flow.run(context.Background(), j, spec, requestConfigFor(spec, codeFiles(spec)))
 	require.NoError(t, err)
 	assert.Equal(t, StatusOK, res.Status, "%+v", res)
 	assert.Equal(t, "ok\n", string(res.Stdout))
@@ -93,16 +90,16 @@ func TestWarmJailOutlivesItsStartingThread(t *testing.T) {
 	// built, as the warm run's does above.
 	c := testJail(t, r)
 	require.NoError(t, startOnThreadThatEnds(t, func() error {
-		if err := c.start(r.build(jailBase{}, DefaultLimits().TmpBytes)); err != nil {
+		if err := c.flow.start(c, r.build(jailBase{}, DefaultLimits().TmpBytes)); err != nil {
 			return err
 		}
-		return c.awaitBuild()
+		return awaitBuilt(c)
 	}))
-	assert.True(t, c.threadBound())
+	assert.True(t, c.pid1.threadBound())
 	require.Eventually(t, func() bool { return !systest.Running(c.proc.Pid) }, 10*time.Second, time.Millisecond,
 		"the cold jail's pid 1 dies with the thread")
 	require.NoError(t, c.wait())
-	if st := c.flow.(*coldFlow).state; assert.NotNil(t, st, "the cold jail's pid 1 was waited for") {
+	if st := c.pid1.(*childInit).st; assert.NotNil(t, st, "the cold jail's pid 1 was waited for") {
 		ws := st.Sys().(syscall.WaitStatus)
 		assert.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "the cold jail died with the thread: %v", st)
 	}
@@ -139,7 +136,7 @@ func goroutinesIn(fn string) (all, locked int) {
 }
 
 // A warm pool's keepers, parked until their runs end, hold no OS thread;
-// a cold pool's keeper holds its thread (jail.threadBound). Counted
+// a cold pool's keeper holds its thread (pid1.threadBound). Counted
 // beside the shared test runner's pools, once they are full.
 func TestOnlyColdKeepersHoldTheirThread(t *testing.T) {
 	shared := testRunner(t)
@@ -188,7 +185,7 @@ func TestOnlyColdSessionJailsHoldTheirThread(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "a warm start's goroutine ends")
 
 	c := testJail(t, r)
-	cend, err := c.startOwned(func() error { return c.start(r.build(jailBase{}, DefaultLimits().TmpBytes)) })
+	cend, err := c.startOwned(func() error { return c.flow.start(c, r.build(jailBase{}, DefaultLimits().TmpBytes)) })
 	require.NoError(t, err)
 	// The jail is waited for before its thread goes (testJail's clean-up
 	// after it finds nothing left to do).

@@ -90,14 +90,13 @@ func (w *watchdog) drain(tail time.Duration, p pipes) {
 	}
 }
 
-// guard watches, until done, what ends the jail as a whole whatever runs
-// in it: on cgroup v1 the kernel's OOM kill (watchMemory), and its
-// flow's own failure (a warm jail's zygote: runGuard.watch). Its
-// watchers are counted in watchers. A run's watchdog and a session's
-// life each start one.
-func (j *jail) guard(watchers *sync.WaitGroup, done <-chan struct{}) {
+// watchJail watches, until done, what ends the jail as a whole whatever
+// runs in it: on cgroup v1 the kernel's OOM kill (watchMemory), and its
+// guard (a warm jail's zygote: runGuard.watch). Its watchers are counted
+// in watchers. A run's watchdog and a session's life each start one.
+func (j *jail) watchJail(watchers *sync.WaitGroup, done <-chan struct{}) {
 	j.watchMemory(watchers, done)
-	j.flow.watch(j, done)
+	j.guard.watch(done)
 }
 
 // watchMemory ends the whole jail, on cgroup v1, once the kernel's OOM

@@ -30,7 +30,8 @@ func (w *warmRuntime) launch() (*zygote, error) {
 	// Its namespace maps its own uid, as 1000, and every other uid of the
 	// range, which its runs' namespaces map to: only those are written by
 	// this process, with the fork's own one-line map.
-	j := &jail{runner: r, uid: uid, flow: &coldFlow{idMap: zygoteIDMap(uid, r.UIDs.Base, r.UIDs.Size)}}
+	j := newJail(r, uid)
+	j.flow = &coldFlow{idMap: zygoteIDMap(uid, r.UIDs.Base, r.UIDs.Size)}
 	z := &zygote{w: w, j: j, done: make(chan struct{})}
 	fail := func(err error) (*zygote, error) {
 		_ = j.cleanup()
@@ -45,7 +46,7 @@ func (w *warmRuntime) launch() (*zygote, error) {
 	control := os.NewFile(uintptr(fds[1]), "zygote-control-child")
 	j.closers = append(j.closers, control)
 	j.spec = spec
-	if err := j.start(r.build(jailBase{binds: w.base.binds, etc: s.Etc, shared: nil, filter: seccomp.ZygoteProgramBytes()}, s.Limits.TmpBytes)); err != nil {
+	if err := j.flow.start(j, r.build(jailBase{binds: w.base.binds, etc: s.Etc, shared: nil, filter: seccomp.ZygoteProgramBytes()}, s.Limits.TmpBytes)); err != nil {
 		z.ctl.Close()
 		return fail(err)
 	}
@@ -58,14 +59,13 @@ func (w *warmRuntime) launch() (*zygote, error) {
 	}
 	z.nsRef = os.NewFile(uintptr(nsRef), "zygote-ns")
 	j.closers = append(j.closers, zygoteNS{z})
-	pio, err := j.deliver(rc, control)
+	pio, listener, err := j.flow.startProgram(j, rc, control)
 	if err != nil {
 		z.ctl.Close()
 		return fail(err)
 	}
 	control.Close() // the zygote holds its own copy
-	listener, _, err := j.awaitExec()
-	if err != nil {
+	if _, err := j.awaitExec(listener); err != nil {
 		z.ctl.Close()
 		return fail(err)
 	}
@@ -125,7 +125,7 @@ func (w *warmRuntime) zygoteRequest() (*Spec, *requestConfig) {
 		ID: "zygote-" + NewID(), Python: s.Python, Program: zygotePy, ProgramName: zygoteName, CodeFiles: s.Code,
 		Args: []string{string(cfg)}, DefaultEnv: env, ReadOnlyMounts: s.ReadOnlyMounts, Etc: s.Etc,
 		Limits: s.Limits, OnForbiddenSyscall: seccomp.ModeErrno,
-		Report: true, // fd 3: its control socket (jail.deliver's control)
+		Report: true, // fd 3: its control socket (startProgram's control)
 	}
 	rc := requestConfigFor(spec, codeFiles(spec))
 	rc.KeepCaps = 1<<unix.CAP_SETUID | 1<<unix.CAP_SETGID | 1<<unix.CAP_SYS_ADMIN

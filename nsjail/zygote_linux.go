@@ -19,7 +19,7 @@ import (
 // Warm runs. A zygote is a python3 of one environment, in a jail of its
 // own (a cold jail under seccomp's ZygotePolicy), that imported the
 // environment's modules ahead and never runs request code. Each warm run
-// is a jail like a cold one (jail.start: the bootstrap and the C init
+// is a jail like a cold one (warmFlow.start: the bootstrap and the C init
 // stage build it, ahead of its request), whose user and pid namespaces
 // are made inside its zygote's (nested), and whose program is not exec'd
 // but forked from the zygote into the jail's namespaces: before any of the
@@ -251,7 +251,7 @@ func (r *Runner) KeepWarm(s ZygoteSpec) {
 	w.base = jailBase{binds: binds(&Spec{ReadOnlyMounts: s.ReadOnlyMounts}), etc: s.Etc, shared: shared}
 	tmp := s.RunLimits.withDefaults().TmpBytes
 	// A run's init holds warmInitFilter; its program installs w.base's,
-	// the Runner's (jail.deliver's programPlan).
+	// the Runner's (warmFlow.startProgram's programPlan).
 	initBase := w.base
 	initBase.filter = r.warmInitFilter()
 	w.pool = &preparedPool{
@@ -527,7 +527,7 @@ func (w *warmRuntime) startZygote() {
 			// took them.
 			// (Any run of a retiring zygote is dropped: this one's, or one
 			// an earlier retire left, which no request may take either.)
-			w.pool.drop(func(j *jail) bool { return j.flow.retiring() })
+			w.pool.drop(func(j *jail) bool { return j.guard.retiring() })
 		}
 		if replaced != nil {
 			w.r.teardowns.Go(replaced.close)

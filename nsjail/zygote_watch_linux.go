@@ -2,6 +2,7 @@ package nsjail
 
 import (
 	"errors"
+	"os"
 	"sync"
 	"time"
 )
@@ -26,17 +27,53 @@ var ErrZygoteFailed = errors.New("the warm runtime failed")
 // stalled and killed.
 const zygoteReapGrace = 3 * time.Second
 
-// zygoteWatch is what a warm jail knows of its zygote's failure.
-type zygoteWatch struct {
+// runGuard is what, beyond a run's own limits, may fail the work of a
+// jail, and what the jail holds of it until its clean-up: a warm run's
+// zygote (zygoteGuard); nothing for a cold jail (noGuard). The shared
+// steps call it: a run's watchdog and a session's life watch it
+// (jail.watchJail), supervise and a session ask it how the jail ended, the
+// prepared pool whether a jail may still be taken, and the clean-up gives
+// it back.
+type runGuard interface {
+	// watch starts watching what else may fail the run, until done is
+	// closed.
+	watch(done <-chan struct{})
+	// failure is what did, once pid 1 has ended (ok: it sent msgExit);
+	// failed what failure found so far.
+	failure(j *jail, ok bool) error
+	failed() error
+	// retiring tells whether what the jail was made from makes no more:
+	// a prepared jail of it is not to be taken.
+	retiring() bool
+	// release gives it back, once pid 1 is gone.
+	release()
+}
+
+// noGuard is a cold jail's: nothing but its own limits fails it.
+type noGuard struct{}
+
+func (noGuard) watch(<-chan struct{})     {}
+func (noGuard) failure(*jail, bool) error { return nil }
+func (noGuard) failed() error             { return nil }
+func (noGuard) retiring() bool            { return false }
+func (noGuard) release()                  {}
+
+// zygoteGuard is what a warm run knows of its zygote's failure.
+type zygoteGuard struct {
+	z *zygote // the run's zygote, until release
+	// prog is a pidfd of the run's program, once forked: the jail's, in
+	// its closers; borrowed here.
+	prog *os.File
+
 	mu  sync.Mutex
 	why string // "" while the zygote serves
 }
 
-func (w *zygoteWatch) fail(why string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.why == "" {
-		w.why = why
+func (g *zygoteGuard) fail(why string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.why == "" {
+		g.why = why
 	}
 }
 
@@ -46,10 +83,10 @@ func (w *zygoteWatch) fail(why string) {
 // later, the zygote is taken for stalled and killed, which ends the jail.
 // Nothing is watched for a run whose program was never forked; the
 // goroutine ends when the program ends, or its pidfd is closed (the
-// jail's clean-up). What it reads of f is read here, before the clean-up
+// jail's clean-up). What it reads of g is read here, before the clean-up
 // can clear it.
-func (f *warmFlow) watch(_ *jail, done <-chan struct{}) {
-	z, prog := f.z, f.progFD
+func (g *zygoteGuard) watch(done <-chan struct{}) {
+	z, prog := g.z, g.prog
 	if z == nil || prog == nil {
 		return
 	}
@@ -60,7 +97,7 @@ func (f *warmFlow) watch(_ *jail, done <-chan struct{}) {
 		select {
 		case <-done:
 		case <-t.C:
-			f.zw.fail("its zygote did not reap the run's program within " + zygoteReapGrace.String() + " of its end (stopped or hung); the zygote was killed")
+			g.fail("its zygote did not reap the run's program within " + zygoteReapGrace.String() + " of its end (stopped or hung); the zygote was killed")
 			z.j.kill(KillCancelled)
 		}
 	}()
@@ -70,26 +107,38 @@ func (f *warmFlow) watch(_ *jail, done <-chan struct{}) {
 // ended: its zygote stalled (watch), or died during the run, when pid 1
 // sent no msgExit (ok false) and no limit or caller of the run's killed
 // it. nil when the zygote did not fail the run.
-func (f *warmFlow) failure(j *jail, ok bool) error {
-	if f.z == nil {
+func (g *zygoteGuard) failure(j *jail, ok bool) error {
+	if g.z == nil {
 		return nil
 	}
 	if !ok && j.killReason() == KillNone {
 		select {
-		case <-f.z.done: // it dies with its jail, whose end comes soon after the run's
-			f.zw.fail("its zygote died during the run (killed from outside, or crashed)")
+		case <-g.z.done: // it dies with its jail, whose end comes soon after the run's
+			g.fail("its zygote died during the run (killed from outside, or crashed)")
 		case <-time.After(2 * time.Second):
 		}
 	}
-	return f.failed()
+	return g.failed()
 }
 
 // failed is the failure that failure found; nil when none.
-func (f *warmFlow) failed() error {
-	f.zw.mu.Lock()
-	defer f.zw.mu.Unlock()
-	if f.zw.why == "" {
+func (g *zygoteGuard) failed() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.why == "" {
 		return nil
 	}
-	return &StageError{Stage: "warm runtime", Msg: ErrZygoteFailed.Error() + ": " + f.zw.why + "; a new zygote is being started: retry"}
+	return &StageError{Stage: "warm runtime", Msg: ErrZygoteFailed.Error() + ": " + g.why + "; a new zygote is being started: retry"}
+}
+
+// retiring: the run's zygote forks no more runs; false once released.
+func (g *zygoteGuard) retiring() bool { return g.z != nil && g.z.isRetiring() }
+
+// release gives the run back to its zygote (a retired one ends with its
+// last run).
+func (g *zygoteGuard) release() {
+	if g.z != nil {
+		g.z.runEnded()
+		g.z = nil
+	}
 }

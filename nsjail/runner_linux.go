@@ -60,8 +60,9 @@ type Runner struct {
 	// the mount stays nosuid and nodev (docs/security.md).
 	ScratchNoexec bool
 
-	etcMu    sync.Mutex
-	etcTrees map[*Etc]*os.File
+	etcMu     sync.Mutex
+	etcTrees  map[*Etc]*os.File
+	rootTrees map[rootTreeKey]*os.File // by base (rootTree); under etcMu too
 
 	poolMu sync.Mutex
 	pools  map[string]*preparedPool // KeepPrepared, by template name; none: every run starts its own jail
@@ -331,7 +332,9 @@ func (r *Runner) build(b jailBase, tmpBytes int64) built {
 	cfg := r.buildConfig(b, tmpBytes)
 	var etc *os.File
 	if r.ShareEtc {
-		if etc = r.etcTree(b.etc); etc != nil {
+		if etc = r.rootTree(b); etc != nil {
+			cfg.RootTree = true
+		} else if etc = r.etcTree(b.etc); etc != nil {
 			cfg.EtcTree = true
 		}
 	}

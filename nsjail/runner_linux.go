@@ -307,7 +307,7 @@ type built struct {
 	plan     []byte
 	tmpBytes int64
 	noexec   bool     // the scratch tmpfs is noexec (buildConfig.ScratchNoexec)
-	etc      *os.File // the /etc tree a clone of which goes with the plan (opAttach); nil: none
+	etc      *os.File // the root tree (rootTree) or /etc tree a clone of which goes with the plan (opAttach); nil: none
 }
 
 // jailBase is what every jail of one runtime shares, known before any

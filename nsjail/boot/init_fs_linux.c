@@ -197,9 +197,9 @@ const char *aj_step_ns(struct aj_walk *w, int op, const char *stage, int *ok)
 }
 
 // aj_step_mount carries out (or, skipping, only reads) one of the mounts'
-// steps: mount, a read-only bind, unmount, pivot_root, attach, a
-// mount's attributes. It returns
-// why the plan is malformed, or NULL; *ok says whether the step worked.
+// steps: mount, a read-only bind, unmount, pivot_root, attach, a mount's
+// attributes. It returns why the plan is malformed, or NULL; *ok says
+// whether the step worked.
 const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, int *ok)
 {
 	struct aj_reader *r = &w->r;

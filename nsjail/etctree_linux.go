@@ -166,11 +166,14 @@ func writeNew(dir int, name string, b []byte) error {
 }
 
 // etcClone is a read-only copy of the /etc tree t for one jail, which its
-// init attaches at its /etc (opAttach); the jail owns it once sent.
+// init attaches at its /etc (opAttach), or of a root tree (rootTree) with
+// the mounts in it, attached as its root; the jail owns it once sent.
+// The attributes are set on the copy's top mount only: a root tree's
+// /dev keeps its devices working, its binds keep their own.
 func etcClone(t *os.File) (int, error) {
-	fd, err := unix.OpenTree(int(t.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	fd, err := unix.OpenTree(int(t.Fd()), "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH|unix.AT_RECURSIVE)
 	if err != nil {
-		return -1, os.NewSyscallError("open_tree /etc", err)
+		return -1, os.NewSyscallError("open_tree "+t.Name(), err)
 	}
 	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOEXEC}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
@@ -190,5 +193,11 @@ func (r *Runner) closeEtcTrees() {
 			t.Close()
 		}
 		delete(r.etcTrees, e)
+	}
+	for k, t := range r.rootTrees {
+		if t != nil {
+			t.Close()
+		}
+		delete(r.rootTrees, k)
 	}
 }

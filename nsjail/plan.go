@@ -40,13 +40,15 @@ const (
 	opKeepCaps   = wire.OpKeepCaps
 	opAdopt      = wire.OpAdopt
 	opAttach     = wire.OpAttach
+	opSetattr    = wire.OpSetattr
 	opLast       = wire.OpLast
 )
 
 // bindReadOnly binds src at dst (not recursively: host submounts below src
-// are not exposed) and remounts the bind read-only, nosuid and nodev
-// (extra adds e.g. MS_NOEXEC), repeating the flags the source mount
-// already has, which a user namespace may not clear (they are locked).
+// are not exposed) and makes the bind read-only, nosuid and nodev (extra
+// adds e.g. MS_NOEXEC) with mount_setattr, which leaves the flags the
+// source mount already has, and a user namespace may not clear (they are
+// locked), as they are.
 func (p *plan) bindReadOnly(src, dst string, extra uintptr) {
 	var cleared uint64
 	if strings.HasPrefix(src, "/dev/") {
@@ -82,7 +84,11 @@ type buildConfig struct {
 	Etc      *Etc       // /etc beyond agentjail's own files; nil: none
 	// EtcTree: the whole /etc comes as a detached mount with msgBuild
 	// (Runner.etcTree), attached instead of written.
-	EtcTree  bool
+	EtcTree bool
+	// RootTree: the whole root but /code, /dev/pts, /proc and the
+	// scratch tmpfs comes as a detached tree with msgBuild
+	// (Runner.rootTree), attached instead of built; EtcTree is then unset.
+	RootTree bool
 	TmpBytes int64 // scratch tmpfs for /workspace, /tmp, /dev/shm; requestConfig may resize it
 	// ScratchNoexec mounts the scratch tmpfs noexec (Runner.ScratchNoexec).
 	ScratchNoexec bool
@@ -136,6 +142,26 @@ func buildPlan(cfg *buildConfig) []byte {
 	// Nothing done here may propagate to the host's mount namespace.
 	p.Mount("make mounts private", "", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
 	root := cfg.RootDir
+	if cfg.RootTree {
+		p.rootFromTree(cfg)
+	} else {
+		p.rootOfItsOwn(cfg)
+	}
+	p.matplotlibCache(root, cfg.Etc)
+	p.Op(opPivotRoot, "pivot_root").Str(root)
+	p.Op(opHostname, "sethostname").Str("sandbox")
+	p.Op(opDomainname, "setdomainname").Str("(none)")
+	// lo is the only interface of the jail's network namespace: up, so
+	// that programs can use localhost among themselves.
+	p.Op(opLoopbackUp, "bring lo up")
+	p.Op(opChdir, "chdir /workspace").Str("/workspace")
+	return p.Bytes()
+}
+
+// rootOfItsOwn builds the root in the jail: a tmpfs, the binds, links,
+// /etc, /code, /dev, /proc and the scratch tmpfs.
+func (p *plan) rootOfItsOwn(cfg *buildConfig) {
+	root := cfg.RootDir
 	p.Mount("mount root tmpfs", "tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
 		fmt.Sprintf("size=%d,nr_inodes=1024,mode=0755", cfg.RootSize))
 	for _, b := range cfg.Binds {
@@ -152,20 +178,42 @@ func buildPlan(cfg *buildConfig) []byte {
 		p.writeTree(root+"/etc", etcFiles, 0o444)
 		p.etc(root, cfg.Etc)
 	}
-	p.writeTree(root+"/code", cfg.Code, 0o444)
+	p.Mkdir("mkdir /code", root+"/code", 0o755, false)
+	p.code(cfg)
 	p.dev(root)
 	p.Mkdir("mkdir /proc", root+"/proc", 0o555, false)
 	p.proc(root) // after /dev: masks bind its /dev/null
 	p.scratch(root, cfg.TmpBytes, cfg.ScratchNoexec)
-	p.matplotlibCache(root, cfg.Etc)
-	p.Op(opPivotRoot, "pivot_root").Str(root)
-	p.Op(opHostname, "sethostname").Str("sandbox")
-	p.Op(opDomainname, "setdomainname").Str("(none)")
-	// lo is the only interface of the jail's network namespace: up, so
-	// that programs can use localhost among themselves.
-	p.Op(opLoopbackUp, "bring lo up")
-	p.Op(opChdir, "chdir /workspace").Str("/workspace")
-	return p.Bytes()
+}
+
+// rootFromTree attaches the root tree (Runner.rootTree: read-only, with
+// the binds, links, /etc and /dev every jail of the Runner shares, made
+// once), then mounts what is the jail's own on its mount points: /code,
+// /dev/pts, the scratch tmpfs and /proc. The tree's /proc is empty until
+// proc covers it: the scratch tmpfs is mounted there while its three
+// directories are bound out of it, so that no other mount point is
+// needed.
+func (p *plan) rootFromTree(cfg *buildConfig) {
+	root := cfg.RootDir
+	p.Op(opAttach, "attach the root tree").Str(root)
+	p.code(cfg)
+	p.ptys(root + "/dev")
+	s := root + "/proc"
+	p.Mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", uint64(scratchFlags(cfg.ScratchNoexec)),
+		fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", cfg.TmpBytes, scratchInodes))
+	p.scratchBinds(s, root, false)
+	p.Op(opUmount, "detach scratch").Str(s).U32(unix.MNT_DETACH)
+	p.proc(root)
+}
+
+// code mounts /code, a tmpfs of the jail's own (the root is read-only
+// once the program is in, or from the start), and writes the files every
+// run has into it; the request's plan adds its own, then makes it
+// read-only.
+func (p *plan) code(cfg *buildConfig) {
+	p.Mount("mount /code tmpfs", "tmpfs", cfg.RootDir+"/code", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC,
+		fmt.Sprintf("size=%d,nr_inodes=1024,mode=0755", cfg.RootSize))
+	p.writeFiles(cfg.RootDir+"/code", cfg.Code, 0o444)
 }
 
 // matplotlibCache makes matplotlib's cache directory (MPLCONFIGDIR,
@@ -233,9 +281,11 @@ func (p *plan) stdio(cfg *requestConfig) {
 // read-only and resizes the scratch tmpfs (whose size is builtTmp) when the
 // request asks for another size.
 func (p *plan) files(cfg *requestConfig, builtTmp int64) {
-	p.writeFiles("/code", cfg.Code, 0o444) // the build made it
-	// The root holds only mount points, /etc and /code: nothing in it is
-	// ever written again.
+	p.writeFiles("/code", cfg.Code, 0o444) // the build mounted it
+	// Nothing in /code or the root (mount points and /etc) is ever
+	// written again. A root tree is read-only already: its remount only
+	// repeats its flags.
+	p.Op(opSetattr, "make /code read-only").Str("/code").U64(unix.MOUNT_ATTR_RDONLY).Bool(false)
 	p.Mount("remount / read-only", "", "/", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	if cfg.TmpBytes != builtTmp {
 		// The scratch tmpfs (behind /workspace, /tmp and /dev/shm) is
@@ -337,12 +387,21 @@ func (p *plan) dev(root string) {
 	p.Mount("mount /dev", "tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755")
 	for _, n := range devices {
 		p.Op(opWrite, "create /dev/"+n).Str(d).Str(n).U32(0o666).Blob(nil)
-		p.bindReadOnly("/dev/"+n, d+"/"+n, unix.MS_NOEXEC)
 	}
 	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}} {
 		p.Op(opSymlink, "symlink /dev/"+l[0]).Str(l[1]).Str(d + "/" + l[0])
 	}
 	p.Mkdir("mkdir /dev/shm", d+"/shm", 0o755, false)
+	p.Mkdir("mkdir /dev/pts", d+"/pts", 0o755, false)
+	p.Op(opSymlink, "symlink /dev/ptmx").Str("pts/ptmx").Str(d + "/ptmx")
+	for _, n := range devices {
+		p.Mount("bind /dev/"+n, "/dev/"+n, d+"/"+n, "", unix.MS_BIND, "")
+	}
+	// /dev is complete but for its two mount points: it and the device
+	// binds in it read-only, nosuid and noexec, in one call (the binds
+	// keep the host's device nodes working: no nodev). /dev/pts is
+	// mounted read-only itself, /dev/shm is the scratch tmpfs's (scratch).
+	p.Op(opSetattr, "make /dev read-only").Str(d).U64(unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NOEXEC).Bool(true)
 	p.ptys(d)
 }
 
@@ -359,15 +418,13 @@ const jailPtys = 16
 // file system, and a device node's read-only mount does not stop its
 // I/O; nothing can be created or renamed there.
 func (p *plan) ptys(dev string) {
-	p.Mkdir("mkdir /dev/pts", dev+"/pts", 0o755, false)
 	p.Mount("mount /dev/pts", "devpts", dev+"/pts", "devpts", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC,
 		fmt.Sprintf("newinstance,ptmxmode=0666,mode=0620,max=%d", jailPtys))
-	p.Op(opSymlink, "symlink /dev/ptmx").Str("pts/ptmx").Str(dev + "/ptmx")
 }
 
 // scratchBinds makes /workspace, /tmp and /dev/shm directories of the
 // scratch tmpfs mounted at s and binds them at root's mount points.
-func (p *plan) scratchBinds(s, root string) {
+func (p *plan) scratchBinds(s, root string, mkdirs bool) {
 	for _, b := range []struct {
 		dir, target string
 		mode        uint32
@@ -376,7 +433,7 @@ func (p *plan) scratchBinds(s, root string) {
 		p.Mkdir("mkdir "+b.target, src, b.mode, false)
 		p.Op(opChmod, "chmod "+b.target).Str(src).U32(b.mode) // not masked by the umask
 		t := root + b.target
-		if root != "" && b.target != "/dev/shm" {
+		if mkdirs && b.target != "/dev/shm" {
 			p.Mkdir("mkdir "+b.target, t, 0o755, false)
 		}
 		p.Mount("bind "+b.target, src, t, "", unix.MS_BIND, "")
@@ -406,9 +463,7 @@ func (p *plan) scratch(root string, tmpBytes int64, noexec bool) {
 	p.Mkdir("mkdir scratch", s, 0o700, false)
 	p.Mount("mount scratch tmpfs", "tmpfs", s, "tmpfs", uint64(scratchFlags(noexec)),
 		fmt.Sprintf("size=%d,nr_inodes=%d,mode=0755", tmpBytes, scratchInodes))
-	p.scratchBinds(s, root)
+	p.scratchBinds(s, root, true)
 	p.Op(opUmount, "detach scratch").Str(s).U32(unix.MNT_DETACH)
 	p.Op(opRmdir, "rmdir scratch").Str(s)
-	// /dev is complete: make it read-only (the device binds keep their own flags).
-	p.Mount("remount /dev read-only", "", root+"/dev", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, "")
 }

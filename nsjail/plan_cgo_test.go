@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"agentjail/internal/systest"
 )
@@ -103,6 +104,10 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 		"a filter of half a program": (&plan{}).Op(opSeccomp, "decode seccomp filter").Blob(r.seccomp()[:12]).Bytes(),
 		// A second filter would replace the first (and leak it).
 		"a second filter": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).Op(opSeccomp, "filter").Blob(r.seccomp()).Bytes(),
+		// A plan may only add a mount's restrictions, never lift one
+		// (MOUNT_ATTR_IDMAP here).
+		"a mount attribute beyond the four": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).
+			Op(opSetattr, "setattr").Str("/").U64(unix.MOUNT_ATTR_IDMAP).Bool(false).Bytes(),
 		// The program comes with the request, never ahead of it.
 		"a program in the build": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).
 			Op(opExec, "exec").U32(0).U32(0).U32(1).Str("/usr/bin/python3").U32(0).Bytes(),
@@ -117,6 +122,8 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 		case "a filter of half a program":
 			assert.Equal(t, "decode seccomp filter", se.Stage, name)
 			assert.Equal(t, "malformed plan: no usable filter", se.Msg, name)
+		case "a mount attribute beyond the four":
+			assert.Equal(t, "malformed plan: a mount's attributes other than read-only, nosuid, nodev and noexec", se.Msg, name)
 		case "a program in the build":
 			assert.Equal(t, "read build plan", se.Stage, name)
 			assert.Equal(t, "the build plan names the program", se.Msg, name)

@@ -60,8 +60,9 @@ type Runner struct {
 	// the mount stays nosuid and nodev (docs/security.md).
 	ScratchNoexec bool
 
-	etcMu    sync.Mutex
-	etcTrees map[*Etc]*os.File
+	etcMu     sync.Mutex
+	etcTrees  map[*Etc]*os.File
+	rootTrees map[rootTreeKey]*os.File // by base (rootTree); under etcMu too
 
 	poolMu sync.Mutex
 	pools  map[string]*preparedPool // KeepPrepared, by template name; none: every run starts its own jail
@@ -306,7 +307,7 @@ type built struct {
 	plan     []byte
 	tmpBytes int64
 	noexec   bool     // the scratch tmpfs is noexec (buildConfig.ScratchNoexec)
-	etc      *os.File // the /etc tree a clone of which goes with the plan (opAttach); nil: none
+	etc      *os.File // the root tree (rootTree) or /etc tree a clone of which goes with the plan (opAttach); nil: none
 }
 
 // jailBase is what every jail of one runtime shares, known before any
@@ -331,7 +332,9 @@ func (r *Runner) build(b jailBase, tmpBytes int64) built {
 	cfg := r.buildConfig(b, tmpBytes)
 	var etc *os.File
 	if r.ShareEtc {
-		if etc = r.etcTree(b.etc); etc != nil {
+		if etc = r.rootTree(b); etc != nil {
+			cfg.RootTree = true
+		} else if etc = r.etcTree(b.etc); etc != nil {
 			cfg.EtcTree = true
 		}
 	}

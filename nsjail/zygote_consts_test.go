@@ -143,7 +143,7 @@ func zygotePyConstants(sysnums map[string]map[string]int) string {
 // zygoteOps are plan.go's op codes by zygote.py's names, in order.
 var zygoteOps = []string{"OP_UNSHARE", "OP_MOUNT", "OP_BIND_RO", "OP_MKDIR", "OP_SYMLINK", "OP_WRITE", "OP_CHMOD",
 	"OP_IF_EXISTS", "OP_UMOUNT", "OP_RMDIR", "OP_PIVOT_ROOT", "OP_HOSTNAME", "OP_DOMAINNAME", "OP_LOOPBACK_UP",
-	"OP_CHDIR", "OP_SECCOMP", "OP_STDIO", "OP_RLIMIT", "OP_EXEC", "OP_KEEP_CAPS", "OP_ADOPT", "OP_ATTACH", "OP_LAST"}
+	"OP_CHDIR", "OP_SECCOMP", "OP_STDIO", "OP_RLIMIT", "OP_EXEC", "OP_KEEP_CAPS", "OP_ADOPT", "OP_ATTACH", "OP_SETATTR", "OP_LAST"}
 
 // hostSysnums are this build's system call numbers, as the compiler has
 // them from golang.org/x/sys/unix.

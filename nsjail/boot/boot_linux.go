@@ -70,6 +70,7 @@ var (
 	_ = [1]int{}[C.AJ_OP_KEEP_CAPS-wire.OpKeepCaps]
 	_ = [1]int{}[C.AJ_OP_ADOPT-wire.OpAdopt]
 	_ = [1]int{}[C.AJ_OP_ATTACH-wire.OpAttach]
+	_ = [1]int{}[C.AJ_OP_SETATTR-wire.OpSetattr]
 	_ = [1]int{}[C.AJ_OP_LAST-wire.OpLast]
 	_ = [1]int{}[C.AJ_RLIMIT_SIGPENDING-wire.RlimitSigpending]
 	_ = [1]int{}[C.AJ_RLIMIT_NPROC-wire.RlimitNproc]

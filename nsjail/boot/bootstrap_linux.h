@@ -111,6 +111,9 @@ enum {
 			   // the jail by its zygote, and this init only watches it (warm runs)
 	AJ_OP_ATTACH,      // path: attach the mount the message brought (a detached tree, the
 			   // message's only fd) there
+	AJ_OP_SETATTR,     // path, attributes u64 (MOUNT_ATTR_RDONLY, _NOSUID, _NODEV, _NOEXEC: set, never
+			   // cleared), recursive u32: mount_setattr, the mount at path (and with
+			   // recursive, every mount below it)
 	AJ_OP_LAST
 };
 

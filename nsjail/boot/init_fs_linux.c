@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <net/if.h>
 #include <sched.h>
@@ -14,7 +15,6 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -133,22 +133,22 @@ int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, 
 	return close(fd);
 }
 
-// aj_locked_flags are the flags of the mount at path that a remount inside
-// a user namespace must repeat (the kernel locks them).
-static unsigned long aj_locked_flags(const struct statvfs *st)
+// aj_setattr sets the attributes attrs (MOUNT_ATTR_*) on the mount at
+// path, and with recursive on every mount below it too: one call, which,
+// unlike a remount, need not repeat the flags the kernel locks in a user
+// namespace (it changes only what it is given, and only adds here).
+static int aj_setattr(const char *path, uint64_t attrs, int recursive)
 {
-	// a table, laid out by hand:
-	// clang-format off
-	static const struct {
-		unsigned long st, ms;
-	} m[] = {{ST_NOEXEC, MS_NOEXEC}, {ST_NOATIME, MS_NOATIME}, {ST_NODIRATIME, MS_NODIRATIME},
-		 {ST_RELATIME, MS_RELATIME}, {ST_NOSUID, MS_NOSUID},   {ST_NODEV, MS_NODEV}};
-	// clang-format on
-	unsigned long f = 0;
-	for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
-		if (st->f_flag & m[i].st)
-			f |= m[i].ms;
-	return f;
+	struct mount_attr attr = {.attr_set = attrs};
+	return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, recursive ? AT_RECURSIVE : 0, &attr, sizeof attr);
+}
+
+// aj_attrs are the MOUNT_ATTR_* bits of the MS_* flags f (of the four a
+// plan may set).
+static uint64_t aj_attrs(uint64_t f)
+{
+	return ((f & MS_RDONLY) ? MOUNT_ATTR_RDONLY : 0) | ((f & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0) |
+	       ((f & MS_NODEV) ? MOUNT_ATTR_NODEV : 0) | ((f & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
 }
 
 // aj_step_ns carries out (or, skipping, only reads) one of the
@@ -197,8 +197,9 @@ const char *aj_step_ns(struct aj_walk *w, int op, const char *stage, int *ok)
 }
 
 // aj_step_mount carries out (or, skipping, only reads) one of the mounts'
-// steps: mount, a read-only bind, unmount, pivot_root, attach. It returns
-// why the plan is malformed, or NULL; *ok says whether the step worked.
+// steps: mount, a read-only bind, unmount, pivot_root, attach, a mount's
+// attributes. It returns why the plan is malformed, or NULL; *ok says
+// whether the step worked.
 const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, int *ok)
 {
 	struct aj_reader *r = &w->r;
@@ -213,18 +214,23 @@ const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, int *ok)
 	case AJ_OP_BIND_RO: {
 		a = aj_str(r, 0), b = aj_str(r, 0), x = aj_uint(r, 8), y = aj_uint(r, 8);
 		AJ_ARGS_READ();
-		struct statvfs st;
 		if (mount(a, b, NULL, MS_BIND, NULL) < 0)
 			break;
-		if (statvfs(b, &st) < 0)
-			aj_fail(stage, errno, "statfs");
-		if (mount(NULL, b, NULL,
-			  ((MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | x | aj_locked_flags(&st)) & ~y),
-			  NULL) < 0)
-			aj_fail(stage, errno, "remount read-only");
+		if (aj_setattr(b, aj_attrs((MS_RDONLY | MS_NOSUID | MS_NODEV | x) & ~y), 0) < 0)
+			aj_fail(stage, errno, "make the bind read-only");
 		*ok = 1;
 		break;
 	}
+	case AJ_OP_SETATTR:
+		a = aj_str(r, 0), x = aj_uint(r, 8), y = aj_uint(r, 4);
+		if (r->bad)
+			return r->bad;
+		if (x & ~(uint64_t)(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC))
+			return "a mount's attributes other than read-only, nosuid, nodev and noexec";
+		if (w->skip)
+			break;
+		*ok = aj_setattr(a, x, y != 0) == 0;
+		break;
 	case AJ_OP_UMOUNT:
 		a = aj_str(r, 0), x = aj_uint(r, 4);
 		AJ_ARGS_READ();

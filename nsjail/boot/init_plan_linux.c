@@ -196,6 +196,7 @@ static const char *aj_step(struct aj_walk *w, int op, const char *stage, int *ok
 	case AJ_OP_UMOUNT:
 	case AJ_OP_PIVOT_ROOT:
 	case AJ_OP_ATTACH:
+	case AJ_OP_SETATTR:
 		return aj_step_mount(w, op, stage, ok);
 	case AJ_OP_MKDIR:
 	case AJ_OP_SYMLINK:

@@ -63,6 +63,7 @@ const (
 	OpKeepCaps              // mask u64: capabilities the program keeps (a zygote's)
 	OpAdopt                 // - : instead of OpExec, a warm run's init adopts the program its zygote forks
 	OpAttach                // path: the message's one fd, a detached mount, is attached there
+	OpSetattr               // path, attributes u64 (MOUNT_ATTR_RDONLY, _NOSUID, _NODEV, _NOEXEC), recursive u32
 	OpLast
 )
 

@@ -271,7 +271,7 @@ __attribute__((noreturn)) static void aj_nested_pid1(void)
 	// kills every process of a pid namespace and of the ones inside it when
 	// its init ends), which dies with the parent. So nothing of this jail but
 	// this process is tied to the parent's thread, which the daemon lets go
-	// once this process has been waited for (jail.threadBound): no process
+	// once this process has been waited for (pid1.threadBound): no process
 	// below may take a parent-death signal, or become a child of the parent
 	// (CLONE_PARENT), without changing that.
 	pid_t child = fork();

@@ -101,7 +101,7 @@ static const char *aj_step_program(struct aj_walk *w, int op, const char *stage,
 		if (w->skip)
 			break;
 		// 0 to 3 are held from the start (stdio and fd 3 on /dev/null:
-		// jail.start), so a received fd is never one of them.
+		// jail.launch), so a received fd is never one of them.
 		for (int i = 0; i < w->nfds; i++)
 			if (w->fds[i] <= AJ_REPORT_FD)
 				aj_fail(stage, 0, "received an fd below the ones this stage holds");

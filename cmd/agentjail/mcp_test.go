@@ -274,9 +274,16 @@ func startRawMCP(t *testing.T, args ...string) *rawMCP {
 	cmd, log := mcpCommand(args...)
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
+	// Not StdoutPipe: Wait, on its own goroutine below, closes that pipe
+	// once the process has exited, and a test's read of what it wrote
+	// last would race with the close ("file already closed").
+	out, w, err := os.Pipe()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { out.Close() })
+	cmd.Stdout = w
+	err = cmd.Start()
+	w.Close()
+	require.NoError(t, err)
 	m := &rawMCP{cmd: cmd, log: log, in: in, out: bufio.NewReader(out), done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); m.state = cmd.ProcessState; close(m.done) }()
 	t.Cleanup(func() {

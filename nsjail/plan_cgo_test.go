@@ -108,6 +108,11 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 		// (MOUNT_ATTR_IDMAP here).
 		"a mount attribute beyond the four": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).
 			Op(opSetattr, "setattr").Str("/").U64(unix.MOUNT_ATTR_IDMAP).Bool(false).Bytes(),
+		// Nor may a bind's flags (MS_REMOUNT here, and MS_SHARED).
+		"a bind flag beyond the four": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).
+			Op(opBindRO, "bind").Str("/usr").Str("/usr").U64(unix.MS_REMOUNT).U64(0).Bytes(),
+		"a bind flag cleared beyond the four": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).
+			Op(opBindRO, "bind").Str("/usr").Str("/usr").U64(0).U64(unix.MS_SHARED).Bytes(),
 		// The program comes with the request, never ahead of it.
 		"a program in the build": (&plan{}).Op(opSeccomp, "filter").Blob(r.seccomp()).
 			Op(opExec, "exec").U32(0).U32(0).U32(1).Str("/usr/bin/python3").U32(0).Bytes(),
@@ -124,6 +129,8 @@ func TestInitRefusesAMalformedPlan(t *testing.T) {
 			assert.Equal(t, "malformed plan: no usable filter", se.Msg, name)
 		case "a mount attribute beyond the four":
 			assert.Equal(t, "malformed plan: a mount's attributes other than read-only, nosuid, nodev and noexec", se.Msg, name)
+		case "a bind flag beyond the four", "a bind flag cleared beyond the four":
+			assert.Equal(t, "malformed plan: a bind's flags other than read-only, nosuid, nodev and noexec", se.Msg, name)
 		case "a program in the build":
 			assert.Equal(t, "read build plan", se.Stage, name)
 			assert.Equal(t, "the build plan names the program", se.Msg, name)

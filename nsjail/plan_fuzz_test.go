@@ -26,12 +26,18 @@ func planSeeds(t testing.TB) []planSeed {
 	s := &Spec{Program: []byte("print(1)"), Limits: DefaultLimits(), Report: true, Collect: []string{"*"},
 		Files: []File{{Path: "data/in.csv", Content: []byte("a,b\n1,2\n")}}, Env: map[string]string{"A": "1"}}
 	request := requestPlan(requestConfigFor(s, codeFiles(s)), DefaultLimits().TmpBytes/2)
-	if !boot.PlanCheck(build, 0) || !boot.PlanCheck(request, 4) {
+	// A daemon's jail attaches its root tree (Runner.rootTree), sent with
+	// the plan.
+	treeCfg := r.buildConfig(jailBase{binds: binds(&Spec{})}, DefaultLimits().TmpBytes)
+	treeCfg.RootTree = true
+	tree := buildPlan(treeCfg)
+	if !boot.PlanCheck(build, 0) || !boot.PlanCheck(request, 4) || !boot.PlanCheck(tree, 1) {
 		t.Fatal("a plan this package builds is refused")
 	}
 	return []planSeed{
 		{build, 0},
 		{request, 4},
+		{tree, 1},
 		{[]byte{}, 0},
 		{(&wire.Plan{}).Op(wire.OpIfExists, "x").Bytes(), 0}, // a condition without its path
 	}

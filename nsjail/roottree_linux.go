@@ -24,6 +24,16 @@ import (
 // the binds are read-only, nosuid and nodev, as a jail's own were. /dev
 // holds device nodes the daemon made (mknod: a jail's user namespace
 // cannot), the five a jail's /dev had as binds of the host's.
+//
+// Nothing propagates between the tree and the daemon's mount namespace,
+// either way: each bind is a clone of a host mount, which would keep its
+// peer group (a host or unit whose / is shared), so each is made private
+// before it is attached, and the whole tree once more at the end; a
+// jail's clone of a private tree is private. The paths below the tree's
+// root are walked without following a link (RESOLVE_BENEATH,
+// RESOLVE_NO_SYMLINKS): an earlier bind's host content may hold links,
+// and the daemon, real root, must not make or mount anything through one
+// in its own namespace.
 
 // maxRootTrees bounds the trees one Runner keeps: a base is an
 // environment's /etc and its read-only mounts, and requests may name
@@ -93,6 +103,10 @@ func newRootTree(etc *os.File, binds []string, links []initLink) (*os.File, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := unix.MountSetattr(int(t.Fd()), "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Propagation: unix.MS_PRIVATE}); err != nil {
+		t.Close()
+		return nil, os.NewSyscallError("mount_setattr private", err)
+	}
 	// A jail attaches a clone of the whole tree: one that cannot be made
 	// here could not be made for a jail either.
 	fd, err := etcClone(t)
@@ -107,16 +121,12 @@ func newRootTree(etc *os.File, binds []string, links []initLink) (*os.File, erro
 // fillRootTree mounts the binds, /etc and /dev in the tree root.
 func fillRootTree(root int, etc *os.File, binds []string) error {
 	for _, b := range binds {
-		rel := strings.TrimPrefix(filepath.Clean(b), "/")
-		if err := mkdirsAt(root, rel); err != nil {
-			return os.NewSyscallError("mkdir "+b, err)
-		}
 		// Not recursive: host submounts below b are not exposed.
 		fd, err := unix.OpenTree(unix.AT_FDCWD, b, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 		if err != nil {
 			return os.NewSyscallError("open_tree "+b, err)
 		}
-		err = attachReadOnly(fd, root, rel, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
+		err = attachReadOnly(fd, root, strings.TrimPrefix(filepath.Clean(b), "/"), unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV)
 		if err != nil {
 			return fmt.Errorf("bind %s: %w", b, err)
 		}
@@ -132,39 +142,55 @@ func fillRootTree(root int, etc *os.File, binds []string) error {
 	if err != nil {
 		return fmt.Errorf("/dev: %w", err)
 	}
-	fd, err = unix.Dup(int(dev.Fd()))
+	fd, err = unix.FcntlInt(dev.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	dev.Close()
 	if err != nil {
-		return err
+		return os.NewSyscallError("dup /dev", err)
 	}
 	return attachReadOnly(fd, root, "dev", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NOEXEC)
 }
 
-// attachReadOnly sets attrs on the detached mount fd and moves it to rel
-// below the tree root; it closes fd.
+// attachReadOnly sets attrs on the detached mount fd, makes it private,
+// and moves it to rel below the tree root, whose directories it makes
+// (mkdirsAt: through no link); it closes fd.
 func attachReadOnly(fd, root int, rel string, attrs uint64) error {
 	defer unix.Close(fd)
-	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attrs}); err != nil {
+	// Private: a clone of a shared host mount would stay the host's peer,
+	// and a mount on either would appear on the other.
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, &unix.MountAttr{Attr_set: attrs, Propagation: unix.MS_PRIVATE}); err != nil {
 		return os.NewSyscallError("mount_setattr", err)
 	}
-	if err := unix.MoveMount(fd, "", root, rel, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+	dir, err := mkdirsAt(root, rel)
+	if err != nil {
+		return os.NewSyscallError("mkdir /"+rel, err)
+	}
+	defer unix.Close(dir)
+	if err := unix.MoveMount(fd, "", dir, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return os.NewSyscallError("move_mount", err)
 	}
 	return nil
 }
 
-// fillDev makes a jail's /dev in the tmpfs root: the devices (devices),
-// the links, and the mount points of /dev/pts and /dev/shm.
+// devNumbers are the device numbers of the devices a jail's /dev holds
+// (devices): the memory devices' major 1, as Linux numbers them
+// (Documentation/admin-guide/devices.txt).
+var devNumbers = map[string]uint64{"null": unix.Mkdev(1, 3), "zero": unix.Mkdev(1, 5), "full": unix.Mkdev(1, 7),
+	"random": unix.Mkdev(1, 8), "urandom": unix.Mkdev(1, 9)}
+
+// fillDev makes a jail's /dev in the tmpfs root: the devices (devices,
+// with the numbers Linux gives them, which the host's must have too), the
+// links, and the mount points of /dev/pts and /dev/shm.
 func fillDev(root int) error {
 	for _, n := range devices {
 		var st unix.Stat_t
 		if err := unix.Stat("/dev/"+n, &st); err != nil {
 			return os.NewSyscallError("stat /dev/"+n, err)
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFCHR {
-			return fmt.Errorf("/dev/%s is not a character device", n)
+		want, ok := devNumbers[n]
+		if st.Mode&unix.S_IFMT != unix.S_IFCHR || !ok || st.Rdev != want {
+			return fmt.Errorf("/dev/%s is not the character device %d:%d", n, unix.Major(want), unix.Minor(want))
 		}
-		if err := unix.Mknodat(root, n, unix.S_IFCHR|0o666, int(st.Rdev)); err != nil {
+		if err := unix.Mknodat(root, n, unix.S_IFCHR|0o666, int(want)); err != nil {
 			return os.NewSyscallError("mknod /dev/"+n, err)
 		}
 		if err := unix.Fchmodat(root, n, 0o666, 0); err != nil { // not the daemon's umask
@@ -186,8 +212,9 @@ func fillDev(root int) error {
 }
 
 // readOnlyTmpfs is a tmpfs with opts (comma-separated key=value), mounted
-// nowhere, nosuid and nodev unless it is /dev's, filled by fill, then
-// read-only to its superblock.
+// nowhere, nosuid and noexec, filled by fill, then read-only to its
+// superblock. (The tree's root takes nodev, like each of its mounts, in
+// each jail's clone: etcClone.)
 func readOnlyTmpfs(opts string, fill func(root int) error) (*os.File, error) {
 	fs, err := unix.Fsopen("tmpfs", unix.FSOPEN_CLOEXEC)
 	if err != nil {
@@ -219,17 +246,31 @@ func readOnlyTmpfs(opts string, fill func(root int) error) (*os.File, error) {
 	return t, nil
 }
 
-// mkdirsAt makes rel and its parents below the directory fd root.
-func mkdirsAt(root int, rel string) error {
-	p := ""
+// mkdirsAt makes rel and its parents below the directory fd root, and
+// returns an O_PATH fd of it. Each step is opened beneath root and
+// through no link: a link in a bind's host content fails the tree
+// (ELOOP), never leads out of it.
+func mkdirsAt(root int, rel string) (int, error) {
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS}
+	dir, err := unix.Openat2(root, ".", how)
+	if err != nil {
+		return -1, err
+	}
 	for _, c := range strings.Split(rel, "/") {
 		if c == "" || c == "." || c == ".." {
-			return errors.New("not a clean absolute path")
+			unix.Close(dir)
+			return -1, errors.New("not a clean absolute path")
 		}
-		p = filepath.Join(p, c)
-		if err := unix.Mkdirat(root, p, 0o755); err != nil && err != unix.EEXIST {
-			return err
+		if err := unix.Mkdirat(dir, c, 0o755); err != nil && err != unix.EEXIST {
+			unix.Close(dir)
+			return -1, err
 		}
+		next, err := unix.Openat2(dir, c, how)
+		unix.Close(dir)
+		if err != nil {
+			return -1, err
+		}
+		dir = next
 	}
-	return nil
+	return dir, nil
 }

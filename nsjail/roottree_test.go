@@ -5,11 +5,17 @@ package nsjail
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"agentjail/internal/systest"
 )
 
 // rootTreeProbe prints each mount's point, mount options and superblock
@@ -96,4 +102,112 @@ func rootTreesInUse(r *Runner) bool {
 		}
 	}
 	return len(r.rootTrees) > 0
+}
+
+// The root tree shares no mount events with the daemon's mount
+// namespace, either way, on a host whose / is shared (as systemd makes a
+// unit's): a mount the daemon's namespace makes below a bind appears in
+// neither the tree nor a jail's clone of it; a mount on a clone (a
+// jail's init holds CAP_SYS_ADMIN over its own) appears nowhere else; a
+// nested bind adds no mount to the daemon's namespace; and a link in a
+// bind's host content leads nowhere out of the tree. Run in a mount
+// namespace of the test's own thread, made rshared.
+func TestRootTreeSharesNoMountEvents(t *testing.T) {
+	systest.Require(t, systest.Root)
+	dir := t.TempDir()
+	for _, d := range []string{"ro/sub", "ro/nested", "ro/sub2", "etc", "out/x"} {
+		require.NoError(t, os.MkdirAll(dir+"/"+d, 0o755))
+	}
+	require.NoError(t, os.Symlink(dir+"/out", dir+"/ro/link"))
+	rel := strings.TrimPrefix(dir, "/")
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with its namespace
+		errc <- func() error {
+			if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+				return err
+			}
+			// Private first: nothing of this namespace's reaches the host's.
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+				return err
+			}
+			if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SHARED, ""); err != nil {
+				return err
+			}
+			etcFd, err := unix.OpenTree(unix.AT_FDCWD, dir+"/etc", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+			if err != nil {
+				return err
+			}
+			etc := os.NewFile(uintptr(etcFd), "etc")
+			defer etc.Close()
+			_, err = newRootTree(etc, []string{dir + "/ro", dir + "/ro/link/x"}, nil)
+			if !errors.Is(err, unix.ELOOP) {
+				return fmt.Errorf("a bind through a link: %v, want ELOOP", err)
+			}
+			if isMountPoint(dir + "/out/x") {
+				return errors.New("the tree's bind followed a link out of the tree, into the daemon's namespace")
+			}
+			tree, err := newRootTree(etc, []string{dir + "/ro", dir + "/ro/nested"}, nil)
+			if err != nil {
+				return errSkip{err}
+			}
+			defer tree.Close()
+			if isMountPoint(dir + "/ro/nested") {
+				return errors.New("the tree's nested bind was mounted in the daemon's namespace too")
+			}
+			if err := unix.Mount("tmpfs", dir+"/ro/sub", "tmpfs", 0, ""); err != nil {
+				return err
+			}
+			if err := os.WriteFile(dir+"/ro/sub/marker", nil, 0o644); err != nil {
+				return err
+			}
+			clone, err := etcClone(tree)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(clone)
+			for name, fd := range map[string]int{"the tree": int(tree.Fd()), "a jail's clone": clone} {
+				if unix.Faccessat(fd, rel+"/ro/sub/marker", unix.F_OK, 0) == nil {
+					return fmt.Errorf("a mount of the daemon's namespace appeared in %s", name)
+				}
+			}
+			tmp, err := readOnlyTmpfs("size=4k", func(int) error { return nil })
+			if err != nil {
+				return err
+			}
+			defer tmp.Close()
+			if err := unix.MoveMount(int(tmp.Fd()), "", clone, rel+"/ro/sub2", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+				return err
+			}
+			if isMountPoint(dir + "/ro/sub2") {
+				return errors.New("a mount on a jail's clone appeared in the daemon's namespace")
+			}
+			return nil
+		}()
+	}()
+	err := <-errc
+	var skip errSkip
+	if errors.As(err, &skip) {
+		t.Skipf("no shared root tree on this kernel: %v", skip.err)
+	}
+	require.NoError(t, err)
+}
+
+type errSkip struct{ err error }
+
+func (e errSkip) Error() string { return e.err.Error() }
+
+// isMountPoint tells whether path is a mount point in this thread's mount
+// namespace.
+func isMountPoint(path string) bool {
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
 }

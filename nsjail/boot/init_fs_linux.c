@@ -213,6 +213,8 @@ const char *aj_step_mount(struct aj_walk *w, int op, const char *stage, int *ok)
 		break;
 	case AJ_OP_BIND_RO: {
 		a = aj_str(r, 0), b = aj_str(r, 0), x = aj_uint(r, 8), y = aj_uint(r, 8);
+		if (!r->bad && ((x | y) & ~(uint64_t)(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)))
+			return "a bind's flags other than read-only, nosuid, nodev and noexec";
 		AJ_ARGS_READ();
 		if (mount(a, b, NULL, MS_BIND, NULL) < 0)
 			break;

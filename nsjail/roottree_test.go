@@ -48,11 +48,7 @@ print("zero", open("/dev/zero", "rb").read(2))
 func TestRootTreeIsReadOnlyThroughAndThrough(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
 	for _, start := range []StartMode{StartWarm, StartCold} {
-		res, err := r.Run(context.Background(), &Spec{Program: []byte(rootTreeProbe), Limits: DefaultLimits(), Start: start})
-		require.NoError(t, err, start)
-		require.Equal(t, StatusOK, res.Status, "%s: %s", start, res.Stderr)
-		assert.Equal(t, start, res.Start)
-		out := string(res.Stdout)
+		out := probeRoot(t, r, start)
 		if !rootTreesInUse(r) {
 			t.Skip("no shared root tree on this kernel: the jails build their own (TestJailsBuildTheirOwnRootWithoutTheTree)")
 		}
@@ -68,6 +64,17 @@ func TestRootTreeIsReadOnlyThroughAndThrough(t *testing.T) {
 	}
 }
 
+// probeRoot runs rootTreeProbe in a jail of r started as start; its
+// output.
+func probeRoot(t *testing.T, r *Runner, start StartMode) string {
+	t.Helper()
+	res, err := r.Run(context.Background(), &Spec{Program: []byte(rootTreeProbe), Limits: DefaultLimits(), Start: start})
+	require.NoError(t, err, start)
+	require.Equal(t, StatusOK, res.Status, "%s: %s", start, res.Stderr)
+	assert.Equal(t, start, res.Start)
+	return string(res.Stdout)
+}
+
 // Where the root tree cannot be made, each jail builds its root itself
 // (with the /etc tree), warm and cold, with the same mounts' properties.
 func TestJailsBuildTheirOwnRootWithoutTheTree(t *testing.T) {
@@ -78,11 +85,7 @@ func TestJailsBuildTheirOwnRootWithoutTheTree(t *testing.T) {
 	t.Cleanup(func() { makeRootTree = made })
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
 	for _, start := range []StartMode{StartWarm, StartCold} {
-		res, err := r.Run(context.Background(), &Spec{Program: []byte(rootTreeProbe), Limits: DefaultLimits(), Start: start})
-		require.NoError(t, err, start)
-		require.Equal(t, StatusOK, res.Status, "%s: %s", start, res.Stderr)
-		assert.Equal(t, start, res.Start)
-		out := string(res.Stdout)
+		out := probeRoot(t, r, start)
 		assert.Regexp(t, `(?m)^mount / ro,`, out, start)
 		assert.Regexp(t, `(?m)^mount /dev/null ro,`, out, "%s: the jail bound the host's devices itself", start)
 		assert.Regexp(t, `(?m)^mount /code ro,`, out, start)

@@ -195,6 +195,11 @@ func (p *plan) rootOfItsOwn(cfg *buildConfig) {
 // needed.
 func (p *plan) rootFromTree(cfg *buildConfig) {
 	root := cfg.RootDir
+	// The "make mounts private" step before this covers only the mounts
+	// the namespace had: the tree's own are private already, made so by
+	// the daemon before any jail gets a clone (newRootTree, tested by
+	// TestRootTreeSharesNoMountEvents), and a clone of a private mount is
+	// private. So no mount event crosses between a jail and the daemon.
 	p.Op(opAttach, "attach the root tree").Str(root)
 	p.code(cfg)
 	p.ptys(root + "/dev")

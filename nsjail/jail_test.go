@@ -363,8 +363,8 @@ func TestEnvironmentScrubbed(t *testing.T) {
 		"the jail's own variables, the libraries' defaults (libraryEnv) and the request's; nothing of the caller's")
 }
 
-// The program's environment is the same in python (os.environ) and in
-// libc (what a library reads with getenv), whether it is the warm
+// Each variable of the program's os.environ is the same in libc (what a
+// library reads with getenv), whether the run's environment is the warm
 // zygote's own or differs from it: a variable added, one changed.
 func TestEnvironmentSameInLibc(t *testing.T) {
 	code := `import ctypes, os

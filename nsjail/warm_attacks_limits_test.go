@@ -303,7 +303,6 @@ def main(): runpy.run_path(sys.argv[0], run_name="__main__")
 func TestWarmZygoteRefusesThreads(t *testing.T) {
 	for name, start := range map[string]string{
 		"threading": "import threading\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()",
-		// Once it runs: _thread counts a thread from its first step.
 		"_thread": `import _thread
 started = _thread.allocate_lock()
 started.acquire()
@@ -311,6 +310,23 @@ def run():
     started.release()
     time.sleep(60)
 _thread.start_new_thread(run, ())
+started.acquire()`,
+		// Before it has run: _thread counts it only then, the kernel at once.
+		"_thread, not yet running": "import _thread\n_thread.start_new_thread(time.sleep, (60,))",
+		// A C library's thread that calls into python, and imports
+		// threading before the zygote's thread does: threading then takes
+		// it for the main thread.
+		"C thread": `import ctypes, _thread
+started = _thread.allocate_lock()
+started.acquire()
+@ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+def body(_):
+    import threading
+    threading.current_thread()
+    started.release()
+    time.sleep(60)
+tid = ctypes.c_ulong()
+ctypes.CDLL(None).pthread_create(ctypes.byref(tid), None, body, None)
 started.acquire()`,
 	} {
 		t.Run(name, func(t *testing.T) {

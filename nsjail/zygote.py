@@ -570,14 +570,24 @@ def _quiesce():
     (a fork copies only the forking one, and a library's pool would be
     missing in every run) is an error the daemon reports."""
     # _thread counts every thread python started but this one, threading's
-    # among them, from its first step; threading (if an import loaded it:
-    # the zygote does not) names them, and knows the threads of C code that
-    # called into python.
+    # among them, once it has run (it counts itself when it first holds the
+    # interpreter's lock): while the kernel knows of more threads than
+    # that, the zygote lets them run, 50 ms at most. Threads of C code
+    # that never enter python (a BLAS pool, which handles a fork itself)
+    # stay allowed, as before. threading, if an import loaded it (the
+    # zygote does not), names them; it also knows C threads that called
+    # into python, unless one of those imported it first, when its main
+    # thread is not this one.
+    for _ in range(50):
+        if len(os.listdir("/proc/self/task")) <= 1 + _thread._count():
+            break
+        time.sleep(0.001)
     threading = sys.modules.get("threading")
-    if _thread._count() or (threading is not None and threading.active_count() > 1):
-        names = (", ".join(t.name for t in threading.enumerate()) if threading is not None
-                 else "%d started through _thread" % _thread._count())
-        raise SystemExit("agentjail zygote: the preloaded modules started threads: %s" % names)
+    if (_thread._count() or threading is not None and (threading.active_count() > 1 or
+                                                       threading.main_thread().ident != _thread.get_ident())):
+        names = ", ".join(t.name for t in threading.enumerate()) + "; " if threading is not None else ""
+        raise SystemExit("agentjail zygote: the preloaded modules started threads: %s%d started through _thread"
+                         % (names, _thread._count()))
     # A writable shared mapping (mmap(MAP_SHARED), a shared memory
     # segment) would be one memory that every run writes and reads.
     with open("/proc/self/maps") as f:

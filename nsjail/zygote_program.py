@@ -28,7 +28,7 @@ def _program(run, fds, uid):
             os.close(fd)
         # _signal's functions, not signal's: those wrap each answer in an
         # enum member, python code whose objects a fork's first call
-        # writes to (some 50 pages copied a run; BENCHMARKS.md).
+        # writes to (about 40 pages copied a run).
         _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
         _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         # A session of its own: no process group or session is shared with

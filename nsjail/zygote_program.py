@@ -257,11 +257,11 @@ def _exit_like_python(path):
     # the program imported it. The zygote does not import it, for its
     # fork hook would cost every run some 100 pages copied.
     threading = sys.modules.get("threading")
-    if threading is not None:
-        try:
+    try:
+        if threading is not None:
             threading._shutdown()
-        except BaseException:
-            pass
+    except BaseException:
+        pass
     try:
         atexit._run_exitfuncs()
     except BaseException:

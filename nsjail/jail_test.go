@@ -363,6 +363,29 @@ func TestEnvironmentScrubbed(t *testing.T) {
 		"the jail's own variables, the libraries' defaults (libraryEnv) and the request's; nothing of the caller's")
 }
 
+// Each variable of the program's os.environ is the same in libc (what a
+// library reads with getenv), whether the run's environment is the warm
+// zygote's own or differs from it: a variable added, one changed.
+func TestEnvironmentSameInLibc(t *testing.T) {
+	code := `import ctypes, os
+getenv = ctypes.CDLL(None).getenv
+getenv.restype = ctypes.c_char_p
+print(all(getenv(k.encode()) == v.encode() for k, v in os.environ.items()), getenv(b"MY_FLAG"), getenv(b"OPENBLAS_NUM_THREADS"))`
+	for name, c := range map[string]struct {
+		mod  func(*Spec)
+		want string
+	}{
+		"the zygote's": {nil, "True None b'1'\n"},
+		"its own":      {func(s *Spec) { s.Env = map[string]string{"MY_FLAG": "1"}; s.Limits.CPUs = 2 }, "True b'1' b'2'\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := jailRun(t, code, c.mod)
+			require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+			assert.Equal(t, c.want, string(res.Stdout))
+		})
+	}
+}
+
 func TestFdsClosed(t *testing.T) {
 	res := jailRun(t, `import os
 for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):

@@ -289,26 +289,77 @@ done()
 // refuses to serve, as for threads left by its imports, and says why;
 // warm requests run cold.
 func TestWarmZygoteRefusesSharedWritableMemory(t *testing.T) {
-	entry := File{Path: "agentjail_entry.py", Content: []byte(`import mmap, runpy, sys
+	err := zygoteFailure(t, `import mmap, runpy, sys
 ARENA = mmap.mmap(-1, 4096)  # a library's shared arena, made at import
 def main(): runpy.run_path(sys.argv[0], run_name="__main__")
-`)}
+`)
+	assert.Contains(t, err.Error(), "left a writable shared mapping, which every run would share: /dev/zero (deleted)")
+}
+
+// A thread that the zygote's imports started would be missing in every
+// fork (a fork copies only the forking thread): the zygote refuses to
+// serve, whether the thread came through threading or through _thread
+// alone (the zygote itself does not import threading).
+func TestWarmZygoteRefusesThreads(t *testing.T) {
+	for name, start := range map[string]string{
+		"threading": "import threading\nthreading.Thread(target=time.sleep, args=(60,), daemon=True).start()",
+		"_thread": `import _thread
+started = _thread.allocate_lock()
+started.acquire()
+def run():
+    started.release()
+    time.sleep(60)
+_thread.start_new_thread(run, ())
+started.acquire()`,
+		// Before it has run: _thread counts it only then, the kernel at once.
+		"_thread, not yet running": "import _thread\n_thread.start_new_thread(time.sleep, (60,))",
+		// A C library's thread that calls into python, and imports
+		// threading before the zygote's thread does: threading then takes
+		// it for the main thread.
+		"C thread": `import ctypes, _thread
+started = _thread.allocate_lock()
+started.acquire()
+@ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+def body(_):
+    import threading
+    threading.current_thread()
+    started.release()
+    time.sleep(60)
+tid = ctypes.c_ulong()
+ctypes.CDLL(None).pthread_create(ctypes.byref(tid), None, body, None)
+started.acquire()`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := zygoteFailure(t, "import runpy, sys, time\n"+start+`
+def main(): runpy.run_path(sys.argv[0], run_name="__main__")
+`)
+			assert.Contains(t, err.Error(), "the preloaded modules started threads")
+		})
+	}
+}
+
+// zygoteFailure keeps warm a zygote whose entry is entry's source, and
+// returns the error its failure reports; a warm request then runs cold.
+func zygoteFailure(t *testing.T, entry string) error {
+	t.Helper()
+	f := File{Path: "agentjail_entry.py", Content: []byte(entry)}
 	r := freshRunner(t)
 	failed := make(chan error, 8)
-	r.KeepWarm(ZygoteSpec{Name: "default", Code: []File{entry}, Entry: entry.Path, Etc: testEtc(),
+	r.KeepWarm(ZygoteSpec{Name: "default", Code: []File{f}, Entry: f.Path, Etc: testEtc(),
 		OnEvent: func(e string, err error) {
 			if e == "failed" {
 				failed <- err
 			}
 		}})
 	t.Cleanup(r.Close)
+	var err error
 	select {
-	case err := <-failed:
-		assert.Contains(t, err.Error(), "left a writable shared mapping, which every run would share: /dev/zero (deleted)")
+	case err = <-failed:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the zygote neither failed nor refused")
 	}
-	res, err := r.Run(context.Background(), &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm})
-	require.NoError(t, err)
+	res, runErr := r.Run(context.Background(), &Spec{Program: []byte("print('ok')"), Limits: DefaultLimits(), Start: StartWarm})
+	require.NoError(t, runErr)
 	assert.Equal(t, StartCold, res.Start)
+	return err
 }

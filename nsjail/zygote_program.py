@@ -26,8 +26,11 @@ def _program(run, fds, uid):
         _runs.clear()
         for fd in (_wake[0], _wake[1], _own_pid_ns, _null):
             os.close(fd)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        # _signal's functions, not signal's: those wrap each answer in an
+        # enum member, python code whose objects a fork's first call
+        # writes to (about 40 pages copied a run).
+        _signal.signal(_signal.SIGCHLD, _signal.SIG_DFL)
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, ())
         # A session of its own: no process group or session is shared with
         # the zygote (kill(0, ...) reaches only the program's own).
         os.setsid()
@@ -186,20 +189,26 @@ def _run_program(run, st):
     0 to 3 is closed, every signal is back to python's own dispositions."""
     try:
         run.detach()  # the fd goes with close_range below; the object must not close another one later
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         _sys(SYS_CLOSE_RANGE, REPORT_FD + 1 if st.report else REPORT_FD, 0xFFFFFFFF, 0)
         # A program is dumpable, as one that python3's exec started is:
         # its own /proc files are its user's. Only now: no fd of the
         # set-up is left to read through them.
         _prctl(PR_SET_DUMPABLE, 1)
         # Only what differs from the zygote's environment changes: each
-        # change is a libc call and dict work.
+        # change is a libc call and os.environ's python code, whose objects
+        # a fork's first use copies. Most runs change nothing, which one
+        # comparison with the bytes os.environ keeps (CPython's os.py:
+        # _data, encoded as os.fsencode does) tells.
         env = dict(kv.partition("=")[::2] for kv in st.env)
-        for k in [k for k in os.environ if k not in env]:
-            del os.environ[k]
-        for k, v in env.items():
-            if os.environ.get(k) != v:
-                os.environ[k] = v
+        enc = sys.getfilesystemencoding()
+        if getattr(os.environ, "_data", None) != {k.encode(enc, "surrogateescape"): v.encode(enc, "surrogateescape")
+                                                  for k, v in env.items()}:
+            for k in [k for k in os.environ if k not in env]:
+                del os.environ[k]
+            for k, v in env.items():
+                if os.environ.get(k) != v:
+                    os.environ[k] = v
         _retitle(st.argv, st.env)
         path = st.argv[-1]
         sys.argv = [path]
@@ -244,8 +253,13 @@ def _exit_like_python(path):
         except BaseException:
             pass
         code, sigint = 1, isinstance(e, KeyboardInterrupt)
+    # As python's own exit: the threads are joined through threading if
+    # the program imported it. The zygote does not import it, for its
+    # fork hook would cost every run some 100 pages copied.
+    threading = sys.modules.get("threading")
     try:
-        threading._shutdown()
+        if threading is not None:
+            threading._shutdown()
     except BaseException:
         pass
     try:

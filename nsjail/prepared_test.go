@@ -233,13 +233,16 @@ func TestPreparedErrorsAreHeardOnce(t *testing.T) {
 	r.KeepPrepared(2, PreparedTemplate{OnError: func(err error) { errs <- err }})
 	defer r.Close()
 	// Both starts have failed (none is in progress, a retry is a second
-	// away): each could have been heard.
+	// away): each could have been heard. The pool calls OnError after it
+	// has let its lock go, so the first may still be on its way; the
+	// second start, which ended after the first, is never heard.
 	require.Eventually(t, func() bool {
 		p := poolOf(r)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		return p.starting == 0 && p.lastErr != nil
 	}, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return len(errs) > 0 }, 5*time.Second, time.Millisecond)
 	assert.Len(t, errs, 1)
 	ready, err := r.PreparedStats()
 	assert.Zero(t, ready)

@@ -439,6 +439,11 @@ def main():
         info["error"] = str(e)
         _send(ctl, Z_READY, json.dumps(info).encode())
         os._exit(1)
+    # The environment every fork starts with: nothing here changes
+    # os.environ after this, so a run whose environment is this one leaves
+    # it alone (_run_program).
+    global _env
+    _env = dict(os.environ)
     # Every object there is now stays out of the collector's walks, so
     # that a fork's collections do not write to (and copy) the pages of
     # the zygote's objects: with numpy loaded, hundreds of pages a run.
@@ -477,6 +482,7 @@ _ctl = None         # the zygote's control socket
 _own_pid_ns = -1    # the zygote's own pid namespace
 _null = -1          # /dev/null: what a fork holds on fds 0 to 3 until its stdio comes
 _caps = ()          # the kernel's capabilities (_bounding_caps)
+_env = {}            # os.environ when the zygote was ready: each fork's
 REAPS = 64          # programs reaped a turn of the loop, at most: forks are served between turns
 _runs = {}          # pid of each program -> its socket, on which its end is sent
 

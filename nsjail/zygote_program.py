@@ -198,12 +198,9 @@ def _run_program(run, st):
         # Only what differs from the zygote's environment changes: each
         # change is a libc call and os.environ's python code, whose objects
         # a fork's first use copies. Most runs change nothing, which one
-        # comparison with the bytes os.environ keeps (CPython's os.py:
-        # _data, encoded as os.fsencode does) tells.
+        # comparison with the zygote's environment (_env) tells.
         env = dict(kv.partition("=")[::2] for kv in st.env)
-        enc = sys.getfilesystemencoding()
-        if getattr(os.environ, "_data", None) != {k.encode(enc, "surrogateescape"): v.encode(enc, "surrogateescape")
-                                                  for k, v in env.items()}:
+        if env != _env:
             for k in [k for k in os.environ if k not in env]:
                 del os.environ[k]
             for k, v in env.items():

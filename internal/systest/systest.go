@@ -49,7 +49,18 @@ const (
 	// egress tests' real clients (scripts/deps --test installs them).
 	Pip      Need = "Debian's python3-pip"
 	Requests Need = "Debian's python3-requests"
+	// StandaloneInit is the standalone init, embedded in the test binary
+	// and built from its C: scripts/build (which scripts/test runs before
+	// go test) builds it. nsjail's tests probe it (Probe).
+	StandaloneInit Need = "the standalone init, built from this C (scripts/build, then go test)"
 )
+
+// probes are the needs only a package that sees them can check (Probe).
+var probes = map[Need]func() string{}
+
+// Probe sets how Require checks n: f returns why n is missing, or "".
+// For needs a package of its own must look at; call it from an init.
+func Probe(n Need, f func() string) { probes[n] = f }
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
 // host has every need.
@@ -66,6 +77,9 @@ func Require(t testing.TB, needs ...Need) {
 }
 
 func missing(n Need) string {
+	if f, ok := probes[n]; ok {
+		return f()
+	}
 	switch n {
 	case Root:
 		if os.Geteuid() != 0 {
@@ -131,6 +145,8 @@ func missing(n Need) string {
 		if _, err := os.Stat("/dev/kvm"); err != nil {
 			return err.Error()
 		}
+	case StandaloneInit:
+		return "no package of this test binary probes it (systest.Probe)"
 	}
 	return ""
 }

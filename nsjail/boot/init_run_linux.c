@@ -19,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifndef CLOSE_RANGE_CLOEXEC
+#include <linux/close_range.h> // musl's unistd.h does not define it
+#endif
 
 #include "init_linux.h"
 

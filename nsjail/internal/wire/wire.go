@@ -111,3 +111,10 @@ const (
 	BootNoCgo
 	BootLinked
 )
+
+// StandaloneInit, when boot sets it, returns the standalone init
+// (boot/standalone/agentjail-init): the bootstrap and init stage as a
+// small static program that a jail executes instead of this binary. It
+// returns an error saying why when the binary holds none, or one built
+// from other C than the binary's own.
+var StandaloneInit func() ([]byte, error)

@@ -38,7 +38,10 @@ const (
 	Scientific Need = "python3-numpy, python3-pandas and python3-matplotlib"
 	MultiCPU   Need = "at least 2 CPUs"
 	CC         Need = "a C compiler (gcc)"
-	Node       Need = "node and npm (scripts/deps installs Debian's nodejs and npm)"
+	// MuslCC is musl-gcc (Debian's musl-tools), which builds the standalone
+	// init (nsjail/boot/standalone/build).
+	MuslCC Need = "musl-gcc (musl-tools: scripts/deps)"
+	Node   Need = "node and npm (scripts/deps installs Debian's nodejs and npm)"
 	// CPythonTests is CPython's own test suite for /usr/bin/python3
 	// (Debian's libpython3.11-testsuite; scripts/deps installs it).
 	CPythonTests Need = "CPython's test suite (libpython3.11-testsuite)"
@@ -108,6 +111,10 @@ func missing(n Need) string {
 		}
 	case CC:
 		if _, err := exec.LookPath("gcc"); err != nil {
+			return err.Error()
+		}
+	case MuslCC:
+		if _, err := exec.LookPath("musl-gcc"); err != nil {
 			return err.Error()
 		}
 	case Node:

@@ -183,11 +183,12 @@ static pid_t aj_clone_parent(void)
 // musl (the standalone init binary): musl keeps the thread id in its
 // thread descriptor, at AJ_MUSL_TID_OFFSET on x86_64 (musl 1.2's struct
 // pthread: self, dtv, prev, next, sysinfo, canary, tid), and gives
-// set_tid_address its thread-list lock. The kernel writes the child's id
-// into the descriptor (CLONE_CHILD_SETTID), and the child sets its
-// thread-id address to the lock again, as musl's own fork does. The
-// offset is checked against gettid() before the clone: another layout
-// fails here, never later.
+// set_tid_address its thread-list lock at start. The kernel writes the
+// child's id into the descriptor (CLONE_CHILD_SETTID), and the child
+// gives set_tid_address the lock again, as musl's start did (a clone
+// without CLONE_CHILD_CLEARTID leaves it unset). The offset is checked
+// against gettid() before the clone: another layout fails here, never
+// later.
 #define AJ_MUSL_TID_OFFSET 48
 static pid_t aj_clone_parent(void)
 {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"strings"
 	"sync"
 
@@ -16,7 +15,7 @@ import (
 )
 
 // The standalone init and the digest of the C it was built from, when
-// scripts/build-init made them before this binary was built
+// standalone/build made them before this binary was built
 // (standalone/README.md); the C of this package, to check that digest.
 var (
 	//go:embed standalone
@@ -29,6 +28,7 @@ const (
 	standalonePath    = "standalone/agentjail-init"
 	standaloneSources = standalonePath + ".sources"
 	standaloneMain    = "standalone/main.c"
+	standaloneBuild   = "standalone/build"
 )
 
 func init() { wire.StandaloneInit = standaloneInit }
@@ -39,7 +39,7 @@ func init() { wire.StandaloneInit = standaloneInit }
 var standaloneInit = sync.OnceValues(func() ([]byte, error) {
 	bin, err := standaloneDir.ReadFile(standalonePath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errors.New("this binary holds no standalone init: build it with scripts/build (which runs scripts/build-init)")
+		return nil, errors.New("this binary holds no standalone init: build it with scripts/build (which runs nsjail/boot/standalone/build)")
 	}
 	if err != nil {
 		return nil, err
@@ -67,9 +67,10 @@ func checkDigest(want []byte, got string) error {
 	return nil
 }
 
-// sourcesDigest is scripts/build-init's digest of the C: the sha256 of
-// `sha256sum *.c *.h standalone/main.c`'s output (each file's digest, two
-// spaces, its name, a newline; names in byte order).
+// sourcesDigest is standalone/build's digest of the C and of how it is
+// built: the sha256 of `sha256sum *.c *.h standalone/main.c
+// standalone/build`'s output (each file's digest, two spaces, its name, a
+// newline; names in byte order).
 func sourcesDigest() (string, error) {
 	var list strings.Builder
 	add := func(fsys fs.FS, name string) error {
@@ -91,8 +92,10 @@ func sourcesDigest() (string, error) {
 			}
 		}
 	}
-	if err := add(standaloneDir, path.Clean(standaloneMain)); err != nil {
-		return "", err
+	for _, name := range []string{standaloneMain, standaloneBuild} {
+		if err := add(standaloneDir, name); err != nil {
+			return "", err
+		}
 	}
 	return fmt.Sprintf("%x", sha256.Sum256([]byte(list.String()))), nil
 }

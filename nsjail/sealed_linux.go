@@ -3,6 +3,7 @@ package nsjail
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 
@@ -147,21 +148,32 @@ var sealedStandalone = sync.OnceValues(func() (*os.File, error) {
 	if wire.StandaloneInit == nil {
 		return nil, errors.New("standalone init: this binary does not import agentjail/nsjail/boot with cgo")
 	}
-	bin, err := wire.StandaloneInit()
+	src, err := wire.StandaloneInit()
 	if err != nil {
 		return nil, fmt.Errorf("standalone init: %w", err)
 	}
+	defer src.Close()
 	return sealedCopy(func(fd int) error {
-		for b := bin; len(b) > 0; {
-			n, err := unix.Write(fd, b)
-			if err == unix.EINTR {
-				continue
+		// Straight from the binary's read-only data: no copy of it kept.
+		var buf [16 << 10]byte
+		for {
+			n, err := src.Read(buf[:])
+			for b := buf[:n]; len(b) > 0; {
+				w, err := unix.Write(fd, b)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("standalone init: %w", &os.SyscallError{Syscall: "write", Err: err})
+				}
+				b = b[w:]
+			}
+			if err == io.EOF {
+				return nil
 			}
 			if err != nil {
-				return fmt.Errorf("standalone init: %w", &os.SyscallError{Syscall: "write", Err: err})
+				return fmt.Errorf("standalone init: %w", err)
 			}
-			b = b[n:]
 		}
-		return nil
 	})
 })

@@ -7,6 +7,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -33,29 +34,32 @@ const (
 
 func init() { wire.StandaloneInit = standaloneInit }
 
-// standaloneInit returns the embedded standalone init, if there is one
-// and it was built from this package's C as it is in this binary. Once
-// per process: the digest reads about 80 KB.
-var standaloneInit = sync.OnceValues(func() ([]byte, error) {
-	bin, err := standaloneDir.ReadFile(standalonePath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errors.New("this binary holds no standalone init: build it with scripts/build (which runs nsjail/boot/standalone/build)")
-	}
-	if err != nil {
+// standaloneInit opens the embedded standalone init, if there is one
+// and it was built from this package's C and build script as they are in
+// this binary. The digest is checked once per process; nothing is kept
+// (the file reads from the binary's own read-only data).
+func standaloneInit() (fs.File, error) {
+	if err := standaloneCurrent(); err != nil {
 		return nil, err
+	}
+	return standaloneDir.Open(standalonePath)
+}
+
+var standaloneCurrent = sync.OnceValue(func() error {
+	if _, err := fs.Stat(standaloneDir, standalonePath); errors.Is(err, fs.ErrNotExist) {
+		return errors.New("this binary holds no standalone init: build it with scripts/build (which runs nsjail/boot/standalone/build)")
+	} else if err != nil {
+		return err
 	}
 	want, err := standaloneDir.ReadFile(standaloneSources)
 	if err != nil {
-		return nil, fmt.Errorf("the standalone init's digest: %w", err)
+		return fmt.Errorf("the standalone init's digest: %w", err)
 	}
 	got, err := sourcesDigest()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := checkDigest(want, got); err != nil {
-		return nil, err
-	}
-	return bin, nil
+	return checkDigest(want, got)
 })
 
 // checkDigest compares the digest written beside the standalone init
@@ -74,11 +78,16 @@ func checkDigest(want []byte, got string) error {
 func sourcesDigest() (string, error) {
 	var list strings.Builder
 	add := func(fsys fs.FS, name string) error {
-		b, err := fs.ReadFile(fsys, name)
+		f, err := fsys.Open(name)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(&list, "%x  %s\n", sha256.Sum256(b), name)
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err != nil {
+			return err
+		}
+		fmt.Fprintf(&list, "%x  %s\n", h.Sum(nil), name)
 		return nil
 	}
 	for _, ext := range []string{"*.c", "*.h"} {

@@ -4,7 +4,7 @@
 // daemon's binary (standalone.go). Executing it instead of the daemon's
 // own static binary saves glibc's start (its CPU-feature probes, each a
 // trap to the hypervisor in a VM) and the mapping and faults of a large
-// binary: about 1 ms of machine CPU a jail (BENCHMARKS.md, "Cuts").
+// binary: about 0.8 ms of machine CPU a jail (BENCHMARKS.md, "Cuts").
 // musl calls constructors without arguments, so the bootstrap is called
 // from main here; anything but the init stage's argv[0] is refused.
 

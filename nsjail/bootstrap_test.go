@@ -80,7 +80,7 @@ func TestReapLostInit(t *testing.T) {
 // leaves no child unwaited for.
 func TestExeWithoutBootstrapFailsFast(t *testing.T) {
 	r := freshRunner(t)
-	r.Exe = "/bin/true"
+	r.Exe, r.ExeFile = "/bin/true", nil
 	t0 := time.Now()
 	_, err := r.Run(t.Context(), &Spec{Program: []byte("pass"), Limits: DefaultLimits()})
 	assert.ErrorContains(t, err, "bootstrap")

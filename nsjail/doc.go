@@ -74,8 +74,9 @@
 //
 // # No process-wide side effects
 //
-// The C stages run from a constructor, and slack_linux.c wraps
-// pthread_create: both in nsjail/boot, which only a binary that runs jails
+// The C stages run from a constructor (or, in the standalone init that
+// scripts/build embeds, from its main: Runner.ExeFile), and slack_linux.c
+// wraps pthread_create: both in nsjail/boot, which only a binary that runs jails
 // imports (cmd/agentjail's main.go; the tests of nsjail and daemon, in a
 // _test.go file). A program that imports this package alone gets neither,
 // and NewRunner says ErrNoBootstrap (nsjail/internal/noboot's test).

@@ -53,6 +53,9 @@ func testRunner(t *testing.T) *Runner {
 	systest.Require(t, systest.Root, systest.UserNS, systest.CgroupMem, systest.Python)
 	runnerOnce.Do(func() {
 		runner, runnerErr = NewRunner()
+		if runnerErr == nil && testSelfInit {
+			runner.ExeFile = nil
+		}
 		if runnerErr == nil && !testCold {
 			// As the daemon's: each /etc written once and attached (local
 			// mode, AGENTJAIL_TEST_COLD, writes it in each jail).
@@ -76,9 +79,13 @@ func testRunner(t *testing.T) *Runner {
 
 // testWarm: AGENTJAIL_TEST_WARM=1, every test run is warm (testRunner);
 // testCold: AGENTJAIL_TEST_COLD set, every one starts its own jail.
+// testSelfInit: AGENTJAIL_TEST_SELF_INIT=1, jails start from this binary
+// (its constructor, glibc), not from the standalone init (musl), as a
+// binary built without scripts/build does.
 var (
-	testWarm = os.Getenv("AGENTJAIL_TEST_WARM") == "1"
-	testCold = os.Getenv("AGENTJAIL_TEST_COLD") != ""
+	testWarm     = os.Getenv("AGENTJAIL_TEST_WARM") == "1"
+	testCold     = os.Getenv("AGENTJAIL_TEST_COLD") != ""
+	testSelfInit = os.Getenv("AGENTJAIL_TEST_SELF_INIT") == "1"
 )
 
 // sharedPool is how many jails (or warm runs) the shared test runner

@@ -228,7 +228,7 @@ func unreaped(pid int) bool { return syscall.Kill(pid, 0) == nil }
 // requests start their own (here failing the same way, with the reason).
 func TestPreparedErrorsAreHeardOnce(t *testing.T) {
 	r := freshRunner(t)
-	r.Exe = "/nonexistent/agentjail"
+	r.Exe, r.ExeFile = "/nonexistent/agentjail", nil
 	errs := make(chan error, 10)
 	r.KeepPrepared(2, PreparedTemplate{OnError: func(err error) { errs <- err }})
 	defer r.Close()
@@ -259,7 +259,7 @@ func TestPreparedRecoversAfterFailures(t *testing.T) {
 	defer os.RemoveAll(dir)
 	exe := filepath.Join(dir, "agentjail")
 	r := freshRunner(t)
-	r.Exe = exe
+	r.Exe, r.ExeFile = exe, nil
 	r.KeepPrepared(1, PreparedTemplate{})
 	defer r.Close()
 	require.Eventually(t, func() bool { _, err := r.PreparedStats(); return err != nil }, 5*time.Second, time.Millisecond)
@@ -422,7 +422,7 @@ func quietFdCount(t *testing.T) int {
 
 func freshRunner(t *testing.T) *Runner {
 	base := testRunner(t)
-	return &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, RootDir: base.RootDir}
+	return &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, ExeFile: base.ExeFile, RootDir: base.RootDir}
 }
 
 func uidUsed(r *Runner, uid uint32) bool {

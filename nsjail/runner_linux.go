@@ -31,11 +31,15 @@ type Runner struct {
 	// user namespace: it must be as trusted as this binary (root's, not
 	// writable by others). Default /proc/self/exe.
 	Exe string
-	// ExeFile, when set, is executed instead of Exe: a sealed copy of the
-	// binary (SealedExe) that nothing can rewrite between two jails. It is
-	// passed to the child as fd execFd and executed through
-	// /proc/self/fd/execFd: the number it has in this process may be
-	// reused in the child before execve looks the path up.
+	// ExeFile, when set, is executed instead of Exe: a sealed memfd that
+	// nothing can rewrite between two jails. NewRunner sets it to the
+	// standalone init (SealedStandaloneInit: the same C as this binary's
+	// bootstrap, built as a small static program) when this binary holds
+	// a current one; the daemon sets a sealed copy of this binary
+	// (SealedExe) when it holds none. It is passed to the child as fd
+	// execFd and executed through /proc/self/fd/execFd: the number it has
+	// in this process may be reused in the child before execve looks the
+	// path up.
 	ExeFile *os.File
 	// RootDir is a host directory on which each jail mounts its root tmpfs,
 	// inside the jail's private mount namespace only (the host's mount
@@ -136,6 +140,12 @@ func NewRunner() (*Runner, error) {
 		return nil, fmt.Errorf("cgroups: %w", err)
 	}
 	r := &Runner{Cgroups: cg, UIDs: &UIDRange{Base: DefaultUIDBase, Size: DefaultUIDSize}, Exe: "/proc/self/exe", RootDir: DefaultRootDir}
+	// The standalone init when this binary holds a current one (about
+	// 0.8 ms less CPU a jail); else this binary itself, whose constructor
+	// runs the same C (SealedStandaloneInit says why).
+	if f, err := sealedStandalone(); err == nil {
+		r.ExeFile = f
+	}
 	if err := r.UIDs.Validate(os.Getuid()); err != nil {
 		return nil, err
 	}

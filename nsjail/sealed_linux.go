@@ -3,9 +3,13 @@ package nsjail
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"agentjail/nsjail/internal/wire"
 )
 
 // sealedName is the memfd's name: a jail that could see the init stage's
@@ -58,6 +62,34 @@ func SealedExe() (*os.File, error) {
 		return nil, fmt.Errorf("sealed exe: fstat /proc/self/exe: %w", &os.SyscallError{Syscall: "fstat", Err: err})
 	}
 
+	return sealedCopy(func(fd int) error {
+		// Size it first (one allocation of the tmpfs pages), then copy in the
+		// kernel: sendfile(2) works from ext4 to the memfd's tmpfs, where
+		// copy_file_range(2), which io.Copy tries, answers EXDEV and io.Copy
+		// would fall back to 32 KiB reads and writes.
+		if err := unix.Ftruncate(fd, st.Size); err != nil {
+			return fmt.Errorf("sealed exe: %w", &os.SyscallError{Syscall: "ftruncate", Err: err})
+		}
+		var off int64
+		for off < st.Size {
+			n, err := unix.Sendfile(fd, int(src.Fd()), &off, int(min(st.Size-off, 1<<30)))
+			if err == unix.EINTR || err == unix.EAGAIN {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("sealed exe: copy /proc/self/exe: %w", &os.SyscallError{Syscall: "sendfile", Err: err})
+			}
+			if n == 0 {
+				return fmt.Errorf("sealed exe: /proc/self/exe ended at %d bytes of %d", off, st.Size)
+			}
+		}
+		return nil
+	})
+}
+
+// sealedCopy makes a sealed memfd as SealedExe describes, its content
+// written by fill, which is given the memfd's fd.
+func sealedCopy(fill func(fd int) error) (*os.File, error) {
 	fd, err := unix.MemfdCreate(sealedName, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) {
 		// Before Linux 6.3 there is no MFD_EXEC: every memfd is executable.
@@ -78,25 +110,8 @@ func SealedExe() (*os.File, error) {
 		}
 	}()
 
-	// Size it first (one allocation of the tmpfs pages), then copy in the
-	// kernel: sendfile(2) works from ext4 to the memfd's tmpfs, where
-	// copy_file_range(2), which io.Copy tries, answers EXDEV and io.Copy
-	// would fall back to 32 KiB reads and writes.
-	if err := unix.Ftruncate(fd, st.Size); err != nil {
-		return nil, fmt.Errorf("sealed exe: %w", &os.SyscallError{Syscall: "ftruncate", Err: err})
-	}
-	var off int64
-	for off < st.Size {
-		n, err := unix.Sendfile(fd, int(src.Fd()), &off, int(min(st.Size-off, 1<<30)))
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sealed exe: copy /proc/self/exe: %w", &os.SyscallError{Syscall: "sendfile", Err: err})
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("sealed exe: /proc/self/exe ended at %d bytes of %d", off, st.Size)
-		}
+	if err := fill(fd); err != nil {
+		return nil, err
 	}
 	if err := unix.Fchmod(fd, sealedMode); err != nil {
 		return nil, fmt.Errorf("sealed exe: %w", &os.SyscallError{Syscall: "fchmod", Err: err})
@@ -121,3 +136,44 @@ func SealedExe() (*os.File, error) {
 	ok = true
 	return f, nil
 }
+
+// SealedStandaloneInit returns a sealed memfd (as SealedExe's) of the
+// standalone init this binary embeds (nsjail/boot/standalone), or an
+// error saying why there is none. One per process, made at its first
+// call and never closed: NewRunner gives it to every Runner as ExeFile,
+// and it must not be closed.
+func SealedStandaloneInit() (*os.File, error) { return sealedStandalone() }
+
+var sealedStandalone = sync.OnceValues(func() (*os.File, error) {
+	if wire.StandaloneInit == nil {
+		return nil, errors.New("standalone init: this binary does not import agentjail/nsjail/boot with cgo")
+	}
+	src, err := wire.StandaloneInit()
+	if err != nil {
+		return nil, fmt.Errorf("standalone init: %w", err)
+	}
+	defer src.Close()
+	return sealedCopy(func(fd int) error {
+		// Straight from the binary's read-only data: no copy of it kept.
+		var buf [16 << 10]byte
+		for {
+			n, err := src.Read(buf[:])
+			for b := buf[:n]; len(b) > 0; {
+				w, err := unix.Write(fd, b)
+				if err == unix.EINTR {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("standalone init: %w", &os.SyscallError{Syscall: "write", Err: err})
+				}
+				b = b[w:]
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("standalone init: %w", err)
+			}
+		}
+	})
+})

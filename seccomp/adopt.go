@@ -11,7 +11,9 @@ import (
 
 // AdoptCalls are the system calls a warm run's init makes once its filter
 // is loaded (nsjail/boot/init_run_linux.c's aj_adopt): it reads msgAdopt (recvmsg,
-// read, and malloc's brk, mmap, munmap, madvise), reaps and waits for the
+// read, and malloc's brk, mmap, munmap, madvise, and mprotect, which musl's
+// malloc calls on the pages it maps for its metadata once brk has failed:
+// the standalone init is built with musl), reaps and waits for the
 // program (wait4, ppoll), passes signals on to it (kill, and the handler's
 // return), closes, sends an error record (sendto) and exits. The program's
 // filter allows each of them too (TestAdoptCallsAreTheProgramsToo): the
@@ -19,7 +21,7 @@ import (
 // makes these calls under the filter, in the kernel.
 var AdoptCalls = []string{
 	"recvmsg", "read", "wait4", "ppoll", "kill", "rt_sigreturn", "restart_syscall",
-	"close", "sendto", "brk", "mmap", "munmap", "madvise", "exit", "exit_group",
+	"close", "sendto", "brk", "mmap", "munmap", "madvise", "mprotect", "exit", "exit_group",
 }
 
 // adoptProgram is AdoptCalls as a filter: each allowed whatever its
@@ -31,7 +33,7 @@ var AdoptCalls = []string{
 // A warm run's init loaded the program's own filter before: some 500
 // instructions, which the kernel checks, translates to eBPF, compiles and
 // runs once per system call number (its action cache) at every load:
-// 0.1 to 0.2 ms of the run's CPU (BENCHMARKS.md). This one is 23.
+// 0.1 to 0.2 ms of the run's CPU (BENCHMARKS.md). This one is 24.
 var adoptProgram = sync.OnceValue(func() *Program {
 	const (
 		ldW = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS

@@ -89,5 +89,5 @@ func TestAdoptCallsAreTheProgramsToo(t *testing.T) {
 			require.Equal(t, "ALLOW", retString(p), "%s (%d) %#x", SyscallName(nr), nr, args)
 		}
 	}
-	require.Len(t, adopt, 23)
+	require.Len(t, adopt, 24)
 }

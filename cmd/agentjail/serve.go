@@ -175,6 +175,9 @@ func logServing(cfg *daemon.Config, policy daemon.Policy, runner *nsjail.Runner,
 		"max_concurrent", cfg.Admission.MaxConcurrent, "queue_length", cfg.Admission.QueueLength,
 		"environments", len(policy.Environments), "start", cfg.Jail.Start, "warm_ahead", cfg.WarmAhead(), "prepared_jails", cfg.Prepared(),
 		"max_sessions", cfg.Admission.MaxSessions, "gomaxprocs", runtime.GOMAXPROCS(0))
+	if _, err := nsjail.SealedStandaloneInit(); err != nil {
+		log.Warn("jails start from a copy of this binary, about 0.8 ms of CPU more each than from the standalone init", "why", err.Error())
+	}
 }
 
 // shutdown stops srv gracefully at the signal sig: the runs may finish
@@ -280,9 +283,10 @@ func serverOptions(cfg *daemon.Config, policy daemon.Policy, runner *nsjail.Runn
 // daemonRunner makes the runner of a daemon with cfg, for `agentjail
 // serve` and the daemon inside `agentjail mcp`: its uid range, each
 // environment's /etc written once for its jails, and every init stage run
-// from one sealed copy of this binary (exe), so that nothing a jail can
-// reach may ever rewrite what the next jail executes. The caller closes
-// both.
+// from a sealed memfd, so that nothing a jail can reach may ever rewrite
+// what the next jail executes: the standalone init NewRunner set, or else
+// a sealed copy of this binary (exe, nil with the standalone init). The
+// caller closes both (exe.Close does nothing when exe is nil).
 func daemonRunner(cfg *daemon.Config) (runner *nsjail.Runner, exe *os.File, err error) {
 	runner, err = nsjail.NewRunner()
 	if err != nil {
@@ -294,6 +298,9 @@ func daemonRunner(cfg *daemon.Config) (runner *nsjail.Runner, exe *os.File, err 
 	if err := runner.UIDs.Validate(os.Getuid()); err != nil {
 		runner.Close()
 		return nil, nil, fmt.Errorf("jail.uid_base/uid_count: %w", err)
+	}
+	if runner.ExeFile != nil {
+		return runner, nil, nil
 	}
 	exe, err = nsjail.SealedExe()
 	if err != nil {

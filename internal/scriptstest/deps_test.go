@@ -24,7 +24,7 @@ func depsList(t *testing.T, args ...string) []string {
 // the developer's tools; the test command installs those.
 func TestDepsRuntimeAndTestSets(t *testing.T) {
 	run := depsList(t)
-	assert.ElementsMatch(t, []string{"gcc", "libc6-dev", "python3", "ca-certificates", "netbase", "media-types"}, run)
+	assert.ElementsMatch(t, []string{"gcc", "libc6-dev", "musl-tools", "python3", "ca-certificates", "netbase", "media-types"}, run)
 	test := depsList(t, "--test")
 	for _, p := range []string{"systemd", "strace", "git", "libseccomp-dev", "nodejs", "libpython3.11-testsuite", "python3-pip", "python3-requests", "staticcheck (Go module)"} {
 		assert.NotContains(t, run, p, "the runtime set")

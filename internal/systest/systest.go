@@ -38,7 +38,10 @@ const (
 	Scientific Need = "python3-numpy, python3-pandas and python3-matplotlib"
 	MultiCPU   Need = "at least 2 CPUs"
 	CC         Need = "a C compiler (gcc)"
-	Node       Need = "node and npm (scripts/deps installs Debian's nodejs and npm)"
+	// MuslCC is musl-gcc (Debian's musl-tools), which builds the standalone
+	// init (nsjail/boot/standalone/build).
+	MuslCC Need = "musl-gcc (musl-tools: scripts/deps)"
+	Node   Need = "node and npm (scripts/deps installs Debian's nodejs and npm)"
 	// CPythonTests is CPython's own test suite for /usr/bin/python3
 	// (Debian's libpython3.11-testsuite; scripts/deps installs it).
 	CPythonTests Need = "CPython's test suite (libpython3.11-testsuite)"
@@ -49,7 +52,18 @@ const (
 	// egress tests' real clients (scripts/deps --test installs them).
 	Pip      Need = "Debian's python3-pip"
 	Requests Need = "Debian's python3-requests"
+	// StandaloneInit is the standalone init, embedded in the test binary
+	// and built from its C: scripts/build (which scripts/test runs before
+	// go test) builds it. nsjail's tests probe it (Probe).
+	StandaloneInit Need = "the standalone init, built from this C (scripts/build, then go test)"
 )
+
+// probes are the needs only a package that sees them can check (Probe).
+var probes = map[Need]func() string{}
+
+// Probe sets how Require checks n: f returns why n is missing, or "".
+// For needs a package of its own must look at; call it from an init.
+func Probe(n Need, f func() string) { probes[n] = f }
 
 // Require skips t (or fails it under AGENTJAIL_REQUIRE_ALL=1) unless the
 // host has every need.
@@ -66,6 +80,9 @@ func Require(t testing.TB, needs ...Need) {
 }
 
 func missing(n Need) string {
+	if f, ok := probes[n]; ok {
+		return f()
+	}
 	switch n {
 	case Root:
 		if os.Geteuid() != 0 {
@@ -94,6 +111,10 @@ func missing(n Need) string {
 		}
 	case CC:
 		if _, err := exec.LookPath("gcc"); err != nil {
+			return err.Error()
+		}
+	case MuslCC:
+		if _, err := exec.LookPath("musl-gcc"); err != nil {
 			return err.Error()
 		}
 	case Node:
@@ -131,6 +152,8 @@ func missing(n Need) string {
 		if _, err := os.Stat("/dev/kvm"); err != nil {
 			return err.Error()
 		}
+	case StandaloneInit:
+		return "no package of this test binary probes it (systest.Probe)"
 	}
 	return ""
 }

@@ -53,6 +53,7 @@
 #include <grp.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -157,6 +158,7 @@ static uid_t aj_env_id(char **envp, const char *name)
 // golang/go#65625, fixed in runc's nsexec the same way,
 // opencontainers/runc#4247). It returns as fork does; in the child,
 // glibc's idea of its thread id has been checked against the kernel's.
+#ifdef __GLIBC__
 static pid_t aj_clone_parent(void)
 {
 	pid_t *tid = NULL;
@@ -177,6 +179,35 @@ static pid_t aj_clone_parent(void)
 		_exit(1);
 	return (pid_t)pid;
 }
+#else
+// musl (the standalone init binary): musl keeps the thread id in its
+// thread descriptor, at AJ_MUSL_TID_OFFSET on x86_64 (musl 1.2's struct
+// pthread: self, dtv, prev, next, sysinfo, canary, tid), and gives
+// set_tid_address its thread-list lock at start. The kernel writes the
+// child's id into the descriptor (CLONE_CHILD_SETTID), and the child
+// gives set_tid_address the lock again, as musl's start did (a clone
+// without CLONE_CHILD_CLEARTID leaves it unset). The offset is checked
+// against gettid() before the clone: another layout fails here, never
+// later.
+#define AJ_MUSL_TID_OFFSET 48
+static pid_t aj_clone_parent(void)
+{
+	pid_t *tid = (pid_t *)((char *)pthread_self() + AJ_MUSL_TID_OFFSET);
+	int *lock = NULL;
+	if (*tid != (pid_t)syscall(SYS_gettid)) {
+		errno = ENOTSUP;
+		aj_fail("find the C library's thread id (not musl 1.2 on x86_64?)");
+	}
+	if (prctl(PR_GET_TID_ADDRESS, &lock, 0, 0, 0) < 0 || lock == NULL)
+		aj_fail("get the thread id address");
+	long pid = syscall(SYS_clone, CLONE_PARENT | CLONE_CHILD_SETTID | SIGCHLD, NULL, NULL, tid, 0);
+	if (pid < 0)
+		aj_fail("clone");
+	if (pid == 0 && (*tid != (pid_t)syscall(SYS_gettid) || syscall(SYS_set_tid_address, lock) != *tid))
+		_exit(1);
+	return (pid_t)pid;
+}
+#endif
 
 // aj_user_rlimits sets the per-user rlimits the jail's user namespace is
 // made with (a part of aj_bootstrap, before the namespace exists).
@@ -301,7 +332,11 @@ __attribute__((noreturn)) static void aj_nested_pid1(void)
 
 // Priority 101, the first a program may use: no other constructor runs
 // before it in the init stage.
+#ifdef AJ_STANDALONE
+void aj_bootstrap_main(int argc, char **argv, char **envp)
+#else
 __attribute__((constructor(101))) static void aj_bootstrap(int argc, char **argv, char **envp)
+#endif
 {
 	if (argc < 1 || argv == NULL || argv[0] == NULL || strcmp(argv[0], AJ_INIT_ARG0) != 0)
 		return;

@@ -126,6 +126,10 @@ void aj_send_all(const void *buf, size_t len);
 /* The jail's pid 1 after the bootstrap: never returns. nested: the jail's
    user and pid namespaces are in its zygote's (AJ_NEST_ENV). */
 void aj_init(int nested) __attribute__((noreturn));
+/* The bootstrap's entry in the standalone init (standalone/main.c, built
+   with AJ_STANDALONE): it returns only when argv[0] is not the init
+   stage's. In this package's cgo build it is a constructor instead. */
+void aj_bootstrap_main(int argc, char **argv, char **envp);
 /* Writes one file below the directory fd dir (and for a test, writeBeneath). */
 int aj_write_beneath(int dir, const char *rel, const char *content, size_t len, unsigned mode);
 /* Reads a plan through without carrying it out (the dry pass every plan

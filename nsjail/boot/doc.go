@@ -1,6 +1,8 @@
 // Package boot is the C that runs before the Go runtime starts: the
 // jail's bootstrap and init stage (bootstrap_linux.c, init_*_linux.c,
-// entered from a constructor when argv[0] is the init stage's), and the
+// entered from a constructor when argv[0] is the init stage's; the same C
+// is also built with musl as the standalone init, which this package
+// embeds when scripts/build made it: standalone/README.md), and the
 // timer slack every thread of the Go runtime sets as it starts
 // (slack_linux.c, through the link flag -Wl,--wrap=pthread_create).
 //

@@ -35,8 +35,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "init_linux.h"
@@ -54,9 +56,18 @@ __attribute__((noreturn)) void aj_init(int nested)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int sig = 1; sig < NSIG; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL); // EINVAL for the few the C library keeps: nothing to reset
+	// The kernel's call, not the C library's signal(), which refuses
+	// the signals that library keeps for itself (glibc 32 and 33, musl
+	// 32 to 34): every one is reset, whichever library this is built on.
+	struct {
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		uint64_t mask;
+	} dfl = {SIG_DFL, 0, NULL, 0};
+	for (int sig = 1; sig <= 64; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP && syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof dfl.mask) < 0)
+			aj_fail("reset the signals' actions", errno, NULL);
 	struct aj_state s;
 	memset(&s, 0, sizeof s);
 	struct aj_msg m;

@@ -19,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifndef CLOSE_RANGE_CLOEXEC
+#include <linux/close_range.h> // musl's unistd.h does not define it
+#endif
 
 #include "init_linux.h"
 
@@ -283,8 +286,9 @@ static void aj_nothing(int sig)
 //    dumpable (no ptrace, no /proc/1/mem), its fds are not the program's,
 //    and it forwards only aj_forwarded. The filter is a second wall;
 //  - malloc was set up before it (aj_plan's allocations: glibc's first
-//    malloc may call getrandom): from here on a malloc needs only brk or
-//    mmap, a free only brk, munmap or madvise;
+//    malloc may call getrandom): from here on a malloc needs only brk,
+//    mmap or (musl, the standalone init's C library, for its metadata once
+//    brk has failed) mprotect, a free only brk, munmap or madvise;
 //  - a call outside the list fails with ENOSYS. One this tail needs would
 //    end it (a failed brk crashes malloc: TestKernelAdoptTail), and with
 //    it the jail: it fails closed, never open.

@@ -8,6 +8,8 @@
 // package is the source.
 package wire
 
+import "io/fs"
+
 // The init stage's fds and ids (protocol.go, ids.go).
 const (
 	ReportFD = 3
@@ -111,3 +113,10 @@ const (
 	BootNoCgo
 	BootLinked
 )
+
+// StandaloneInit, when boot sets it, opens the standalone init
+// (boot/standalone/agentjail-init): the bootstrap and init stage as a
+// small static program that a jail executes instead of this binary. It
+// returns an error saying why when the binary holds none, or one built
+// from other C than the binary's own.
+var StandaloneInit func() (fs.File, error)

@@ -62,7 +62,7 @@ func SealedExe() (*os.File, error) {
 		return nil, fmt.Errorf("sealed exe: fstat /proc/self/exe: %w", &os.SyscallError{Syscall: "fstat", Err: err})
 	}
 
-	return sealedCopy(func(fd int) error {
+	return sealedCopy("sealed exe", func(fd int) error {
 		// Size it first (one allocation of the tmpfs pages), then copy in the
 		// kernel: sendfile(2) works from ext4 to the memfd's tmpfs, where
 		// copy_file_range(2), which io.Copy tries, answers EXDEV and io.Copy
@@ -88,19 +88,19 @@ func SealedExe() (*os.File, error) {
 }
 
 // sealedCopy makes a sealed memfd as SealedExe describes, its content
-// written by fill, which is given the memfd's fd.
-func sealedCopy(fill func(fd int) error) (*os.File, error) {
+// written by fill, which is given the memfd's fd; what begins its errors.
+func sealedCopy(what string, fill func(fd int) error) (*os.File, error) {
 	fd, err := unix.MemfdCreate(sealedName, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) {
 		// Before Linux 6.3 there is no MFD_EXEC: every memfd is executable.
 		fd, err = unix.MemfdCreate(sealedName, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	}
 	if errors.Is(err, unix.EACCES) {
-		return nil, fmt.Errorf("sealed exe: memfd_create refused an executable memfd (vm.memfd_noexec=2?): %w",
+		return nil, fmt.Errorf("%s: memfd_create refused an executable memfd (vm.memfd_noexec=2?): %w", what,
 			&os.SyscallError{Syscall: "memfd_create", Err: err})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sealed exe: %w", &os.SyscallError{Syscall: "memfd_create", Err: err})
+		return nil, fmt.Errorf("%s: %w", what, &os.SyscallError{Syscall: "memfd_create", Err: err})
 	}
 	f := os.NewFile(uintptr(fd), "memfd:"+sealedName)
 	ok := false
@@ -114,7 +114,7 @@ func sealedCopy(fill func(fd int) error) (*os.File, error) {
 		return nil, err
 	}
 	if err := unix.Fchmod(fd, sealedMode); err != nil {
-		return nil, fmt.Errorf("sealed exe: %w", &os.SyscallError{Syscall: "fchmod", Err: err})
+		return nil, fmt.Errorf("%s: %w", what, &os.SyscallError{Syscall: "fchmod", Err: err})
 	}
 
 	seals := sealsRequired | unix.F_SEAL_EXEC
@@ -124,14 +124,14 @@ func sealedCopy(fill func(fd int) error) (*os.File, error) {
 		_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sealed exe: %w", &os.SyscallError{Syscall: "fcntl F_ADD_SEALS", Err: err})
+		return nil, fmt.Errorf("%s: %w", what, &os.SyscallError{Syscall: "fcntl F_ADD_SEALS", Err: err})
 	}
 	got, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 	if err != nil {
-		return nil, fmt.Errorf("sealed exe: %w", &os.SyscallError{Syscall: "fcntl F_GET_SEALS", Err: err})
+		return nil, fmt.Errorf("%s: %w", what, &os.SyscallError{Syscall: "fcntl F_GET_SEALS", Err: err})
 	}
 	if got&seals != seals {
-		return nil, fmt.Errorf("sealed exe: seals are %#x, want %#x", got, seals)
+		return nil, fmt.Errorf("%s: seals are %#x, want %#x", what, got, seals)
 	}
 	ok = true
 	return f, nil
@@ -153,7 +153,7 @@ var sealedStandalone = sync.OnceValues(func() (*os.File, error) {
 		return nil, fmt.Errorf("standalone init: %w", err)
 	}
 	defer src.Close()
-	return sealedCopy(func(fd int) error {
+	f, err := sealedCopy("standalone init", func(fd int) error {
 		// Straight from the binary's read-only data: no copy of it kept.
 		var buf [16 << 10]byte
 		for {
@@ -176,4 +176,5 @@ var sealedStandalone = sync.OnceValues(func() (*os.File, error) {
 			}
 		}
 	})
+	return f, err
 })

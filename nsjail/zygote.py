@@ -482,7 +482,7 @@ _ctl = None         # the zygote's control socket
 _own_pid_ns = -1    # the zygote's own pid namespace
 _null = -1          # /dev/null: what a fork holds on fds 0 to 3 until its stdio comes
 _caps = ()          # the kernel's capabilities (_bounding_caps)
-_env = {}            # os.environ when the zygote was ready: each fork's
+_env = {}           # os.environ when the zygote was ready: _run_program compares each run's with it
 REAPS = 64          # programs reaped a turn of the loop, at most: forks are served between turns
 _runs = {}          # pid of each program -> its socket, on which its end is sent
 

@@ -59,6 +59,8 @@ __attribute__((noreturn)) void aj_init(int nested)
 	// The kernel's call, not the C library's signal(), which refuses
 	// the signals that library keeps for itself (glibc 32 and 33, musl
 	// 32 to 34): every one is reset, whichever library this is built on.
+	// 64 is the kernel's _NSIG on x86_64 (the only architecture the
+	// policy and the standalone init are built for); 8, its sigset's size.
 	struct {
 		void (*handler)(int);
 		unsigned long flags;

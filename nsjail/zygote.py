@@ -606,9 +606,11 @@ def _serve_in_c(serve, args, error):
     r = serve(*args)
     if r == 1:
         out = args[1]
-        fds = list(out[:Z_NS])
+        fds = out[:Z_NS]  # a list
         try:
-            run = socket.socket(fileno=fds[0])
+            # Its type given, so that python asks the kernel nothing
+            # (warm_run_linux.go makes it).
+            run = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])
         except BaseException:
             os._exit(1)
         _program(run, fds, out[Z_NS])

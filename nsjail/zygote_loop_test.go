@@ -1,13 +1,11 @@
 package nsjail
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +26,7 @@ func init() {
 
 // loopRunner is warmRunner with r.ZygoteLoop set to so, and its log in
 // logs as well as the test's.
-func loopRunner(t *testing.T, so []byte, logs *lockedBuffer) *Runner {
+func loopRunner(t *testing.T, so []byte, logs *systest.Buffer) *Runner {
 	t.Helper()
 	r := freshRunner(t)
 	r.ShareEtc = true
@@ -39,24 +37,6 @@ func loopRunner(t *testing.T, so []byte, logs *lockedBuffer) *Runner {
 	require.Eventually(t, func() bool { up, ahead, _, _ := r.WarmStats(); return up == 1 && ahead >= 1 },
 		30*time.Second, 10*time.Millisecond, "the zygote and its run ahead")
 	return r
-}
-
-// lockedBuffer is a bytes.Buffer that a log's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // warmRuns runs n warm programs on r, each one's own pid 2 of its run, and
@@ -91,7 +71,7 @@ func TestZygoteServesFromTheCLoop(t *testing.T) {
 	systest.Require(t, systest.ZygoteLoop)
 	so, err := ZygoteLoop()
 	require.NoError(t, err)
-	var logs lockedBuffer
+	var logs systest.Buffer
 	r := loopRunner(t, so, &logs)
 	info, ok := r.WarmInfo("default")
 	require.True(t, ok)
@@ -123,7 +103,7 @@ func TestZygoteFallsBackToItsPythonLoop(t *testing.T) {
 		{"not a shared object", "python: the C loop did not load: OSError: ", []byte("not a shared object\n")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var logs lockedBuffer
+			var logs systest.Buffer
 			r := loopRunner(t, c.so, &logs)
 			info, ok := r.WarmInfo("default")
 			require.True(t, ok)

@@ -54,7 +54,7 @@ func testRunner(t *testing.T) *Runner {
 	runnerOnce.Do(func() {
 		runner, runnerErr = NewRunner()
 		if runnerErr == nil && testSelfInit {
-			runner.ExeFile = nil
+			runner.ExeFile, runner.ZygoteLoop = nil, nil
 		}
 		if runnerErr == nil && !testCold {
 			// As the daemon's: each /etc written once and attached (local
@@ -79,9 +79,10 @@ func testRunner(t *testing.T) *Runner {
 
 // testWarm: AGENTJAIL_TEST_WARM=1, every test run is warm (testRunner);
 // testCold: AGENTJAIL_TEST_COLD set, every one starts its own jail.
-// testSelfInit: AGENTJAIL_TEST_SELF_INIT=1, jails start from this binary
-// (its constructor, glibc), not from the standalone init (musl), as a
-// binary built without scripts/build does.
+// testSelfInit: AGENTJAIL_TEST_SELF_INIT=1, the fallbacks of a binary
+// built without scripts/build: jails start from this binary (its
+// constructor, glibc), not from the standalone init (musl), and zygotes
+// serve from their python loop, not the C one (Runner.ZygoteLoop).
 var (
 	testWarm     = os.Getenv("AGENTJAIL_TEST_WARM") == "1"
 	testCold     = os.Getenv("AGENTJAIL_TEST_COLD") != ""

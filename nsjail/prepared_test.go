@@ -422,7 +422,8 @@ func quietFdCount(t *testing.T) int {
 
 func freshRunner(t *testing.T) *Runner {
 	base := testRunner(t)
-	return &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, ExeFile: base.ExeFile, RootDir: base.RootDir}
+	return &Runner{Cgroups: base.Cgroups, UIDs: base.UIDs, Exe: base.Exe, ExeFile: base.ExeFile, ZygoteLoop: base.ZygoteLoop,
+		RootDir: base.RootDir}
 }
 
 func uidUsed(r *Runner, uid uint32) bool {

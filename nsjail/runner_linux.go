@@ -41,6 +41,12 @@ type Runner struct {
 	// in this process may be reused in the child before execve looks the
 	// path up.
 	ExeFile *os.File
+	// ZygoteLoop, when set, is the zygotes' fork loop (ZygoteLoop's): each
+	// zygote loads it and serves its forks from it, with no python run
+	// between two forks (about 0.5 ms less machine CPU a warm run).
+	// NewRunner sets it when this binary holds a current one; without it
+	// a zygote serves from its python loop, as before.
+	ZygoteLoop []byte
 	// RootDir is a host directory on which each jail mounts its root tmpfs,
 	// inside the jail's private mount namespace only (the host's mount
 	// table never changes). Every jail uses the same one.
@@ -145,6 +151,9 @@ func NewRunner() (*Runner, error) {
 	// runs the same C (SealedStandaloneInit says why).
 	if f, err := sealedStandalone(); err == nil {
 		r.ExeFile = f
+	}
+	if so, err := zygoteLoop(); err == nil {
+		r.ZygoteLoop = so
 	}
 	if err := r.UIDs.Validate(os.Getuid()); err != nil {
 		return nil, err

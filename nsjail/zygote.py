@@ -431,6 +431,7 @@ def main():
     # rest of a warm `pass`).
     compile("pass", "<zygote>", "exec", dont_inherit=True)
     _read_mm_layout()
+    loop, info["loop"] = _c_loop(cfg.get("loop"))
     global _caps
     try:
         _caps = _bounding_caps()
@@ -451,6 +452,8 @@ def main():
     gc.collect()
     gc.freeze()
     _send(ctl, Z_READY, json.dumps(info).encode())
+    if loop is not None:
+        _serve_in_c(*loop)
     while True:
         ready = select.select([ctl, _wake[0]], [], [], 1.0)[0]
         if _wake[0] in ready:
@@ -519,7 +522,7 @@ def _spawn(payload, fds):
         if not fds:
             return
         run = socket.socket(fileno=fds[0])
-        if len(fds) != Z_NS or len(payload) != 4 or struct.unpack("<I", payload)[0] < ZYGOTE_INSIDE:
+        if len(fds) != Z_NS or len(payload) != 4 or not ZYGOTE_INSIDE <= struct.unpack("<I", payload)[0] < 1 << 31:
             raise _Fail("fork", 0, "a fork of another uid, or with other fds")
         uid = struct.unpack("<I", payload)[0]
     except BaseException as e:
@@ -550,6 +553,71 @@ def _spawn(payload, fds):
         # (The loop reaps: no program is reaped before it is in _runs.)
         for fd in fds[1:]:
             os.close(fd)
+
+
+class _ZConf(ctypes.Structure):
+    """struct aj_zconf of nsjail/zygoteloop/loop.c."""
+    _fields_ = [(n, ctypes.c_int32) for n in ("ctl", "wake", "own_pid_ns", "z_fork", "z_ns", "msg_exit", "msg_error",
+                                              "max_fds", "reaps")] + [("max_msg", ctypes.c_uint32),
+                                                                      ("min_uid", ctypes.c_uint32)]
+
+
+def _c_loop(path):
+    """The zygote's fork loop in C (nsjail/zygoteloop/loop.c), which the
+    daemon ships at path when its binary holds one: ((serve, its
+    arguments, error), "c"), or (None, why the zygote serves from the
+    loop below). /code is noexec, so the file is loaded from a memfd
+    copy; PyDLL keeps the interpreter's lock through the call, as
+    PyOS_BeforeFork and the others need."""
+    if not path:
+        return None, "python: the daemon shipped no C loop"
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        fd = os.memfd_create("agentjail-zygote-loop", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            # Sealed, as the daemon's memfds are: nothing can change the
+            # code the zygote maps from it.
+            import fcntl
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS,
+                        fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+            lib = ctypes.PyDLL("/proc/self/fd/%d" % fd)
+        finally:
+            os.close(fd)
+        serve, error = lib.aj_zygote_serve, lib.aj_zygote_error
+        serve.argtypes = (ctypes.POINTER(_ZConf), ctypes.POINTER(ctypes.c_int))
+        serve.restype = ctypes.c_int
+        error.restype = ctypes.c_char_p
+        conf = _ZConf(ctl=REPORT_FD, wake=_wake[0], own_pid_ns=_own_pid_ns, z_fork=Z_FORK, z_ns=Z_NS,
+                      msg_exit=MSG_EXIT, msg_error=MSG_ERROR, max_fds=Z_NS, reaps=REAPS, max_msg=MAX_MSG,
+                      min_uid=ZYGOTE_INSIDE)
+        return (serve, (ctypes.byref(conf), (ctypes.c_int * (Z_NS + 1))()), error), "c"
+    except BaseException as e:
+        return None, "python: the C loop did not load: %s: %s" % (type(e).__name__, e)
+
+
+def _serve_in_c(serve, args, error):
+    """Serves forks from the C loop, which returns only in a program it
+    forked (1: args[1] holds the run's fds and uid, as _spawn's) or to end
+    the zygote."""
+    r = serve(*args)
+    if r == 1:
+        out = args[1]
+        fds = out[:Z_NS]  # a list
+        try:
+            # Its type given, so that python asks the kernel nothing
+            # (warm_run_linux.go makes it).
+            run = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fds[0])
+        except BaseException:
+            os._exit(1)
+        _program(run, fds, out[Z_NS])
+    if r == 0:
+        os._exit(0)  # the daemon dropped this zygote
+    os.write(2, b"agentjail zygote: " + (error() or b"its loop ended") + b"\n")
+    os._exit(1)
 
 
 def _answer(sock, e):

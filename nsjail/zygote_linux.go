@@ -123,6 +123,7 @@ type ZygoteInfo struct {
 	Preload map[string]string `json:"preload"` // module -> "" when it imported, else the error
 	Entry   string            `json:"entry"`   // the entry's error, "" when it loaded
 	Error   string            `json:"error"`   // why the zygote cannot serve (threads or shared writable memory left by its imports), "" when it can
+	Loop    string            `json:"loop"`    // "c" when it serves its forks from Runner.ZygoteLoop, else why it serves from its python loop
 }
 
 // zygoteLimits are a zygote's own limits where ZygoteSpec.Limits leaves

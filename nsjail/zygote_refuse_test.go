@@ -59,15 +59,19 @@ func sendZForkErr(t *testing.T, r *Runner, payload []byte, n int) (*os.File, err
 // the run's socket, and the zygote serves the next run.
 func TestZygoteRefusesAForkOfAnotherUID(t *testing.T) {
 	r := warmRunner(t, ZygoteSpec{Name: "default", Ahead: 1})
-	ours := sendZFork(t, r, binary.LittleEndian.AppendUint32(nil, 5), zForkFds-1)
-	_ = ours.SetDeadline(time.Now().Add(10 * time.Second))
-	typ, rec, got, err := readMsgFds(ours)
-	closeFds(got)
-	require.NoError(t, err)
-	require.Equal(t, msgError, typ)
-	se := decodeRecord(rec)
-	assert.Equal(t, "fork", se.Stage)
-	assert.Contains(t, se.Msg, "another uid")
+	// Below the jails' range, and one that setresuid would read as -1,
+	// "unchanged" (the zygote's own uid).
+	for _, uid := range []uint32{5, 1<<32 - 1} {
+		ours := sendZFork(t, r, binary.LittleEndian.AppendUint32(nil, uid), zForkFds-1)
+		_ = ours.SetDeadline(time.Now().Add(10 * time.Second))
+		typ, rec, got, err := readMsgFds(ours)
+		closeFds(got)
+		require.NoError(t, err, "uid %d", uid)
+		require.Equal(t, msgError, typ, "uid %d", uid)
+		se := decodeRecord(rec)
+		assert.Equal(t, "fork", se.Stage, "uid %d", uid)
+		assert.Contains(t, se.Msg, "another uid", "uid %d", uid)
+	}
 	res, err := r.Run(context.Background(), &Spec{Program: []byte("print(1)"), Limits: DefaultLimits(), Start: StartWarm})
 	require.NoError(t, err)
 	assert.Equal(t, StatusOK, res.Status, string(res.Stderr))

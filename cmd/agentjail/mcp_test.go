@@ -93,17 +93,17 @@ func mcpConfig(t *testing.T) (path string, base uint32) {
 }
 
 // mcpProc is `agentjail mcp` as a process.
-func mcpCommand(args ...string) (*exec.Cmd, *syncBuffer) {
+func mcpCommand(args ...string) (*exec.Cmd, *systest.Buffer) {
 	cmd := exec.Command("/proc/self/exe", append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
-	log := &syncBuffer{}
+	log := &systest.Buffer{}
 	cmd.Stderr = log
 	return cmd, log
 }
 
 // connectMCP starts `agentjail mcp args...` and connects the Go SDK's
 // client to it.
-func connectMCP(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd, *syncBuffer) {
+func connectMCP(t *testing.T, args ...string) (*mcp.ClientSession, *exec.Cmd, *systest.Buffer) {
 	t.Helper()
 	cmd, log := mcpCommand(args...)
 	client := mcp.NewClient(&mcp.Implementation{Name: "agentjail-test", Version: "1"}, nil)
@@ -262,7 +262,7 @@ func TestMCPLocal(t *testing.T) {
 // time.
 type rawMCP struct {
 	cmd   *exec.Cmd
-	log   *syncBuffer
+	log   *systest.Buffer
 	in    io.WriteCloser
 	out   *bufio.Reader
 	done  chan struct{}

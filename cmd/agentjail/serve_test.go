@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,25 +30,8 @@ import (
 type daemonProc struct {
 	cmd  *exec.Cmd
 	sock string
-	log  *syncBuffer
+	log  *systest.Buffer
 	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startDaemon(t *testing.T, dir, config string) *daemonProc {
@@ -62,7 +44,7 @@ func startDaemon(t *testing.T, dir, config string) *daemonProc {
 	require.NoError(t, err)
 	cfg := filepath.Join(dir, "config.toml")
 	require.NoError(t, os.WriteFile(cfg, []byte(config), 0o644))
-	d := &daemonProc{sock: filepath.Join(dir, "agentjail.sock"), log: &syncBuffer{}, done: make(chan error, 1)}
+	d := &daemonProc{sock: filepath.Join(dir, "agentjail.sock"), log: &systest.Buffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command("/proc/self/exe", "serve", "--config", cfg, "--socket", d.sock)
 	d.cmd.Env = append(os.Environ(), "AGENTJAIL_TEST_MAIN=1")
 	d.cmd.Stderr = d.log

@@ -13,9 +13,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"agentjail/internal/systest"
 )
 
 // Daemon is `agentjail serve` running in the world's namespace D.
@@ -23,25 +24,8 @@ type Daemon struct {
 	Sock string // its Unix socket (in no network namespace)
 	Pid  int
 	cmd  *exec.Cmd
-	log  *lockedBuffer
+	log  *systest.Buffer
 	done chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // MetricsPort is the daemon's [metrics] listener's port on DAddr4 in
@@ -81,7 +65,7 @@ func (w *World) StartDaemon(bin, dir, config string) (*Daemon, error) {
 	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
-	d := &Daemon{Sock: filepath.Join(dir, "agentjail.sock"), log: &lockedBuffer{}, done: make(chan error, 1)}
+	d := &Daemon{Sock: filepath.Join(dir, "agentjail.sock"), log: &systest.Buffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command("nsenter", "--net=/run/netns/"+w.D, "--", bin, "serve", "--config", cfg, "--socket", d.Sock)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {

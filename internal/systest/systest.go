@@ -56,6 +56,9 @@ const (
 	// and built from its C: scripts/build (which scripts/test runs before
 	// go test) builds it. nsjail's tests probe it (Probe).
 	StandaloneInit Need = "the standalone init, built from this C (scripts/build, then go test)"
+	// ZygoteLoop is the zygotes' fork loop, embedded in the test binary
+	// and built from its loop.c, as StandaloneInit (nsjail/zygoteloop).
+	ZygoteLoop Need = "the zygote loop, built from this loop.c (scripts/build, then go test)"
 )
 
 // probes are the needs only a package that sees them can check (Probe).
@@ -152,7 +155,7 @@ func missing(n Need) string {
 		if _, err := os.Stat("/dev/kvm"); err != nil {
 			return err.Error()
 		}
-	case StandaloneInit:
+	case StandaloneInit, ZygoteLoop:
 		return "no package of this test binary probes it (systest.Probe)"
 	}
 	return ""

@@ -3,11 +3,9 @@
 package boot
 
 import (
-	"crypto/sha256"
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -71,40 +69,21 @@ func checkDigest(want []byte, got string) error {
 	return nil
 }
 
-// sourcesDigest is standalone/build's digest of the C and of how it is
-// built: the sha256 of `sha256sum *.c *.h standalone/main.c
-// standalone/build`'s output (each file's digest, two spaces, its name, a
-// newline; names in byte order).
+// sourcesDigest is standalone/build's digest (wire.Digest) of the C and
+// of how it is built: `sha256sum *.c *.h standalone/main.c
+// standalone/build`, names in byte order.
 func sourcesDigest() (string, error) {
-	var list strings.Builder
-	add := func(fsys fs.FS, name string) error {
-		f, err := fsys.Open(name)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return err
-		}
-		fmt.Fprintf(&list, "%x  %s\n", h.Sum(nil), name)
-		return nil
-	}
+	var files []wire.DigestFile
 	for _, ext := range []string{"*.c", "*.h"} {
 		names, err := fs.Glob(sources, ext) // sorted, as sha256sum's glob under LC_ALL=C
 		if err != nil {
 			return "", err
 		}
 		for _, n := range names {
-			if err := add(sources, n); err != nil {
-				return "", err
-			}
+			files = append(files, wire.DigestFile{FS: sources, Name: n})
 		}
 	}
-	for _, name := range []string{standaloneMain, standaloneBuild} {
-		if err := add(standaloneDir, name); err != nil {
-			return "", err
-		}
-	}
-	return fmt.Sprintf("%x", sha256.Sum256([]byte(list.String()))), nil
+	files = append(files, wire.DigestFile{FS: standaloneDir, Name: standaloneMain},
+		wire.DigestFile{FS: standaloneDir, Name: standaloneBuild})
+	return wire.Digest(files...)
 }

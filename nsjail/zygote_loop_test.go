@@ -86,7 +86,7 @@ func TestZygoteServesFromTheCLoop(t *testing.T) {
 	// zygote's until that program ends, as the one before it was.
 	require.Eventually(t, func() bool { return fdCount(t, py) == before }, 10*time.Second, 20*time.Millisecond,
 		"the zygote holds %d fds after its runs, %d before", fdCount(t, py), before)
-	assert.Empty(t, logs.String())
+	assert.NotContains(t, logs.String(), "zygote serves its forks from python")
 	if !testSelfInit {
 		assert.NotNil(t, testRunner(t).ZygoteLoop, "NewRunner sets the loop")
 	}
@@ -109,8 +109,10 @@ func TestZygoteFallsBackToItsPythonLoop(t *testing.T) {
 			require.True(t, ok)
 			assert.True(t, strings.HasPrefix(info.Loop, c.why), "loop %q", info.Loop)
 			warmRuns(t, r, 2)
+			// Other warnings are the host's (a kernel before 6.15 logs that
+			// jails write their own /etc).
 			if c.so == nil {
-				assert.Empty(t, logs.String())
+				assert.NotContains(t, logs.String(), "zygote serves its forks from python")
 			} else {
 				assert.Contains(t, logs.String(), "zygote serves its forks from python")
 			}

@@ -43,7 +43,7 @@ type Runner struct {
 	ExeFile *os.File
 	// ZygoteLoop, when set, is the zygotes' fork loop (ZygoteLoop's): each
 	// zygote loads it and serves its forks from it, with no python run
-	// between two forks (about 0.5 ms less machine CPU a warm run).
+	// between two forks (the zygote's CPU a warm run halves: BENCHMARKS.md).
 	// NewRunner sets it when this binary holds a current one; without it
 	// a zygote serves from its python loop, as before.
 	ZygoteLoop []byte

@@ -179,7 +179,7 @@ func (z *zygote) awaitReady() error {
 		err = errors.New(z.info.Error)
 	}
 	if l := z.w.r.Log; err == nil && l != nil && z.w.r.ZygoteLoop != nil && z.info.Loop != "c" {
-		l.Warn("zygote serves its forks from python, about 0.5 ms more CPU a warm run",
+		l.Warn("zygote serves its forks from python, at about twice its CPU a warm run",
 			"environment", s.Name, "why", z.info.Loop)
 	}
 	return err

@@ -179,7 +179,7 @@ func logServing(cfg *daemon.Config, policy daemon.Policy, runner *nsjail.Runner,
 		log.Warn("jails start from a copy of this binary, about 0.8 ms of CPU more each than from the standalone init", "why", err.Error())
 	}
 	if _, err := nsjail.ZygoteLoop(); err != nil {
-		log.Warn("zygotes serve their forks from python, about 0.5 ms of CPU more a warm run than from the C loop", "why", err.Error())
+		log.Warn("zygotes serve their forks from python, at about twice their CPU a warm run from the C loop", "why", err.Error())
 	}
 }
 

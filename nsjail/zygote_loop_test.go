@@ -87,6 +87,13 @@ func TestZygoteServesFromTheCLoop(t *testing.T) {
 	require.Eventually(t, func() bool { return fdCount(t, py) == before }, 10*time.Second, 20*time.Millisecond,
 		"the zygote holds %d fds after its runs, %d before", fdCount(t, py), before)
 	assert.NotContains(t, logs.String(), "zygote serves its forks from python")
+	// The loop is the zygote's alone: a run's /code never holds it
+	// (zygoteRequest ships it beside the environment's code, not in it).
+	res, err := r.Run(context.Background(), &Spec{Program: []byte("import os\nprint(sorted(os.listdir('/code')))\n"),
+		Limits: DefaultLimits(), Start: StartWarm})
+	require.NoError(t, err)
+	require.Equal(t, StatusOK, res.Status, string(res.Stderr))
+	assert.NotContains(t, string(res.Stdout), zygoteLoopName)
 	if !testSelfInit {
 		assert.NotNil(t, testRunner(t).ZygoteLoop, "NewRunner sets the loop")
 	}
